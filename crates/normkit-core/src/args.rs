@@ -1,0 +1,98 @@
+//! The operands of a forward and a backward call.
+
+use crate::tensor::{InOut, MatRef, VecMut, VecRef};
+
+/// Operands of a forward call. Which optional operands must be present is set by the
+/// [`crate::NormDesc`]: `weight` iff `desc.weight`, `bias` iff `desc.bias`, `residual` iff
+/// `desc.residual`, `rstd` iff `desc.save_stats`, `mean` iff `desc.save_stats` and LayerNorm.
+#[derive(Debug)]
+pub struct Forward<'a, B: ?Sized> {
+    /// `x` (M × N) in, `y` (M × N) out — or `y` written over `x`.
+    pub x: InOut<'a, B>,
+    /// `residual` in, `residual_out = x + residual` out — or written over `residual`.
+    pub residual: Option<InOut<'a, B>>,
+    pub weight: Option<VecRef<'a, B>>,
+    pub bias: Option<VecRef<'a, B>>,
+    /// LayerNorm mean per row, f32, length M.
+    pub mean: Option<VecMut<'a, B>>,
+    /// `1/sqrt(var + eps)` per row, f32, length M.
+    pub rstd: Option<VecMut<'a, B>>,
+}
+
+impl<'a, B: ?Sized> Forward<'a, B> {
+    /// A plain norm of `x` into `y`.
+    pub fn new(x: InOut<'a, B>) -> Self {
+        Forward { x, residual: None, weight: None, bias: None, mean: None, rstd: None }
+    }
+    pub fn weight(mut self, w: VecRef<'a, B>) -> Self {
+        self.weight = Some(w);
+        self
+    }
+    pub fn bias(mut self, b: VecRef<'a, B>) -> Self {
+        self.bias = Some(b);
+        self
+    }
+    pub fn residual(mut self, r: InOut<'a, B>) -> Self {
+        self.residual = Some(r);
+        self
+    }
+    pub fn mean(mut self, m: VecMut<'a, B>) -> Self {
+        self.mean = Some(m);
+        self
+    }
+    pub fn rstd(mut self, r: VecMut<'a, B>) -> Self {
+        self.rstd = Some(r);
+        self
+    }
+}
+
+/// Operands of a backward call, from the statistics the forward saved.
+///
+/// `dx = rstd·(w·dy − x̂·mean(x̂·w·dy))` for RMSNorm; LayerNorm subtracts `mean(w·dy)` too.
+/// With the fused residual add, `x` is the tensor that was normalised (`residual_out`), and
+/// `d_residual_out`, if given, is added to `dx`, which is then the gradient of both `x` and
+/// `residual` of the forward call.
+#[derive(Debug)]
+pub struct Backward<'a, B: ?Sized> {
+    /// The normalised input as stored (`residual_out` with the fused add).
+    pub x: MatRef<'a, B>,
+    /// `dy` in, `dx` out — or `dx` written over `dy`.
+    pub dy: InOut<'a, B>,
+    /// Incoming gradient of `residual_out` (fused add only; optional).
+    pub d_residual_out: Option<MatRef<'a, B>>,
+    pub weight: Option<VecRef<'a, B>>,
+    /// LayerNorm mean (required for LayerNorm), f32, length M.
+    pub mean: Option<VecRef<'a, B>>,
+    /// Saved rstd, f32, length M (required).
+    pub rstd: VecRef<'a, B>,
+    /// `Σ_rows dy·x̂` (required iff the descriptor has a weight), weight's dtype, length N.
+    pub dw: Option<VecMut<'a, B>>,
+    /// `Σ_rows dy` (required iff the descriptor has a bias), weight's dtype, length N.
+    pub db: Option<VecMut<'a, B>>,
+}
+
+impl<'a, B: ?Sized> Backward<'a, B> {
+    pub fn new(x: MatRef<'a, B>, dy: InOut<'a, B>, rstd: VecRef<'a, B>) -> Self {
+        Backward { x, dy, d_residual_out: None, weight: None, mean: None, rstd, dw: None, db: None }
+    }
+    pub fn weight(mut self, w: VecRef<'a, B>) -> Self {
+        self.weight = Some(w);
+        self
+    }
+    pub fn mean(mut self, m: VecRef<'a, B>) -> Self {
+        self.mean = Some(m);
+        self
+    }
+    pub fn d_residual_out(mut self, d: MatRef<'a, B>) -> Self {
+        self.d_residual_out = Some(d);
+        self
+    }
+    pub fn dw(mut self, dw: VecMut<'a, B>) -> Self {
+        self.dw = Some(dw);
+        self
+    }
+    pub fn db(mut self, db: VecMut<'a, B>) -> Self {
+        self.db = Some(db);
+        self
+    }
+}

@@ -1,0 +1,89 @@
+//! The backend-agnostic trait.
+
+use crate::args::{Backward, Forward};
+use crate::desc::{DTypes, Direction, NormDesc};
+use crate::dtype::DType;
+use crate::error::Result;
+use crate::host::HostBuf;
+use crate::tensor::Buffer;
+
+/// A backend that runs normkit's ops: the CPU backend, CUDA, HIP.
+///
+/// # Contract
+/// - `forward` and `backward` validate first ([`crate::validate_forward`],
+///   [`crate::validate_backward`]) and, on any error up to [`crate::NormError::Unsupported`],
+///   return it without touching an output.
+/// - Calls on a device backend are asynchronous with respect to the host: results are visible to
+///   [`NormKernel::download`] (which orders itself after earlier calls) or after
+///   [`NormKernel::synchronize`].
+/// - Forward is batch-invariant: a row's outputs are bitwise the same whatever `M` is and
+///   whatever rows surround it. Backward is deterministic: the same inputs give bitwise the same
+///   `dx`, `dw`, `db` on every run (no floating-point atomics; fixed reduction order).
+/// - Nothing panics on bad input.
+pub trait NormKernel {
+    /// Where this backend's tensors live.
+    type Buffer: Buffer;
+
+    /// Short backend name: `"cpu"`, `"cuda"`, `"hip"`.
+    fn name(&self) -> &'static str;
+
+    /// The device in words (CPU model, GPU name), for reports.
+    fn device_name(&self) -> String;
+
+    /// Whether this backend implements `desc` with these dtypes. `Ok(())` means a
+    /// `forward`/`backward` call with valid shapes will not fail with `Unsupported`.
+    fn supports(&self, dir: Direction, desc: &NormDesc, dtypes: &DTypes) -> Result<()>;
+
+    /// `y = norm(x [+ residual])`, plus `residual_out`, `mean`, `rstd` as the descriptor asks.
+    fn forward(&self, desc: &NormDesc, args: Forward<'_, Self::Buffer>) -> Result<()>;
+
+    /// `dx` (and `dw`, `db`) from `dy` and the statistics saved by the forward pass.
+    fn backward(&self, desc: &NormDesc, args: Backward<'_, Self::Buffer>) -> Result<()>;
+
+    /// A buffer of `len` elements whose contents are unspecified.
+    fn alloc(&self, dtype: DType, len: usize) -> Result<Self::Buffer>;
+
+    /// A copy of a host buffer on this backend.
+    fn upload(&self, src: &HostBuf) -> Result<Self::Buffer>;
+
+    /// A host copy of a buffer (waits for earlier calls that write it).
+    fn download(&self, buf: &Self::Buffer) -> Result<HostBuf>;
+
+    /// Waits for every call queued so far.
+    fn synchronize(&self) -> Result<()>;
+}
+
+/// The machine a backend runs on, as recorded in benchmark reports.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DeviceInfo {
+    /// Backend name (`"cpu"`, `"cuda"`, `"hip"`).
+    pub backend: String,
+    /// CPU model or GPU name.
+    pub name: String,
+    /// Cores (CPU), SMs (CUDA) or CUs (HIP).
+    pub compute_units: u32,
+    /// Driver / runtime version in words (`"580.159.04 (CUDA 13.0)"`), empty on the CPU.
+    pub driver: String,
+    /// Clocks at the time of the reading, in words.
+    pub clocks: String,
+    /// Device memory (GPU) or RAM (CPU), bytes.
+    pub memory_bytes: u64,
+    /// Last-level cache, bytes.
+    pub cache_bytes: u64,
+}
+
+/// What a benchmark needs from a backend beyond the ops: timing the backend's own way and
+/// measuring its copy ceiling in the same run.
+pub trait BenchBackend: NormKernel {
+    fn device_info(&self) -> DeviceInfo;
+
+    /// The copy ceiling: GB/s (1e9 bytes/s) of a plain copy of `bytes` bytes, counting the bytes
+    /// read plus the bytes written (memcpy on the CPU, device-to-device copy on a GPU).
+    fn copy_gbps(&self, bytes: usize) -> Result<f64>;
+
+    /// Times `calls` back-to-back invocations `f(0), f(1), …, f(calls−1)` (the caller rotates
+    /// input sets by index so the working set exceeds the caches), `reps` times. Returns the
+    /// seconds per call of each repetition; the caller takes the median. GPU backends capture the
+    /// calls once (a CUDA graph) and replay it, so launch overhead is what a graph sees.
+    fn time_calls(&self, calls: usize, reps: usize, f: &mut dyn FnMut(usize) -> Result<()>) -> Result<Vec<f64>>;
+}

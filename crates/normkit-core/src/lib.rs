@@ -1,0 +1,46 @@
+//! # normkit-core
+//!
+//! The contract every normkit backend implements, and the CPU backend.
+//!
+//! - [`DType`]: element types (f32, f16, bf16; statistics are always f32).
+//! - [`Layout`], [`MatRef`], [`MatMut`], [`VecRef`], [`VecMut`], [`InOut`]: row views into a
+//!   backend's buffers (rows `M`, hidden size `N`, a row stride ≥ `N`, an element offset).
+//! - [`NormDesc`]: what is computed (RMSNorm / LayerNorm, eps, weight + offset, bias, fused
+//!   residual add, casting mode, saved statistics).
+//! - [`Forward`], [`Backward`]: the operands of one call.
+//! - [`validate_forward`], [`validate_backward`]: every rule of the contract, checked once here;
+//!   backends call them before launching anything.
+//! - [`NormError`]: the one typed error.
+//! - [`NormKernel`]: the trait; [`cpu::CpuBackend`] implements it with rayon.
+//!
+//! ## Semantics
+//! RMSNorm: `rstd = 1/sqrt(mean(x²) + eps)`, `x̂ = x·rstd`.
+//! LayerNorm: `μ = mean(x)`, `rstd = 1/sqrt(mean((x−μ)²) + eps)` (two passes in fp32, never
+//! `E[x²]−μ²`), `x̂ = (x−μ)·rstd`.
+//! Then `y = x̂·(w + offset) + b`, rounded as the [`CastingMode`] says.
+//! Fused add: `h = x + residual` is stored to `residual_out` in the residual's dtype and the norm
+//! reads `h` as stored.
+//! Backward: `g = dy·(w + offset)`; RMSNorm `dx = rstd·(g − x̂·mean(g·x̂))`; LayerNorm
+//! `dx = rstd·(g − mean(g) − x̂·mean(g·x̂))`; `dw = Σ_rows dy·x̂`; `db = Σ_rows dy`; with the fused
+//! add `dx += d_residual_out`.
+
+mod args;
+pub mod cpu;
+mod desc;
+mod dtype;
+mod error;
+mod host;
+mod kernel;
+mod tensor;
+mod validate;
+
+pub use args::{Backward, Forward};
+pub use desc::{CastingMode, DTypes, Direction, NormDesc, NormKind, WeightSpec};
+pub use dtype::{round_to, DType};
+pub use error::{AliasRule, Dim, NormError, Operand, Result};
+pub use host::HostBuf;
+pub use kernel::{BenchBackend, DeviceInfo, NormKernel};
+pub use tensor::{Buffer, InOut, Layout, MatMut, MatRef, Span, VecMut, VecRef};
+pub use validate::{check_desc, check_dtypes, validate_backward, validate_forward, BackwardPlan, ForwardPlan};
+
+pub use half::{bf16, f16};

@@ -1,0 +1,2 @@
+//! normkit: fused normalization kernels behind one trait.
+pub use normkit_core::*;
