@@ -96,3 +96,79 @@ impl<'a, B: ?Sized> Backward<'a, B> {
         self
     }
 }
+
+/// Converts the buffer references of a view from one buffer type to another (used by the
+/// facade's type-erased backend). `None` from a converter means the buffer belongs to another
+/// backend; the operand is reported back.
+pub(crate) mod map {
+    use crate::error::Operand;
+    use crate::tensor::{InOut, MatMut, MatRef, VecMut, VecRef};
+
+    pub type R<'a, C> = Result<C, Operand>;
+
+    pub fn mat_ref<'a, B: ?Sized, C: ?Sized>(m: MatRef<'a, B>, op: Operand, f: &impl Fn(&'a B) -> Option<&'a C>) -> R<'a, MatRef<'a, C>> {
+        Ok(MatRef { buf: f(m.buf).ok_or(op)?, layout: m.layout })
+    }
+    pub fn mat_mut<'a, B: ?Sized, C: ?Sized>(m: MatMut<'a, B>, op: Operand, g: &impl Fn(&'a mut B) -> Option<&'a mut C>) -> R<'a, MatMut<'a, C>> {
+        Ok(MatMut { buf: g(m.buf).ok_or(op)?, layout: m.layout })
+    }
+    pub fn vec_ref<'a, B: ?Sized, C: ?Sized>(v: VecRef<'a, B>, op: Operand, f: &impl Fn(&'a B) -> Option<&'a C>) -> R<'a, VecRef<'a, C>> {
+        Ok(VecRef { buf: f(v.buf).ok_or(op)?, span: v.span })
+    }
+    pub fn vec_mut<'a, B: ?Sized, C: ?Sized>(v: VecMut<'a, B>, op: Operand, g: &impl Fn(&'a mut B) -> Option<&'a mut C>) -> R<'a, VecMut<'a, C>> {
+        Ok(VecMut { buf: g(v.buf).ok_or(op)?, span: v.span })
+    }
+    pub fn in_out<'a, B: ?Sized, C: ?Sized>(
+        io: InOut<'a, B>,
+        in_op: Operand,
+        out_op: Operand,
+        f: &impl Fn(&'a B) -> Option<&'a C>,
+        g: &impl Fn(&'a mut B) -> Option<&'a mut C>,
+    ) -> R<'a, InOut<'a, C>> {
+        Ok(match io {
+            InOut::Separate { input, output } => InOut::Separate { input: mat_ref(input, in_op, f)?, output: mat_mut(output, out_op, g)? },
+            InOut::InPlace(m) => InOut::InPlace(mat_mut(m, out_op, g)?),
+        })
+    }
+}
+
+impl<'a, B: ?Sized> Forward<'a, B> {
+    /// The same operands with every buffer converted by `f` (inputs) and `g` (outputs).
+    /// Returns the first operand whose converter returned `None`.
+    pub fn try_map<C: ?Sized>(
+        self,
+        f: impl Fn(&'a B) -> Option<&'a C>,
+        g: impl Fn(&'a mut B) -> Option<&'a mut C>,
+    ) -> Result<Forward<'a, C>, crate::Operand> {
+        use crate::Operand as O;
+        Ok(Forward {
+            x: map::in_out(self.x, O::X, O::Y, &f, &g)?,
+            residual: self.residual.map(|r| map::in_out(r, O::Residual, O::ResidualOut, &f, &g)).transpose()?,
+            weight: self.weight.map(|v| map::vec_ref(v, O::Weight, &f)).transpose()?,
+            bias: self.bias.map(|v| map::vec_ref(v, O::Bias, &f)).transpose()?,
+            mean: self.mean.map(|v| map::vec_mut(v, O::Mean, &g)).transpose()?,
+            rstd: self.rstd.map(|v| map::vec_mut(v, O::Rstd, &g)).transpose()?,
+        })
+    }
+}
+
+impl<'a, B: ?Sized> Backward<'a, B> {
+    /// The same operands with every buffer converted by `f` (inputs) and `g` (outputs).
+    pub fn try_map<C: ?Sized>(
+        self,
+        f: impl Fn(&'a B) -> Option<&'a C>,
+        g: impl Fn(&'a mut B) -> Option<&'a mut C>,
+    ) -> Result<Backward<'a, C>, crate::Operand> {
+        use crate::Operand as O;
+        Ok(Backward {
+            x: map::mat_ref(self.x, O::X, &f)?,
+            dy: map::in_out(self.dy, O::Dy, O::Dx, &f, &g)?,
+            d_residual_out: self.d_residual_out.map(|d| map::mat_ref(d, O::DResidualOut, &f)).transpose()?,
+            weight: self.weight.map(|v| map::vec_ref(v, O::Weight, &f)).transpose()?,
+            mean: self.mean.map(|v| map::vec_ref(v, O::Mean, &f)).transpose()?,
+            rstd: map::vec_ref(self.rstd, O::Rstd, &f)?,
+            dw: self.dw.map(|v| map::vec_mut(v, O::Dw, &g)).transpose()?,
+            db: self.db.map(|v| map::vec_mut(v, O::Db, &g)).transpose()?,
+        })
+    }
+}
