@@ -1,0 +1,176 @@
+//! The backward pass, with dW/dB that are bitwise deterministic whatever the thread count.
+//!
+//! Rows are cut into blocks of [`BLOCK_ROWS`] (a constant, never derived from the thread count).
+//! Each block computes its rows' `dx` and accumulates one fp32 partial row of `dw` (and `db`),
+//! adding its rows in index order. The block partials are then summed by a fixed pairwise tree
+//! over the block index (`reduce_blocks` splits `[lo, hi)` at `lo + (hi − lo)/2`), run with
+//! `rayon::join` so the halves proceed in parallel but are always added left + right. The bits
+//! of `dw`/`db` therefore depend on `M`, `N` and the data only. Memory stays bounded: a partial
+//! lives only until its parent adds it, so at most about `threads × depth` partials exist.
+
+use super::convert::Ptr;
+use super::forward::{in_out, read_span, Rows, Stat};
+use super::reduce;
+use crate::{Backward, BackwardPlan, HostBuf, NormDesc, NormKind, VecMut};
+
+/// Rows per dW/dB block. Fixed: changing it changes the bits of dw/db (not of dx).
+pub(super) const BLOCK_ROWS: usize = 64;
+
+struct Ctx {
+    kind: NormKind,
+    n: usize,
+    m: usize,
+    x: Rows,
+    dy: Rows,
+    dx: Rows,
+    d_residual_out: Option<Rows>,
+    /// `w + offset` in fp32.
+    w: Option<Vec<f32>>,
+    mean: Option<Stat>,
+    rstd: Stat,
+    want_dw: bool,
+    want_db: bool,
+}
+
+/// The fp32 partial sums of a range of blocks (empty vectors for gradients not asked for).
+struct Partial {
+    dw: Vec<f32>,
+    db: Vec<f32>,
+}
+
+fn add_into(acc: &mut [f32], other: &[f32]) {
+    for (a, &b) in acc.iter_mut().zip(other) {
+        *a += b;
+    }
+}
+
+/// Rounds `v` to the buffer's dtype and stores it at `span.offset`.
+fn write_span(out: &mut VecMut<'_, HostBuf>, v: &[f32]) {
+    let off = out.span.offset;
+    match &mut *out.buf {
+        HostBuf::F32(d) => d[off..off + v.len()].copy_from_slice(v),
+        HostBuf::F16(d) => d[off..off + v.len()].iter_mut().zip(v).for_each(|(d, &s)| *d = half::f16::from_f32(s)),
+        HostBuf::BF16(d) => d[off..off + v.len()]
+            .iter_mut()
+            .zip(v)
+            .for_each(|(d, &s)| *d = half::bf16::from_bits(super::convert::f32_to_bf16_bits(s))),
+    }
+}
+
+/// Runs a validated backward call.
+pub(super) fn run(desc: &NormDesc, plan: &BackwardPlan, mut args: Backward<'_, HostBuf>) {
+    let (m, n) = (plan.m, plan.n);
+    let w = match (&args.weight, plan.weight, desc.weight) {
+        (Some(w), Some(s), Some(spec)) => {
+            let mut v = read_span(w.buf, s.offset, s.len);
+            for e in v.iter_mut() {
+                *e += spec.offset;
+            }
+            Some(v)
+        }
+        _ => None,
+    };
+    let (dy, dx) = in_out(&mut args.dy);
+    let ctx = Ctx {
+        kind: desc.kind,
+        n,
+        m,
+        x: Rows { ptr: Ptr::of(args.x.buf), layout: args.x.layout },
+        dy,
+        dx,
+        d_residual_out: args.d_residual_out.map(|d| Rows { ptr: Ptr::of(d.buf), layout: d.layout }),
+        w,
+        mean: if desc.has_mean() { args.mean.map(|v| Stat { ptr: Ptr::of(v.buf), offset: v.span.offset }) } else { None },
+        rstd: Stat { ptr: Ptr::of(args.rstd.buf), offset: args.rstd.span.offset },
+        want_dw: args.dw.is_some(),
+        want_db: args.db.is_some(),
+    };
+
+    let blocks = m.div_ceil(BLOCK_ROWS);
+    let total = if blocks == 0 { ctx.empty_partial() } else { ctx.reduce_blocks(0, blocks) };
+    if let Some(dw) = args.dw.as_mut() {
+        write_span(dw, &total.dw);
+    }
+    if let Some(db) = args.db.as_mut() {
+        write_span(db, &total.db);
+    }
+    // `args` holds the borrows behind every pointer in `ctx` until the function returns, after
+    // the reduction has joined.
+}
+
+impl Ctx {
+    fn empty_partial(&self) -> Partial {
+        let z = |want: bool| if want { vec![0.0f32; self.n] } else { Vec::new() };
+        Partial { dw: z(self.want_dw), db: z(self.want_db) }
+    }
+
+    /// Sum of the partials of blocks `[lo, hi)`, `hi > lo`, by a fixed pairwise tree.
+    fn reduce_blocks(&self, lo: usize, hi: usize) -> Partial {
+        if hi - lo == 1 {
+            return self.block(lo);
+        }
+        let mid = lo + (hi - lo) / 2;
+        let (mut a, b) = rayon::join(|| self.reduce_blocks(lo, mid), || self.reduce_blocks(mid, hi));
+        add_into(&mut a.dw, &b.dw);
+        add_into(&mut a.db, &b.db);
+        a
+    }
+
+    /// `dx` of the rows of block `blk`, and the block's dW/dB partial (rows added in order).
+    fn block(&self, blk: usize) -> Partial {
+        let n = self.n;
+        let mut part = self.empty_partial();
+        let mut xh = vec![0.0f32; n];
+        let mut g = vec![0.0f32; n];
+        let mut t = if self.d_residual_out.is_some() { vec![0.0f32; n] } else { Vec::new() };
+        let nf = n as f32;
+        let rows = blk * BLOCK_ROWS..((blk + 1) * BLOCK_ROWS).min(self.m);
+        for i in rows {
+            // Soundness of all the loads and stores here: validation checked that every row view and
+            // statistic span lies inside its buffer; `run` holds the borrows of all buffers for
+            // the whole call; row `i` of `dx` is written only by this block (blocks partition the
+            // rows, and rows never share elements since `stride >= cols`). With `dx` over `dy`
+            // the row of `dy` is fully loaded before `dx` is stored.
+            // SAFETY: as just said.
+            let (mu, rs) = unsafe {
+                (self.mean.map_or(0.0, |s| s.ptr.get(s.offset + i)), self.rstd.ptr.get(self.rstd.offset + i))
+            };
+            // SAFETY: as above.
+            unsafe {
+                self.x.ptr.load(self.x.at(i), &mut xh);
+                self.dy.ptr.load(self.dy.at(i), &mut g);
+            }
+            // x̂ from x and the saved statistics.
+            match self.kind {
+                NormKind::Rms => xh.iter_mut().for_each(|v| *v *= rs),
+                NormKind::Layer => xh.iter_mut().for_each(|v| *v = (*v - mu) * rs),
+            }
+            if self.want_dw {
+                part.dw.iter_mut().zip(g.iter().zip(&xh)).for_each(|(a, (&dy, &xh))| *a += dy * xh);
+            }
+            if self.want_db {
+                add_into(&mut part.db, &g);
+            }
+            // g = dy·(w + offset)
+            if let Some(w) = &self.w {
+                g.iter_mut().zip(w).for_each(|(g, &w)| *g *= w);
+            }
+            let mgx = reduce::dot(&g, &xh) / nf;
+            match self.kind {
+                NormKind::Rms => g.iter_mut().zip(&xh).for_each(|(g, &xh)| *g = rs * (*g - xh * mgx)),
+                NormKind::Layer => {
+                    let mg = reduce::sum(&g) / nf;
+                    g.iter_mut().zip(&xh).for_each(|(g, &xh)| *g = rs * ((*g - mg) - xh * mgx));
+                }
+            }
+            if let Some(d) = &self.d_residual_out {
+                // SAFETY: as above.
+                unsafe { d.ptr.load(d.at(i), &mut t) };
+                add_into(&mut g, &t);
+            }
+            // SAFETY: as above.
+            unsafe { self.dx.ptr.store(self.dx.at(i), &g) };
+        }
+        part
+    }
+}

@@ -1,0 +1,179 @@
+//! Row loads and stores between host tensors and `f32` scratch rows.
+//!
+//! bf16↔f32 is done branch-free here (a shift one way, round-to-nearest-even with a bit trick the
+//! other way) so the loops auto-vectorise; f16 goes through `half`'s slice conversions, which use
+//! F16C when the CPU has it.
+
+use half::slice::HalfFloatSliceExt;
+use half::{bf16, f16};
+
+/// bf16 bits → f32: bf16 is the top half of an f32.
+#[inline(always)]
+pub(crate) fn bf16_bits_to_f32(b: u16) -> f32 {
+    f32::from_bits((b as u32) << 16)
+}
+
+/// f32 → bf16 bits, round to nearest even; NaN stays NaN (quieted, sign and top payload kept,
+/// exactly as `half::bf16::from_f32`). Written without branches so that slices vectorise.
+#[inline(always)]
+pub(crate) fn f32_to_bf16_bits(v: f32) -> u16 {
+    let x = v.to_bits();
+    // Adding 0x7fff plus the lowest kept bit rounds to nearest, ties to even; a carry out of the
+    // mantissa bumps the exponent, which is exactly the right rounding (up to Inf on overflow).
+    let rounded = x.wrapping_add(0x7fff + ((x >> 16) & 1)) >> 16;
+    let quiet_nan = (x >> 16) | 0x0040;
+    let is_nan = (x & 0x7fff_ffff) > 0x7f80_0000;
+    (if is_nan { quiet_nan } else { rounded }) as u16
+}
+
+/// `dst[i] = src[i]` widened.
+#[inline]
+pub(crate) fn bf16_to_f32_slice(src: &[u16], dst: &mut [f32]) {
+    for (d, &s) in dst.iter_mut().zip(src) {
+        *d = bf16_bits_to_f32(s);
+    }
+}
+
+/// `dst[i] = round(src[i])`.
+#[inline]
+pub(crate) fn f32_to_bf16_slice(src: &[f32], dst: &mut [u16]) {
+    for (d, &s) in dst.iter_mut().zip(src) {
+        *d = f32_to_bf16_bits(s);
+    }
+}
+
+/// Rounds every element of `v` to bf16 and back.
+#[inline]
+fn round_bf16_in_place(v: &mut [f32]) {
+    for x in v.iter_mut() {
+        *x = bf16_bits_to_f32(f32_to_bf16_bits(*x));
+    }
+}
+
+/// Rounds every element of `v` to f16 and back.
+fn round_f16_in_place(v: &mut [f32]) {
+    let mut tmp = [f16::ZERO; 64];
+    for c in v.chunks_mut(64) {
+        let t = &mut tmp[..c.len()];
+        t.convert_from_f32_slice(c);
+        t.convert_to_f32_slice(c);
+    }
+}
+
+/// Rounds every element of `v` to `dtype` and back (`round_to` over a slice).
+#[inline]
+pub(crate) fn round_slice(dtype: crate::DType, v: &mut [f32]) {
+    match dtype {
+        crate::DType::F32 => {}
+        crate::DType::F16 => round_f16_in_place(v),
+        crate::DType::BF16 => round_bf16_in_place(v),
+    }
+}
+
+/// Rounds one value to `dtype` and back, with the same conversions the row stores use.
+#[inline]
+pub(crate) fn round_scalar(dtype: crate::DType, v: f32) -> f32 {
+    match dtype {
+        crate::DType::F32 => v,
+        crate::DType::F16 => f16::from_f32(v).to_f32(),
+        crate::DType::BF16 => bf16_bits_to_f32(f32_to_bf16_bits(v)),
+    }
+}
+
+/// A typed base pointer into a [`crate::HostBuf`], shared between the rayon workers of one call.
+///
+/// It carries no lifetime: the call that builds it holds the borrow of the buffer (shared for
+/// inputs, exclusive for outputs) for as long as any worker uses it, and every worker touches
+/// only the rows it owns (see the `SAFETY` comments at the uses).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Ptr {
+    F32(*mut f32),
+    F16(*mut f16),
+    BF16(*mut bf16),
+}
+
+// SAFETY: a `Ptr` is only a base address. The backend hands it to several threads only while the
+// underlying buffer is borrowed by the call, and the threads read disjoint-or-shared-read-only
+// and write disjoint element ranges (each output row or statistic belongs to exactly one task).
+unsafe impl Send for Ptr {}
+// SAFETY: as above.
+unsafe impl Sync for Ptr {}
+
+impl Ptr {
+    /// The base pointer of a buffer that will only be read.
+    pub(crate) fn of(buf: &crate::HostBuf) -> Ptr {
+        match buf {
+            crate::HostBuf::F32(v) => Ptr::F32(v.as_ptr().cast_mut()),
+            crate::HostBuf::F16(v) => Ptr::F16(v.as_ptr().cast_mut()),
+            crate::HostBuf::BF16(v) => Ptr::BF16(v.as_ptr().cast_mut()),
+        }
+    }
+
+    /// The base pointer of a buffer that will be written.
+    pub(crate) fn of_mut(buf: &mut crate::HostBuf) -> Ptr {
+        match buf {
+            crate::HostBuf::F32(v) => Ptr::F32(v.as_mut_ptr()),
+            crate::HostBuf::F16(v) => Ptr::F16(v.as_mut_ptr()),
+            crate::HostBuf::BF16(v) => Ptr::BF16(v.as_mut_ptr()),
+        }
+    }
+
+    /// Widens `dst.len()` elements starting at element `at` into `dst`.
+    ///
+    /// # Safety
+    /// `at + dst.len()` elements must lie inside the buffer, the buffer must be alive, and no
+    /// other thread may write those elements during the call.
+    #[inline]
+    pub(crate) unsafe fn load(self, at: usize, dst: &mut [f32]) {
+        let n = dst.len();
+        // SAFETY: the caller guarantees the range is in bounds, live and not written concurrently.
+        unsafe {
+            match self {
+                Ptr::F32(p) => dst.copy_from_slice(std::slice::from_raw_parts(p.add(at), n)),
+                Ptr::F16(p) => std::slice::from_raw_parts(p.add(at), n).convert_to_f32_slice(dst),
+                Ptr::BF16(p) => bf16_to_f32_slice(std::slice::from_raw_parts(p.add(at), n).reinterpret_cast(), dst),
+            }
+        }
+    }
+
+    /// Rounds `src` to the buffer's dtype and writes it from element `at`.
+    ///
+    /// # Safety
+    /// `at + src.len()` elements must lie inside the buffer, the buffer must be alive and
+    /// exclusively borrowed by the call, and no other thread may read or write those elements
+    /// during the call.
+    #[inline]
+    pub(crate) unsafe fn store(self, at: usize, src: &[f32]) {
+        let n = src.len();
+        // SAFETY: the caller guarantees the range is in bounds, live and owned by this thread.
+        unsafe {
+            match self {
+                Ptr::F32(p) => std::slice::from_raw_parts_mut(p.add(at), n).copy_from_slice(src),
+                Ptr::F16(p) => std::slice::from_raw_parts_mut(p.add(at), n).convert_from_f32_slice(src),
+                Ptr::BF16(p) => f32_to_bf16_slice(src, std::slice::from_raw_parts_mut(p.add(at), n).reinterpret_cast_mut()),
+            }
+        }
+    }
+
+    /// Reads one element, widened.
+    ///
+    /// # Safety
+    /// As [`Ptr::load`] for one element.
+    #[inline]
+    pub(crate) unsafe fn get(self, at: usize) -> f32 {
+        let mut v = [0.0f32];
+        // SAFETY: forwarded to the caller.
+        unsafe { self.load(at, &mut v) };
+        v[0]
+    }
+
+    /// Writes one element, rounded.
+    ///
+    /// # Safety
+    /// As [`Ptr::store`] for one element.
+    #[inline]
+    pub(crate) unsafe fn set(self, at: usize, v: f32) {
+        // SAFETY: forwarded to the caller.
+        unsafe { self.store(at, &[v]) };
+    }
+}

@@ -1,0 +1,200 @@
+//! The forward pass: one rayon task per group of rows, each row normalised through an `f32`
+//! scratch row.
+
+use rayon::prelude::*;
+
+use super::convert::{round_scalar, round_slice, Ptr};
+use super::reduce;
+use crate::{CastingMode, DType, ForwardPlan, Forward, HostBuf, InOut, Layout, NormDesc, NormKind};
+
+/// Rows per rayon task are chosen so that a task covers about this many elements: enough to
+/// amortise the task overhead, few enough to balance two to a few dozen threads on large `M`.
+/// Grouping changes only which thread runs a row, never how the row is computed.
+pub(super) const TASK_ELEMS: usize = 1 << 15;
+
+/// A row-major operand located in its buffer.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Rows {
+    pub ptr: Ptr,
+    pub layout: Layout,
+}
+
+impl Rows {
+    /// Element index of the first element of row `i`.
+    #[inline]
+    pub fn at(&self, i: usize) -> usize {
+        self.layout.offset + i * self.layout.stride
+    }
+}
+
+/// A vector operand (statistics) located in its buffer.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Stat {
+    pub ptr: Ptr,
+    pub offset: usize,
+}
+
+/// Splits an `InOut` into its input and output row views (the same memory when in place).
+pub(super) fn in_out(io: &mut InOut<'_, HostBuf>) -> (Rows, Rows) {
+    match io {
+        InOut::Separate { input, output } => (
+            Rows { ptr: Ptr::of(input.buf), layout: input.layout },
+            Rows { ptr: Ptr::of_mut(output.buf), layout: output.layout },
+        ),
+        InOut::InPlace(m) => {
+            let r = Rows { ptr: Ptr::of_mut(m.buf), layout: m.layout };
+            (r, r)
+        }
+    }
+}
+
+/// Widens `span` elements of a host buffer.
+pub(super) fn read_span(buf: &HostBuf, offset: usize, len: usize) -> Vec<f32> {
+    match buf {
+        HostBuf::F32(v) => v[offset..offset + len].to_vec(),
+        HostBuf::F16(v) => v[offset..offset + len].iter().map(|x| x.to_f32()).collect(),
+        HostBuf::BF16(v) => v[offset..offset + len].iter().map(|x| x.to_f32()).collect(),
+    }
+}
+
+/// Everything a row needs, shared by the workers.
+struct Ctx {
+    kind: NormKind,
+    casting: CastingMode,
+    eps: f32,
+    n: usize,
+    /// The dtype `Llama` and `None` round to: x's dtype.
+    xdt: DType,
+    x: Rows,
+    y: Rows,
+    /// `(residual, residual_out, residual dtype)`.
+    residual: Option<(Rows, Rows, DType)>,
+    /// `w + offset` in fp32 (rounded to `xdt` in `None` mode).
+    w: Option<Vec<f32>>,
+    b: Option<Vec<f32>>,
+    mean: Option<Stat>,
+    rstd: Option<Stat>,
+}
+
+/// Runs a validated forward call.
+pub(super) fn run(desc: &NormDesc, plan: &ForwardPlan, mut args: Forward<'_, HostBuf>) {
+    let (m, n) = (plan.m, plan.n);
+    if m == 0 {
+        return;
+    }
+    let xdt = plan.dtypes.x;
+    let none = desc.casting == CastingMode::None;
+    let w = match (&args.weight, plan.weight, desc.weight) {
+        (Some(w), Some(s), Some(spec)) => {
+            let mut v = read_span(w.buf, s.offset, s.len);
+            for e in v.iter_mut() {
+                *e += spec.offset;
+            }
+            if none {
+                round_slice(xdt, &mut v);
+            }
+            Some(v)
+        }
+        _ => None,
+    };
+    let b = match (&args.bias, plan.bias) {
+        (Some(b), Some(s)) => Some(read_span(b.buf, s.offset, s.len)),
+        _ => None,
+    };
+    let (x, y) = in_out(&mut args.x);
+    let residual = args.residual.as_mut().map(|r| {
+        let dt = r.input_dtype();
+        let (i, o) = in_out(r);
+        (i, o, dt)
+    });
+    let stat = |v: &mut Option<crate::VecMut<'_, HostBuf>>| v.as_mut().map(|v| Stat { ptr: Ptr::of_mut(v.buf), offset: v.span.offset });
+    let mean = if desc.has_mean() { stat(&mut args.mean) } else { None };
+    let rstd = stat(&mut args.rstd);
+    let ctx = Ctx { kind: desc.kind, casting: desc.casting, eps: desc.eps, n, xdt, x, y, residual, w, b, mean, rstd };
+
+    let min_rows = (TASK_ELEMS / n).max(1);
+    let has_res = ctx.residual.is_some();
+    (0..m).into_par_iter().with_min_len(min_rows).for_each_init(
+        || (vec![0.0f32; n], if has_res { vec![0.0f32; n] } else { Vec::new() }),
+        |(h, r), i| ctx.row(i, h, r),
+    );
+    // `args` holds the borrows behind every pointer in `ctx` until the function returns, after
+    // the parallel loop has joined.
+}
+
+impl Ctx {
+    /// Normalises row `i`. `h` has length `n`; `r` too when there is a residual.
+    #[inline]
+    fn row(&self, i: usize, h: &mut [f32], r: &mut [f32]) {
+        // Soundness of all the loads and stores below: validation checked that every row view lies
+        // inside its buffer (`check_mat`) and every statistic span too (`check_span`); the
+        // buffers are borrowed by `run` for the whole parallel loop; row `i` of each output and
+        // element `i` of each statistic are written only by this call, and distinct rows never
+        // share elements because `stride >= cols`. An in-place output is the same memory as its
+        // input; its row is fully loaded into scratch before it is stored.
+        // SAFETY: as just said.
+        unsafe { self.x.ptr.load(self.x.at(i), h) };
+        if let Some((res, res_out, rdt)) = &self.residual {
+            // SAFETY: as above.
+            unsafe { res.ptr.load(res.at(i), r) };
+            for (a, &b) in h.iter_mut().zip(r.iter()) {
+                *a += b;
+            }
+            // The norm reads `h` as stored in the residual's dtype.
+            round_slice(*rdt, h);
+            // SAFETY: as above.
+            unsafe { res_out.ptr.store(res_out.at(i), h) };
+        }
+
+        let nf = self.n as f32;
+        let (mut mu, mut rstd) = match self.kind {
+            NormKind::Rms => (0.0, 1.0 / (reduce::sum_sq(h) / nf + self.eps).sqrt()),
+            NormKind::Layer => {
+                let mu = reduce::sum(h) / nf;
+                (mu, 1.0 / (reduce::sum_sq_dev(h, mu) / nf + self.eps).sqrt())
+            }
+        };
+        let none = self.casting == CastingMode::None;
+        if none {
+            mu = round_scalar(self.xdt, mu);
+            rstd = round_scalar(self.xdt, rstd);
+        }
+
+        // x̂, rounded as the casting mode says. Every step is one correctly rounded f32 op, so
+        // splitting the elementwise work into passes gives the same bits as one fused loop.
+        match self.kind {
+            NormKind::Rms => h.iter_mut().for_each(|v| *v *= rstd),
+            NormKind::Layer if none => {
+                h.iter_mut().for_each(|v| *v -= mu);
+                round_slice(self.xdt, h);
+                h.iter_mut().for_each(|v| *v *= rstd);
+            }
+            NormKind::Layer => h.iter_mut().for_each(|v| *v = (*v - mu) * rstd),
+        }
+        if self.casting != CastingMode::Gemma {
+            round_slice(self.xdt, h);
+        }
+        if let Some(w) = &self.w {
+            h.iter_mut().zip(w.iter()).for_each(|(v, &w)| *v *= w);
+            if none {
+                round_slice(self.xdt, h);
+            }
+        }
+        if let Some(b) = &self.b {
+            h.iter_mut().zip(b.iter()).for_each(|(v, &b)| *v += b);
+            if none {
+                round_slice(self.xdt, h);
+            }
+        }
+        // SAFETY: as above.
+        unsafe { self.y.ptr.store(self.y.at(i), h) };
+        if let Some(s) = &self.mean {
+            // SAFETY: as above (element `i` of the mean span).
+            unsafe { s.ptr.set(s.offset + i, mu) };
+        }
+        if let Some(s) = &self.rstd {
+            // SAFETY: as above (element `i` of the rstd span).
+            unsafe { s.ptr.set(s.offset + i, rstd) };
+        }
+    }
+}

@@ -1,0 +1,328 @@
+//! Quick checks of the CPU backend. The backend-agnostic conformance suite lives in `tests/`.
+
+use super::convert::{bf16_bits_to_f32, f32_to_bf16_bits};
+use super::CpuBackend;
+use crate::{
+    Backward, CastingMode, DType, Forward, HostBuf, InOut, Layout, MatMut, MatRef, NormDesc, NormKernel, Span, VecMut, VecRef,
+};
+use half::bf16;
+
+/// Deterministic pseudo-random values in about [-2, 2] (xorshift).
+fn data(len: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            ((s >> 40) as f32 / (1u64 << 24) as f32) * 4.0 - 2.0
+        })
+        .collect()
+}
+
+fn vref(b: &HostBuf) -> VecRef<'_, HostBuf> {
+    VecRef { buf: b, span: Span { offset: 0, len: crate::Buffer::len(b) } }
+}
+fn vmut(b: &mut HostBuf) -> VecMut<'_, HostBuf> {
+    let len = crate::Buffer::len(b);
+    VecMut { buf: b, span: Span { offset: 0, len } }
+}
+
+#[test]
+fn bf16_to_f32_matches_half_for_every_pattern() {
+    for b in 0..=u16::MAX {
+        let (ours, theirs) = (bf16_bits_to_f32(b), bf16::from_bits(b).to_f32());
+        if theirs.is_nan() {
+            // `half` quiets signalling NaNs; the shift keeps the payload as is (as GPUs do).
+            // Both are NaN with the same sign.
+            assert!(ours.is_nan() && ours.is_sign_negative() == theirs.is_sign_negative(), "{b:#06x}");
+        } else {
+            assert_eq!(ours.to_bits(), theirs.to_bits(), "{b:#06x}");
+        }
+    }
+}
+
+#[test]
+fn f32_to_bf16_matches_half() {
+    let check = |x: u32| {
+        let v = f32::from_bits(x);
+        assert_eq!(f32_to_bf16_bits(v), bf16::from_f32(v).to_bits(), "{x:#010x}");
+    };
+    // Every exponent/sign/high-mantissa combination, with the low half at the rounding edges:
+    // exact, just below/at/above the tie, and the extremes. Covers ±0, subnormals, the carry into
+    // the exponent, overflow to Inf, ±Inf and quiet and signalling NaNs.
+    for hi in 0..=u16::MAX as u32 {
+        for lo in [0u32, 1, 0x3fff, 0x7fff, 0x8000, 0x8001, 0xc000, 0xffff] {
+            check((hi << 16) | lo);
+        }
+    }
+    // And a walk over the rest with a stride coprime to 2^32.
+    let mut x = 0u32;
+    for _ in 0..2_000_000 {
+        check(x);
+        x = x.wrapping_add(2_147_483_647 / 1000 * 2 + 1);
+    }
+}
+
+/// Runs a forward call with contiguous operands; returns (y, mean, rstd).
+fn fwd(desc: &NormDesc, dt: DType, m: usize, n: usize, x: &[f32], w: &[f32], b: &[f32]) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+    let xb = HostBuf::from_f32(dt, x);
+    let mut yb = HostBuf::filled(dt, m * n, f32::NAN);
+    let wb = HostBuf::from_f32(dt, w);
+    let bb = HostBuf::from_f32(dt, b);
+    let mut mean = HostBuf::filled(DType::F32, m, f32::NAN);
+    let mut rstd = HostBuf::filled(DType::F32, m, f32::NAN);
+    let mut a = Forward::new(InOut::separate(MatRef::new(&xb, m, n), MatMut::new(&mut yb, m, n)));
+    if desc.weight.is_some() {
+        a = a.weight(vref(&wb));
+    }
+    if desc.bias {
+        a = a.bias(vref(&bb));
+    }
+    if desc.save_stats {
+        a = a.rstd(vmut(&mut rstd));
+        if desc.has_mean() {
+            a = a.mean(vmut(&mut mean));
+        }
+    }
+    CpuBackend::new().forward(desc, a).unwrap();
+    (yb.to_f32_vec(), mean.to_f32_vec(), rstd.to_f32_vec())
+}
+
+/// f64 reference of one row: (y, mean, rstd).
+fn reference_row(layer: bool, eps: f64, x: &[f32], w: &[f32], offset: f64, b: Option<&[f32]>) -> (Vec<f64>, f64, f64) {
+    let n = x.len() as f64;
+    let mu = if layer { x.iter().map(|&v| v as f64).sum::<f64>() / n } else { 0.0 };
+    let var = x.iter().map(|&v| (v as f64 - mu).powi(2)).sum::<f64>() / n;
+    let rstd = 1.0 / (var + eps).sqrt();
+    let y = (0..x.len())
+        .map(|i| (x[i] as f64 - mu) * rstd * (w[i] as f64 + offset) + b.map_or(0.0, |b| b[i] as f64))
+        .collect();
+    (y, mu, rstd)
+}
+
+#[test]
+fn rms_and_layer_norm_match_hand_computation() {
+    // By hand: x = [1, 2, 3, 4]; mean(x²) = 7.5; rstd = 1/sqrt(7.5 + 0.5) = 1/sqrt(8).
+    let desc = NormDesc::rms(0.5).with_weight_offset(1.0).with_save_stats(true);
+    let (y, _, r) = fwd(&desc, DType::F32, 1, 4, &[1.0, 2.0, 3.0, 4.0], &[0.0, 1.0, -1.0, 0.5], &[]);
+    let s = 1.0 / 8f32.sqrt();
+    assert!((r[0] - s).abs() < 1e-7);
+    for (got, want) in y.iter().zip([s, 2.0 * 2.0 * s, 0.0, 1.5 * 4.0 * s]) {
+        assert!((got - want).abs() < 1e-6, "{got} vs {want}");
+    }
+    // LayerNorm: x = [1, 2, 3, 4]; μ = 2.5; var = 1.25; eps = 0.75 → rstd = 1/sqrt(2).
+    let desc = NormDesc::layer(0.75).with_save_stats(true);
+    let (y, mu, r) = fwd(&desc, DType::F32, 1, 4, &[1.0, 2.0, 3.0, 4.0], &[1.0, 2.0, 1.0, 1.0], &[0.0, 0.0, 1.0, -1.0]);
+    let s = 1.0 / 2f32.sqrt();
+    assert_eq!(mu[0], 2.5);
+    assert!((r[0] - s).abs() < 1e-7);
+    for (got, want) in y.iter().zip([-1.5 * s, -0.5 * 2.0 * s, 0.5 * s + 1.0, 1.5 * s - 1.0]) {
+        assert!((got - want).abs() < 1e-6, "{got} vs {want}");
+    }
+}
+
+#[test]
+fn forward_matches_f64_reference_for_every_dtype_and_casting() {
+    let (m, n) = (5, 777);
+    let x: Vec<f32> = data(m * n, 1).iter().map(|v| v * 3.0 + 0.5).collect();
+    let w = data(n, 2);
+    let b = data(n, 3);
+    for dt in DType::ALL {
+        let xr: Vec<f32> = x.iter().map(|&v| crate::round_to(dt, v)).collect();
+        let wr: Vec<f32> = w.iter().map(|&v| crate::round_to(dt, v)).collect();
+        let br: Vec<f32> = b.iter().map(|&v| crate::round_to(dt, v)).collect();
+        for casting in CastingMode::ALL {
+            for layer in [false, true] {
+                let base = if layer { NormDesc::layer(1e-5) } else { NormDesc::rms(1e-5).with_bias(true) };
+                let desc = base.with_casting(casting).with_weight_offset(0.25).with_save_stats(true);
+                let (y, _, _) = fwd(&desc, dt, m, n, &x, &w, &b);
+                // A few roundings of the input dtype at most (None mode rounds every step).
+                let tol = 8.0 * dt.unit_roundoff() + 1e-6;
+                for r in 0..m {
+                    let (want, _, _) = reference_row(layer, 1e-5, &xr[r * n..][..n], &wr, 0.25, Some(&br));
+                    for (i, (&g, &e)) in y[r * n..][..n].iter().zip(&want).enumerate() {
+                        let scale = e.abs().max(1.0);
+                        assert!(((g as f64 - e) / scale).abs() < tol, "{dt} {casting:?} layer={layer} row {r} col {i}: {g} vs {e}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Backward on contiguous f32 operands: (dx, dw, db).
+#[allow(clippy::too_many_arguments)]
+fn bwd(desc: &NormDesc, dt: DType, m: usize, n: usize, x: &HostBuf, dy: &[f32], w: &[f32], stats: (&HostBuf, &HostBuf)) -> (HostBuf, HostBuf, HostBuf) {
+    let dyb = HostBuf::from_f32(dt, dy);
+    let mut dx = HostBuf::filled(dt, m * n, f32::NAN);
+    let wb = HostBuf::from_f32(dt, w);
+    let mut dw = HostBuf::filled(dt, n, f32::NAN);
+    let mut db = HostBuf::filled(dt, n, f32::NAN);
+    let mut a = Backward::new(MatRef::new(x, m, n), InOut::separate(MatRef::new(&dyb, m, n), MatMut::new(&mut dx, m, n)), vref(stats.1))
+        .weight(vref(&wb))
+        .dw(vmut(&mut dw));
+    if desc.has_mean() {
+        a = a.mean(vref(stats.0));
+    }
+    if desc.bias {
+        a = a.db(vmut(&mut db));
+    }
+    CpuBackend::new().backward(desc, a).unwrap();
+    (dx, dw, db)
+}
+
+fn stats_of(desc: &NormDesc, m: usize, n: usize, x: &HostBuf, w: &[f32]) -> (HostBuf, HostBuf) {
+    let dt = crate::Buffer::dtype(x);
+    let mut y = HostBuf::zeros(dt, m * n);
+    let wb = HostBuf::from_f32(dt, w);
+    let bb = HostBuf::zeros(dt, n);
+    let mut mean = HostBuf::zeros(DType::F32, m);
+    let mut rstd = HostBuf::zeros(DType::F32, m);
+    let mut a = Forward::new(InOut::separate(MatRef::new(x, m, n), MatMut::new(&mut y, m, n))).weight(vref(&wb)).rstd(vmut(&mut rstd));
+    if desc.bias {
+        a = a.bias(vref(&bb));
+    }
+    if desc.has_mean() {
+        a = a.mean(vmut(&mut mean));
+    }
+    CpuBackend::new().forward(&desc.with_save_stats(true), a).unwrap();
+    (mean, rstd)
+}
+
+#[test]
+fn backward_matches_f64_reference() {
+    let (m, n) = (70, 129);
+    let x = HostBuf::from_f32(DType::F32, &data(m * n, 4));
+    let dy = data(m * n, 5);
+    let w = data(n, 6);
+    for layer in [false, true] {
+        let desc = if layer { NormDesc::layer(1e-5) } else { NormDesc::rms(1e-5) }.with_weight_offset(1.0);
+        let stats = stats_of(&desc, m, n, &x, &w);
+        let (dx, dw, db) = bwd(&desc, DType::F32, m, n, &x, &dy, &w, (&stats.0, &stats.1));
+        let (dx, dw, db) = (dx.to_f32_vec(), dw.to_f32_vec(), db.to_f32_vec());
+        let xs = x.to_f32_vec();
+        let mut dw_ref = vec![0.0f64; n];
+        let mut db_ref = vec![0.0f64; n];
+        for r in 0..m {
+            let row = &xs[r * n..][..n];
+            let nf = n as f64;
+            let mu = if layer { row.iter().map(|&v| v as f64).sum::<f64>() / nf } else { 0.0 };
+            let rstd = 1.0 / (row.iter().map(|&v| (v as f64 - mu).powi(2)).sum::<f64>() / nf + 1e-5).sqrt();
+            let xh: Vec<f64> = row.iter().map(|&v| (v as f64 - mu) * rstd).collect();
+            let g: Vec<f64> = (0..n).map(|i| dy[r * n + i] as f64 * (w[i] as f64 + 1.0)).collect();
+            let mg = if layer { g.iter().sum::<f64>() / nf } else { 0.0 };
+            let mgx = g.iter().zip(&xh).map(|(a, b)| a * b).sum::<f64>() / nf;
+            for i in 0..n {
+                let want = rstd * (g[i] - mg - xh[i] * mgx);
+                assert!((dx[r * n + i] as f64 - want).abs() < 1e-4 * want.abs().max(1.0), "dx {r},{i}");
+                dw_ref[i] += dy[r * n + i] as f64 * xh[i];
+                db_ref[i] += dy[r * n + i] as f64;
+            }
+        }
+        for i in 0..n {
+            assert!((dw[i] as f64 - dw_ref[i]).abs() < 1e-4 * dw_ref[i].abs().max(1.0), "dw {i}");
+            if layer {
+                assert!((db[i] as f64 - db_ref[i]).abs() < 1e-4 * db_ref[i].abs().max(1.0), "db {i}");
+            }
+        }
+    }
+}
+
+#[test]
+fn backward_is_bitwise_deterministic_across_thread_counts() {
+    // 1000 rows: 16 blocks of 64, so the tree has real structure.
+    let (m, n) = (1000, 300);
+    for dt in [DType::F32, DType::BF16] {
+        let x = HostBuf::from_f32(dt, &data(m * n, 7));
+        let dy = data(m * n, 8);
+        let w = data(n, 9);
+        let desc = NormDesc::layer(1e-5);
+        let stats = stats_of(&desc, m, n, &x, &w);
+        let run = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            pool.install(|| bwd(&desc, dt, m, n, &x, &dy, &w, (&stats.0, &stats.1)))
+        };
+        let (a, b) = (run(1), run(3));
+        assert!(a.0.bits_eq(&b.0), "dx differs");
+        assert!(a.1.bits_eq(&b.1), "dw differs");
+        assert!(a.2.bits_eq(&b.2), "db differs");
+    }
+}
+
+#[test]
+fn forward_is_batch_invariant() {
+    let n = 1000;
+    let big = data(300 * n, 10);
+    let w = data(n, 11);
+    for dt in [DType::F32, DType::BF16] {
+        let desc = NormDesc::layer(1e-6).with_save_stats(true);
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
+        let (y_all, _, r_all) = pool.install(|| fwd(&desc, dt, 300, n, &big, &w, &w));
+        for r in [0, 17, 299] {
+            let (y1, _, r1) = fwd(&desc, dt, 1, n, &big[r * n..][..n], &w, &w);
+            let same = y1.iter().zip(&y_all[r * n..][..n]).all(|(a, b)| a.to_bits() == b.to_bits());
+            assert!(same && r1[0].to_bits() == r_all[r].to_bits(), "{dt} row {r}");
+        }
+    }
+}
+
+#[test]
+fn strided_in_place_and_residual() {
+    // Rows of 3 in a stride of 5 from offset 2; residual add in place; y in place over x.
+    let (m, n, stride, off) = (2, 3, 5, 2);
+    let lay = Layout::strided(m, n, stride).with_offset(off);
+    let xv = [9.0, 9.0, 1.0, 2.0, 3.0, 9.0, 9.0, 4.0, 5.0, 6.0, 9.0, 9.0];
+    let rv = [9.0, 9.0, 0.5, 0.25, -1.0, 9.0, 9.0, 1.0, 1.0, 1.0, 9.0, 9.0];
+    for dt in [DType::F32, DType::F16, DType::BF16] {
+        let mut x = HostBuf::from_f32(dt, &xv);
+        let mut res = HostBuf::from_f32(DType::F32, &rv);
+        let w = HostBuf::from_f32(DType::F32, &[1.0, 2.0, 3.0]);
+        let desc = NormDesc::rms(1e-6).with_residual(true);
+        let a = Forward::new(InOut::in_place(MatMut::with_layout(&mut x, lay)))
+            .residual(InOut::in_place(MatMut::with_layout(&mut res, lay)))
+            .weight(vref(&w));
+        CpuBackend::new().forward(&desc, a).unwrap();
+        let (x, res) = (x.to_f32_vec(), res.to_f32_vec());
+        for r in 0..m {
+            let at = off + r * stride;
+            let h: Vec<f32> = (0..n).map(|i| xv[at + i] + rv[at + i]).collect();
+            assert_eq!(&res[at..at + n], &h[..]);
+            let (want, _, _) = reference_row(false, 1e-6, &h, &[1.0, 2.0, 3.0], 0.0, None);
+            for i in 0..n {
+                assert!((x[at + i] as f64 - want[i]).abs() < 2.0 * dt.unit_roundoff() * want[i].abs() + 1e-6);
+            }
+        }
+        // Padding untouched.
+        for i in [0, 1, 5, 6, 10, 11] {
+            assert_eq!(x[i], 9.0);
+            assert_eq!(res[i], 9.0);
+        }
+    }
+}
+
+#[test]
+fn nan_poisons_only_its_row_and_empty_batch_is_a_no_op() {
+    let n = 64;
+    let mut x = data(3 * n, 12);
+    x[n + 5] = f32::NAN;
+    let (y, _, _) = fwd(&NormDesc::rms(1e-6), DType::BF16, 3, n, &x, &data(n, 13), &[]);
+    assert!(y[..n].iter().chain(&y[2 * n..]).all(|v| v.is_finite()));
+    assert!(y[n..2 * n].iter().all(|v| v.is_nan()));
+    // M = 0: forward writes nothing, backward writes zero gradients.
+    let (y, _, _) = fwd(&NormDesc::layer(1e-6), DType::F32, 0, n, &[], &data(n, 13), &data(n, 14));
+    assert!(y.is_empty());
+    let empty = HostBuf::zeros(DType::F32, 0);
+    let (_, dw, db) = bwd(&NormDesc::layer(1e-6), DType::F32, 0, n, &empty, &[], &data(n, 13), (&empty, &empty));
+    assert!(dw.to_f32_vec().iter().chain(&db.to_f32_vec()).all(|&v| v == 0.0));
+}
+
+#[test]
+fn invalid_call_writes_nothing() {
+    let x = HostBuf::from_f32(DType::F32, &data(8, 15));
+    let mut y = HostBuf::filled(DType::F32, 8, 7.0);
+    let w = HostBuf::zeros(DType::F32, 3); // wrong length
+    let a = Forward::new(InOut::separate(MatRef::new(&x, 2, 4), MatMut::new(&mut y, 2, 4))).weight(vref(&w));
+    assert!(CpuBackend::new().forward(&NormDesc::rms(1e-6), a).is_err());
+    assert!(y.to_f32_vec().iter().all(|&v| v == 7.0));
+}
