@@ -1,1 +1,23 @@
-//! Benchmarks (being written).
+//! # normkit-benches
+//!
+//! The benchmark runner behind `cargo xtask bench` (binary `normkit-bench`) and its reports.
+//!
+//! - [`ops`]: the six benchmarked ops and the byte model (every byte read and written, once).
+//! - [`grid`]: the default shapes (the `ANCHORS.md` set on GPUs, a scaled-down set on the CPU).
+//! - [`runner`]: generic over core's [`normkit_core::BenchBackend`]: rotated input sets that
+//!   exceed the last-level cache, the backend's own timing, median of repetitions, GB/s and % of
+//!   the copy ceiling measured in the same run.
+//! - [`schema`]: `results.json` (schema version 1) and the layouts it accepts when merging.
+//! - [`peers`]: the JSON of `peers/bench_peers.py`, as runs beside normkit's.
+//! - [`report`]: `report.md` and a self-contained `report.html` with inline SVG charts.
+//! - [`backends`]: the backends compiled in (cpu always; cuda, hip behind features), by name.
+
+pub mod backends;
+pub mod grid;
+pub mod ops;
+pub mod peers;
+pub mod progress;
+pub mod report;
+pub mod runner;
+pub mod schema;
+pub mod sysinfo;

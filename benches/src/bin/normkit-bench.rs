@@ -1,0 +1,204 @@
+//! `normkit-bench`: measure normkit's ops, probe the backends, merge reports.
+//!
+//! ```text
+//! normkit-bench [run] [--backend cpu,cuda,hip] [--ops rms_fwd,...] [--dtypes bf16,f32]
+//!                     [--shapes MxN,...] [--quick|--full] [--reps N] [--label NAME] [--out DIR]
+//! normkit-bench probe
+//! normkit-bench merge A.json [B.json ...] [--peers peers.json] --out DIR
+//! ```
+
+use normkit_benches::backends::{self, Request};
+use normkit_benches::grid::{self, Size};
+use normkit_benches::ops::{self, Op};
+use normkit_benches::progress::Progress;
+use normkit_benches::report::{self, fmt_gbps, fmt_us};
+use normkit_benches::schema::{self, ResultsFile, Run};
+use normkit_benches::{peers, runner};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+const USAGE: &str = "\
+usage:
+  normkit-bench [run] [OPTIONS]     measure and write results.json, report.md, report.html
+  normkit-bench probe               one line per backend: available (device) or unavailable (reason)
+  normkit-bench merge FILE.json... [--peers PEERS.json]... --out DIR
+                                    merge results (normkit runs, single-run objects from other
+                                    tools) and bench_peers.py output into one report
+
+run options:
+  --backend LIST   cpu,cuda,hip (default: every backend available here)
+  --ops LIST       rms_fwd,rms_bwd,addrms_fwd,addrms_bwd,ln_fwd,ln_bwd (default: all)
+  --dtypes LIST    bf16,f16,f32: every shape in each (default: bf16, plus f32 at the first shape)
+  --shapes LIST    MxN,... instead of the default grid
+  --quick          ~20 s smoke run            --full   adds hidden sizes up to 1M
+  --reps N         timed repetitions per case (median reported)
+  --label NAME     name of the run in reports
+  --out DIR        output folder (default: report)";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("probe") => probe(),
+        Some("merge") => merge(&args[1..]),
+        Some("run") => run(&args[1..]),
+        Some("help" | "--help" | "-h") => {
+            println!("{USAGE}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(a) if !a.starts_with("--") => Err(format!("unknown command `{a}`\n{USAGE}")),
+        _ => run(&args),
+    };
+    result.unwrap_or_else(|e| {
+        eprintln!("normkit-bench: error: {e}");
+        ExitCode::from(2)
+    })
+}
+
+fn probe() -> Result<ExitCode, String> {
+    for (name, status) in backends::probe() {
+        match status {
+            Ok(device) => println!("{name}: available: {device}"),
+            Err(reason) => println!("{name}: unavailable: {reason}"),
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Options of `run`.
+struct RunArgs {
+    backends: Option<Vec<String>>,
+    req: Request,
+    out: PathBuf,
+}
+
+fn value<'a>(it: &mut impl Iterator<Item = &'a String>, flag: &str) -> Result<&'a String, String> {
+    it.next().ok_or_else(|| format!("{flag} needs a value"))
+}
+
+fn parse_run(args: &[String]) -> Result<RunArgs, String> {
+    let mut r = RunArgs {
+        backends: None,
+        req: Request { ops: Op::ALL.to_vec(), shapes: None, dtypes: None, size: Size::Default, reps: None, label: None },
+        out: PathBuf::from("report"),
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--backend" | "--backends" => {
+                let list: Vec<String> = value(&mut it, a)?.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
+                if let Some(bad) = list.iter().find(|b| !backends::is_known(b)) {
+                    return Err(format!("unknown backend `{bad}` (known: {})", backends::NAMES.join(", ")));
+                }
+                r.backends = Some(list);
+            }
+            "--ops" => r.req.ops = ops::parse_ops(value(&mut it, a)?)?,
+            "--dtypes" => r.req.dtypes = Some(value(&mut it, a)?.split(',').filter(|s| !s.trim().is_empty()).map(ops::parse_dtype).collect::<Result<_, _>>()?),
+            "--shapes" => r.req.shapes = Some(grid::parse_shapes(value(&mut it, a)?)?),
+            "--quick" => r.req.size = Size::Quick,
+            "--full" => r.req.size = Size::Full,
+            "--reps" => r.req.reps = Some(value(&mut it, a)?.parse().map_err(|_| "--reps needs a positive integer".to_string())?),
+            "--label" => r.req.label = Some(value(&mut it, a)?.clone()),
+            "--out" => r.out = PathBuf::from(value(&mut it, a)?),
+            other => return Err(format!("unknown option `{other}`\n{USAGE}")),
+        }
+    }
+    if r.req.dtypes.as_ref().is_some_and(Vec::is_empty) {
+        return Err("--dtypes needs at least one of bf16, f16, f32".into());
+    }
+    Ok(r)
+}
+
+fn run(args: &[String]) -> Result<ExitCode, String> {
+    let a = parse_run(args)?;
+    report::check_writable(&a.out)?;
+    let mut failed = false;
+    let names: Vec<String> = match &a.backends {
+        Some(list) => list.clone(),
+        None => backends::probe()
+            .into_iter()
+            .filter_map(|(name, status)| match status {
+                Ok(_) => Some(name.to_string()),
+                Err(reason) => {
+                    eprintln!("{name}: skipped: {reason}");
+                    None
+                }
+            })
+            .collect(),
+    };
+    let total: usize = names.iter().map(|n| a.req.cases(runner::device_kind(n)).len()).sum();
+    let mut progress = Progress::new(total);
+    let mut runs: Vec<Run> = Vec::new();
+    for name in &names {
+        let before = runs.clone();
+        let out = a.out.clone();
+        let mut save = |run: &Run| {
+            let mut all = before.clone();
+            all.push(run.clone());
+            if let Err(e) = report::write_json(&out, &ResultsFile::new(all, Vec::new())) {
+                eprintln!("normkit-bench: warning: {e}");
+            }
+        };
+        match backends::run(name, &a.req, &mut progress, &mut save) {
+            Ok(r) => {
+                failed |= !r.errors.is_empty();
+                progress.advance(r.results.len() + r.errors.len() + r.skipped.len());
+                runs.push(r);
+            }
+            Err(e) => {
+                eprintln!("normkit-bench: {e}");
+                failed = true;
+            }
+        }
+    }
+    if runs.is_empty() {
+        return Err("no backend ran".into());
+    }
+    let file = ResultsFile::new(runs, Vec::new());
+    report::write(&a.out, &file)?;
+    print_summary(&file);
+    println!("wrote {0}/results.json, {0}/report.md, {0}/report.html", a.out.display());
+    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+fn print_summary(file: &ResultsFile) {
+    println!("{:<8} {:<11} {:>13} {:<5} {:>8} {:>6} {:>10}", "backend", "op", "shape", "dtype", "GB/s", "%copy", "µs");
+    for r in &file.runs {
+        for x in &r.results {
+            let pct = x.pct_copy.map_or_else(|| "–".into(), |p| format!("{p:.0}%"));
+            println!("{:<8} {:<11} {:>13} {:<5} {:>8} {:>6} {:>10}", r.backend, x.op, format!("{}x{}", x.m, x.n), x.dtype, fmt_gbps(x.gbps), pct, fmt_us(x.us));
+        }
+        println!("{:<8} copy ceiling {} GB/s on {}; {} errors, {} skipped", r.backend, fmt_gbps(r.copy_gbps), r.device, r.errors.len(), r.skipped.len());
+    }
+}
+
+fn merge(args: &[String]) -> Result<ExitCode, String> {
+    let (mut inputs, mut peer_files, mut out) = (Vec::new(), Vec::new(), None);
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--peers" => peer_files.push(PathBuf::from(value(&mut it, a)?)),
+            "--out" => out = Some(PathBuf::from(value(&mut it, a)?)),
+            s if s.starts_with("--") => return Err(format!("unknown option `{s}`\n{USAGE}")),
+            s => inputs.push(PathBuf::from(s)),
+        }
+    }
+    let out = out.ok_or("merge needs --out DIR")?;
+    if inputs.is_empty() && peer_files.is_empty() {
+        return Err("merge needs at least one results file".into());
+    }
+    let (mut runs, mut peer_runs) = (Vec::new(), Vec::new());
+    for path in &inputs {
+        let f = schema::load(path)?;
+        runs.extend(f.runs);
+        peer_runs.extend(f.peers);
+    }
+    for path in &peer_files {
+        peer_runs.extend(peers::load(path)?);
+    }
+    report::check_writable(&out)?;
+    let file = ResultsFile::new(runs, peer_runs);
+    report::write(&out, &file)?;
+    let (n_runs, n_peers, n_files, dir) = (file.runs.len(), file.peers.len(), inputs.len() + peer_files.len(), out.display());
+    println!("merged {n_runs} runs and {n_peers} peer runs from {n_files} files; wrote {dir}/results.json, {dir}/report.md, {dir}/report.html");
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,115 @@
+//! `report.md`: the machines, then one table per op with every run side by side.
+
+use super::{all_runs, find, fmt_bytes, fmt_gbps, fmt_pct, fmt_us, is_latency, ops_present, pct, row_keys, short_date};
+use crate::schema::{ResultsFile, Run};
+use std::fmt::Write;
+
+pub fn render(file: &ResultsFile) -> String {
+    let runs = all_runs(file);
+    let mut s = String::new();
+    let _ = writeln!(s, "# normkit benchmark report\n");
+    let _ = writeln!(
+        s,
+        "Generated {} by {} (schema {}). GB/s = 1e9 bytes per second of counted traffic: every operand read \
+         once and every output written once (weights in x's dtype, statistics f32). `%` = share of the copy \
+         ceiling measured in the same run on the same device. µs = median time per call. Calls moving \
+         under 4 MB are latency-bound: read their µs.\n",
+        short_date(&file.date),
+        file.tool,
+        file.schema_version
+    );
+    machines(&mut s, &runs);
+    for op in ops_present(&runs) {
+        let cols: Vec<&Run> = runs.iter().copied().filter(|r| r.results.iter().any(|x| x.op == op.name())).collect();
+        let _ = writeln!(s, "\n## {op}\n\n{}\n", op.describe());
+        let mut header = String::from("| shape | dtype |");
+        let mut rule = String::from("|---|---|");
+        for r in &cols {
+            let _ = write!(header, " {} GB/s | % | µs |", r.display_label());
+            rule.push_str("---:|---:|---:|");
+        }
+        let _ = writeln!(s, "{header}\n{rule}");
+        for key in row_keys(op, &cols) {
+            let _ = write!(s, "| {}x{} | {} |", key.1, key.0, key.2);
+            for r in &cols {
+                match find(r, op, &key) {
+                    Some(x) if is_latency(x) => {
+                        let _ = write!(s, " ({}) | – | **{}** |", fmt_gbps(x.gbps), fmt_us(x.us));
+                    }
+                    Some(x) => {
+                        let p = pct(r, x).map_or_else(|| "–".into(), fmt_pct);
+                        let _ = write!(s, " {} | {p} | {} |", fmt_gbps(x.gbps), fmt_us(x.us));
+                    }
+                    None => s.push_str(" – | – | – |"),
+                }
+            }
+            s.push('\n');
+        }
+    }
+    problems(&mut s, &runs);
+    s
+}
+
+fn machines(s: &mut String, runs: &[&Run]) {
+    let _ = writeln!(s, "## Machines\n");
+    let _ = writeln!(s, "| run | device | driver | compute units | clocks | memory | last-level cache | copy ceiling GB/s | measured |");
+    let _ = writeln!(s, "|---|---|---|---:|---|---:|---:|---:|---|");
+    for r in runs {
+        let m = &r.machine;
+        let cu = if m.compute_units > 0 { m.compute_units.to_string() } else { "–".into() };
+        let copy = if r.copy_gbps > 0.0 { format!("**{}**", fmt_gbps(r.copy_gbps)) } else { "–".into() };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {cu} | {} | {} | {} | {copy} | {} |",
+            r.display_label(),
+            r.device,
+            dash(&r.driver),
+            dash(&m.clocks),
+            fmt_bytes(m.memory_bytes),
+            fmt_bytes(m.cache_bytes),
+            dash(&short_date(&r.date))
+        );
+    }
+    for r in runs {
+        let mut extra = Vec::new();
+        if !r.machine.host_cpu.is_empty() {
+            extra.push(format!("host {} ({} cores), {}", r.machine.host_cpu, r.machine.host_cores, r.machine.os));
+        }
+        if r.copy_bytes > 0 {
+            extra.push(format!("copy ceiling over {} each way", fmt_bytes(r.copy_bytes)));
+        }
+        if !r.versions.is_empty() {
+            extra.push(r.versions.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", "));
+        }
+        if !extra.is_empty() {
+            let _ = writeln!(s, "\n- **{}**: {}", r.display_label(), extra.join("; "));
+        }
+    }
+}
+
+fn problems(s: &mut String, runs: &[&Run]) {
+    let any = runs.iter().any(|r| !r.errors.is_empty() || !r.skipped.is_empty() || !r.notes.is_empty());
+    if !any {
+        return;
+    }
+    let _ = writeln!(s, "\n## Errors, skipped cases and notes\n");
+    for r in runs {
+        for e in &r.errors {
+            let _ = writeln!(s, "- {} — ERROR {} {}x{} {}: {}", r.display_label(), e.op, e.m, e.n, e.dtype, e.reason);
+        }
+        for e in &r.skipped {
+            let _ = writeln!(s, "- {} — skipped {} {}x{} {}: {}", r.display_label(), e.op, e.m, e.n, e.dtype, e.reason);
+        }
+        for n in &r.notes {
+            let _ = writeln!(s, "- {} — {n}", r.display_label());
+        }
+    }
+}
+
+fn dash(s: &str) -> &str {
+    if s.is_empty() {
+        "–"
+    } else {
+        s
+    }
+}

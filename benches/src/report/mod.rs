@@ -1,0 +1,130 @@
+//! Reports: `results.json`, `report.md` and a self-contained `report.html` (inline CSS and SVG,
+//! no network) from a [`ResultsFile`].
+
+mod html;
+mod markdown;
+mod svg;
+#[cfg(test)]
+mod tests;
+
+use crate::grid::LATENCY_BYTES;
+use crate::ops::Op;
+use crate::schema::{ResultRow, ResultsFile, Run};
+use normkit_core::DType;
+use std::path::Path;
+
+pub use html::render as render_html;
+pub use markdown::render as render_markdown;
+
+/// Writes `results.json`, `report.md` and `report.html` into `dir` (created if missing).
+pub fn write(dir: &Path, file: &ResultsFile) -> Result<(), String> {
+    write_json(dir, file)?;
+    write_file(&dir.join("report.md"), &render_markdown(file))?;
+    write_file(&dir.join("report.html"), &render_html(file))
+}
+
+/// Writes only `results.json` (after every case, so an interrupted run keeps what it measured).
+pub fn write_json(dir: &Path, file: &ResultsFile) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create output folder {}: {e}", dir.display()))?;
+    write_file(&dir.join("results.json"), &file.to_json())
+}
+
+/// Checks early that `dir` can be created and written, before minutes of measuring.
+pub fn check_writable(dir: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create output folder {}: {e}", dir.display()))?;
+    let probe = dir.join(".normkit-write-test");
+    std::fs::write(&probe, b"").map_err(|e| format!("output folder {} is not writable: {e}", dir.display()))?;
+    let _ = std::fs::remove_file(probe);
+    Ok(())
+}
+
+fn write_file(path: &Path, text: &str) -> Result<(), String> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, text).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, path).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// Every run of the file, normkit's first, then the peers.
+pub(crate) fn all_runs(file: &ResultsFile) -> Vec<&Run> {
+    file.runs.iter().chain(&file.peers).collect()
+}
+
+/// The ops that have at least one result, in the canonical order.
+pub(crate) fn ops_present(runs: &[&Run]) -> Vec<Op> {
+    Op::ALL.into_iter().filter(|op| runs.iter().any(|r| r.results.iter().any(|x| x.op == op.name()))).collect()
+}
+
+/// A table row key: (n, m, dtype), sorted by dtype then hidden size.
+pub(crate) type RowKey = (u64, u64, String);
+
+/// The distinct shapes measured for `op` over `runs`, bf16 first, then by N, then by M.
+pub(crate) fn row_keys(op: Op, runs: &[&Run]) -> Vec<RowKey> {
+    let mut keys: Vec<RowKey> = runs.iter().flat_map(|r| r.results.iter()).filter(|x| x.op == op.name()).map(|x| (x.n, x.m, x.dtype.clone())).collect();
+    let rank = |d: &str| match d {
+        "bf16" => 0,
+        "f16" => 1,
+        _ => 2,
+    };
+    keys.sort_by(|a, b| (rank(&a.2), a.0, a.1).cmp(&(rank(&b.2), b.0, b.1)));
+    keys.dedup();
+    keys
+}
+
+pub(crate) fn find<'a>(run: &'a Run, op: Op, key: &RowKey) -> Option<&'a ResultRow> {
+    run.results.iter().find(|x| x.op == op.name() && x.n == key.0 && x.m == key.1 && x.dtype == key.2)
+}
+
+/// Bytes of one call: as recorded, or from normkit's byte model.
+pub(crate) fn row_bytes(r: &ResultRow) -> u64 {
+    r.bytes.unwrap_or_else(|| {
+        let dt = DType::parse(&r.dtype).unwrap_or(DType::BF16);
+        Op::parse(&r.op).map_or(0, |op| op.bytes(r.m as usize, r.n as usize, dt))
+    })
+}
+
+/// Latency-bound calls are shown in µs and kept out of the GB/s charts.
+pub(crate) fn is_latency(r: &ResultRow) -> bool {
+    row_bytes(r) < LATENCY_BYTES
+}
+
+/// Percent of the run's copy ceiling.
+pub(crate) fn pct(run: &Run, r: &ResultRow) -> Option<f64> {
+    r.pct_copy.or((run.copy_gbps > 0.0).then(|| 100.0 * r.gbps / run.copy_gbps))
+}
+
+/// GB/s with 3 significant digits at most: `2951`, `17.9`, `3.42`.
+pub fn fmt_gbps(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// Microseconds: `3512`, `18.2`, `1.75`.
+pub fn fmt_us(v: f64) -> String {
+    fmt_gbps(v)
+}
+
+pub fn fmt_pct(v: f64) -> String {
+    format!("{v:.0}%")
+}
+
+/// `32 MiB`, `1.5 GiB`.
+pub fn fmt_bytes(b: u64) -> String {
+    const GIB: f64 = (1u64 << 30) as f64;
+    if b == 0 {
+        "–".into()
+    } else if b >= 1 << 30 {
+        format!("{:.1} GiB", b as f64 / GIB)
+    } else {
+        format!("{} MiB", b >> 20)
+    }
+}
+
+/// The date part of an ISO timestamp, and the time to the minute.
+pub(crate) fn short_date(iso: &str) -> String {
+    iso.get(..16).map_or_else(|| iso.to_string(), |s| s.replace('T', " ") + " UTC")
+}

@@ -1,0 +1,381 @@
+//! Measures cases on one backend: builds rotated input sets, times with the backend's own
+//! [`BenchBackend::time_calls`], and turns medians into GB/s of counted bytes.
+
+use crate::grid::{Case, DeviceKind, Size};
+use crate::ops::Op;
+use crate::progress::Progress;
+use crate::schema::{CaseNote, Machine, ResultRow, Run};
+use crate::sysinfo;
+use normkit_core::{
+    Backward, BenchBackend, DTypes, Direction, DType, Forward, HostBuf, InOut, MatMut, MatRef, NormDesc, NormError, NormKernel, VecMut,
+    VecRef,
+};
+use std::error::Error as _;
+
+/// How long and how often each case is timed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Plan {
+    /// Repetitions of the timed batch; the median is reported.
+    pub reps: usize,
+    /// Aim for at least this many seconds per repetition.
+    pub rep_target_s: f64,
+    /// At most this many calls per repetition (a GPU captures them into one graph).
+    pub max_calls: usize,
+    /// Input sets are added until they total this many last-level caches...
+    pub rotate_factor: f64,
+    /// ...but at most this many sets.
+    pub max_sets: usize,
+    /// The copy ceiling is measured on a buffer of this many bytes (each way)...
+    pub copy_bytes: usize,
+    /// Stop a backend after this many errors in a row (a lost device fails every later case).
+    pub max_consecutive_errors: usize,
+}
+
+impl Plan {
+    pub fn new(kind: DeviceKind, size: Size) -> Plan {
+        let (reps, rep_target_s) = match (kind, size) {
+            (DeviceKind::Gpu, Size::Quick) => (5, 0.002),
+            (DeviceKind::Gpu, _) => (15, 0.003),
+            (DeviceKind::Cpu, Size::Quick) => (3, 0.02),
+            (DeviceKind::Cpu, _) => (7, 0.12),
+        };
+        Plan {
+            reps,
+            rep_target_s,
+            max_calls: 256,
+            rotate_factor: 4.0,
+            max_sets: 32,
+            copy_bytes: match kind {
+                DeviceKind::Gpu => 2 << 30,
+                DeviceKind::Cpu => 1 << 30,
+            },
+            max_consecutive_errors: 3,
+        }
+    }
+}
+
+/// The device kind of a backend, by its name.
+pub fn device_kind(backend_name: &str) -> DeviceKind {
+    if backend_name == "cpu" {
+        DeviceKind::Cpu
+    } else {
+        DeviceKind::Gpu
+    }
+}
+
+/// The error and its sources on one line.
+pub fn error_chain(e: &NormError) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(cause) = src {
+        s.push_str(": ");
+        s.push_str(&cause.to_string());
+        src = cause.source();
+    }
+    s
+}
+
+/// A run with no results yet: the machine, versions and the copy ceiling.
+fn start_run<B: BenchBackend>(backend: &B, plan: &Plan, label: Option<&str>) -> Run {
+    let info = backend.device_info();
+    let mem_cap = if info.memory_bytes > 0 { (info.memory_bytes / 8) as usize } else { usize::MAX };
+    let copy_bytes = plan.copy_bytes.min(mem_cap).max(1 << 20);
+    let mut notes = Vec::new();
+    let copy_gbps = match backend.copy_gbps(copy_bytes) {
+        Ok(g) => g,
+        Err(e) => {
+            notes.push(format!("copy ceiling failed: {}", error_chain(&e)));
+            0.0
+        }
+    };
+    let mut versions: std::collections::BTreeMap<String, String> = sysinfo::versions().into_iter().collect();
+    versions.insert("backend".into(), backend.name().into());
+    Run {
+        device: if info.name.is_empty() { backend.device_name() } else { info.name.clone() },
+        driver: info.driver.clone(),
+        copy_gbps,
+        results: Vec::new(),
+        backend: backend.name().to_string(),
+        label: label.map_or_else(String::new, str::to_string),
+        schema_version: Some(crate::schema::SCHEMA_VERSION),
+        units: Some(Default::default()),
+        date: sysinfo::utc_now(),
+        copy_bytes: copy_bytes as u64,
+        machine: Machine {
+            compute_units: info.compute_units,
+            clocks: info.clocks,
+            memory_bytes: info.memory_bytes,
+            cache_bytes: info.cache_bytes,
+            host_cpu: sysinfo::cpu_model(),
+            host_cores: sysinfo::cores(),
+            os: sysinfo::os(),
+        },
+        versions,
+        errors: Vec::new(),
+        skipped: Vec::new(),
+        notes,
+    }
+}
+
+/// Measures `cases` on `backend`. `on_case` sees the run after every case (to save it as it
+/// grows). Errors of single cases are recorded in the run, never returned: the cases that ran
+/// are always kept.
+pub fn run<B: BenchBackend>(
+    backend: &B,
+    cases: &[Case],
+    plan: &Plan,
+    label: Option<&str>,
+    progress: &mut Progress,
+    on_case: &mut dyn FnMut(&Run),
+) -> Run {
+    progress.note(&format!("{}: measuring the copy ceiling", backend.name()));
+    let mut run = start_run(backend, plan, label);
+    progress.note(&format!("{}: {} — copy ceiling {:.1} GB/s", backend.name(), run.device, run.copy_gbps));
+    let mem_cap = if run.machine.memory_bytes > 0 { run.machine.memory_bytes / 4 } else { u64::MAX };
+    let set_budget = (plan.rotate_factor * run.machine.cache_bytes.max(1 << 20) as f64) as u64;
+    let mut consecutive_errors = 0;
+    for (i, case) in cases.iter().enumerate() {
+        progress.start(i, case);
+        let note = |reason: String| CaseNote { op: case.op.name().into(), m: case.m as u64, n: case.n as u64, dtype: case.dtype.name().into(), reason };
+        let outcome = if case.bytes() > mem_cap {
+            Outcome::Skipped(format!("needs {} MiB, more than a quarter of the device's memory", case.bytes() >> 20))
+        } else {
+            measure(backend, case, plan, set_budget, mem_cap, run.copy_gbps)
+        };
+        match outcome {
+            Outcome::Done(row) => {
+                consecutive_errors = 0;
+                progress.done(i, case, &format!("{:.1} GB/s ({:.0}% of copy), {:.1} µs", row.gbps, row.pct_copy.unwrap_or(0.0), row.us));
+                run.results.push(row);
+            }
+            Outcome::Skipped(reason) => {
+                progress.done(i, case, &format!("skipped: {reason}"));
+                run.skipped.push(note(reason));
+            }
+            Outcome::Failed(reason) => {
+                consecutive_errors += 1;
+                progress.done(i, case, &format!("ERROR: {reason}"));
+                run.errors.push(note(reason));
+            }
+        }
+        on_case(&run);
+        if consecutive_errors >= plan.max_consecutive_errors && i + 1 < cases.len() {
+            let msg = format!("stopped after {consecutive_errors} errors in a row; {} cases not run", cases.len() - i - 1);
+            progress.note(&format!("{}: {msg}", backend.name()));
+            run.notes.push(msg);
+            break;
+        }
+    }
+    progress.finish();
+    run
+}
+
+enum Outcome {
+    Done(ResultRow),
+    Skipped(String),
+    Failed(String),
+}
+
+fn measure<B: BenchBackend>(backend: &B, case: &Case, plan: &Plan, set_budget: u64, mem_cap: u64, copy_gbps: f64) -> Outcome {
+    let desc = case.op.desc();
+    match backend.supports(case.op.direction(), &desc, &DTypes::uniform(case.dtype)) {
+        Ok(()) => {}
+        Err(e @ NormError::Unsupported { .. }) => return Outcome::Skipped(error_chain(&e)),
+        Err(e) => return Outcome::Failed(error_chain(&e)),
+    }
+    let bytes = case.bytes();
+    let n_sets = sets_needed(bytes, set_budget, mem_cap, plan.max_sets);
+    match time_case(backend, case, &desc, n_sets, plan) {
+        Ok((times, calls)) => Outcome::Done(row(case, bytes, &times, n_sets, calls, copy_gbps)),
+        Err(e) => Outcome::Failed(error_chain(&e)),
+    }
+}
+
+/// Input sets to rotate through so that they total `budget` bytes (the caches are left between
+/// two uses of a set), at least one, at most `max_sets` and within `mem_cap`.
+pub fn sets_needed(bytes: u64, budget: u64, mem_cap: u64, max_sets: usize) -> usize {
+    let want = budget.div_ceil(bytes.max(1)).max(1);
+    let fit = (mem_cap / bytes.max(1)).max(1);
+    want.min(fit).min(max_sets as u64) as usize
+}
+
+fn row(case: &Case, bytes: u64, times: &[f64], n_sets: usize, calls: usize, copy_gbps: f64) -> ResultRow {
+    let med = median(times);
+    let gbps = bytes as f64 / med / 1e9;
+    ResultRow {
+        op: case.op.name().into(),
+        m: case.m as u64,
+        n: case.n as u64,
+        dtype: case.dtype.name().into(),
+        gbps,
+        us: med * 1e6,
+        bytes: Some(bytes),
+        pct_copy: (copy_gbps > 0.0).then(|| 100.0 * gbps / copy_gbps),
+        us_min: times.iter().copied().reduce(f64::min).map(|t| t * 1e6),
+        us_max: times.iter().copied().reduce(f64::max).map(|t| t * 1e6),
+        n_sets: Some(n_sets as u64),
+        calls: Some(calls as u64),
+        reps: Some(times.len() as u64),
+    }
+}
+
+/// The median (mean of the middle two for an even count); 0 for an empty slice.
+pub fn median(v: &[f64]) -> f64 {
+    let mut s: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+    if s.is_empty() {
+        return 0.0;
+    }
+    s.sort_by(f64::total_cmp);
+    let k = s.len() / 2;
+    if s.len() % 2 == 1 {
+        s[k]
+    } else {
+        (s[k - 1] + s[k]) / 2.0
+    }
+}
+
+/// Builds the sets, estimates the time of one call, then times `calls` calls `plan.reps` times.
+fn time_case<B: BenchBackend>(backend: &B, case: &Case, desc: &NormDesc, n_sets: usize, plan: &Plan) -> normkit_core::Result<(Vec<f64>, usize)> {
+    let mut sets = (0..n_sets).map(|_| InputSet::new(backend, case)).collect::<normkit_core::Result<Vec<_>>>()?;
+    let (m, n) = (case.m, case.n);
+    let mut call = |i: usize| sets[i % n_sets].call(backend, case.op, desc, m, n);
+    // One pass over every set: first-touch page faults, lazy module loading and caches warm up.
+    let warm = backend.time_calls(n_sets.min(plan.max_calls), 1, &mut call)?;
+    let est = median(&warm).max(1e-7);
+    let calls = ((plan.rep_target_s / est).ceil() as usize).clamp(n_sets.min(plan.max_calls), plan.max_calls.max(1));
+    let times = backend.time_calls(calls, plan.reps.max(1), &mut call)?;
+    backend.synchronize()?;
+    Ok((times, calls))
+}
+
+/// The buffers of one call. Inputs are random and non-zero; outputs are uninitialised.
+struct InputSet<Buf> {
+    /// `x` (forward), the normalised input (backward).
+    x: Buf,
+    /// `y` (forward) or `dx` (backward).
+    out: Buf,
+    /// `dy` (backward).
+    dy: Option<Buf>,
+    /// `residual` (forward) or `d_residual_out` (backward) of the fused add.
+    res: Option<Buf>,
+    /// `residual_out` (forward, fused add).
+    res_out: Option<Buf>,
+    w: Buf,
+    /// The bias (LayerNorm forward).
+    b: Option<Buf>,
+    /// LayerNorm mean: written by the forward, read by the backward.
+    mean: Option<Buf>,
+    rstd: Buf,
+    dw: Option<Buf>,
+    db: Option<Buf>,
+}
+
+impl<Buf: normkit_core::Buffer> InputSet<Buf> {
+    fn new<B: NormKernel<Buffer = Buf>>(backend: &B, case: &Case) -> normkit_core::Result<Self> {
+        let (m, n, dt) = (case.m, case.n, case.dtype);
+        let (op, bwd) = (case.op, case.op.direction() == Direction::Backward);
+        let mat = |seed| backend.upload(&random(dt, m * n, seed, -2.0, 2.0));
+        let out = |dtype, len| backend.alloc(dtype, len);
+        let stat = |seed, lo, hi| backend.upload(&random(DType::F32, m, seed, lo, hi));
+        let opt = |cond: bool, f: &dyn Fn() -> normkit_core::Result<Buf>| if cond { f().map(Some) } else { Ok(None) };
+        Ok(InputSet {
+            x: mat(1)?,
+            out: out(dt, m * n)?,
+            dy: opt(bwd, &|| mat(2))?,
+            res: opt(op.has_residual(), &|| mat(3))?,
+            res_out: opt(op.has_residual() && !bwd, &|| out(dt, m * n))?,
+            w: backend.upload(&random(dt, n, 4, 0.5, 1.5))?,
+            b: opt(op.is_layer() && !bwd, &|| backend.upload(&random(dt, n, 5, -0.5, 0.5)))?,
+            mean: opt(op.is_layer(), &|| if bwd { stat(6, -0.1, 0.1) } else { out(DType::F32, m) })?,
+            rstd: if bwd { stat(7, 0.5, 2.0)? } else { out(DType::F32, m)? },
+            dw: opt(bwd, &|| out(dt, n))?,
+            db: opt(bwd && op.is_layer(), &|| out(dt, n))?,
+        })
+    }
+
+    fn call<B: NormKernel<Buffer = Buf>>(&mut self, backend: &B, op: Op, desc: &NormDesc, m: usize, n: usize) -> normkit_core::Result<()> {
+        let InputSet { x, out, dy, res, res_out, w, b, mean, rstd, dw, db } = self;
+        if op.direction() == Direction::Forward {
+            let mut a = Forward::new(InOut::separate(MatRef::new(&*x, m, n), MatMut::new(out, m, n))).weight(VecRef::new(&*w)).rstd(VecMut::new(rstd));
+            if let Some(b) = b {
+                a = a.bias(VecRef::new(&*b));
+            }
+            if let (Some(r), Some(ro)) = (res, res_out) {
+                a = a.residual(InOut::separate(MatRef::new(&*r, m, n), MatMut::new(ro, m, n)));
+            }
+            if let Some(mean) = mean {
+                a = a.mean(VecMut::new(mean));
+            }
+            backend.forward(desc, a)
+        } else {
+            let Some(dy) = dy.as_ref() else { return Err(NormError::Missing { operand: normkit_core::Operand::Dy }) };
+            let mut a = Backward::new(MatRef::new(&*x, m, n), InOut::separate(MatRef::new(dy, m, n), MatMut::new(out, m, n)), VecRef::new(&*rstd)).weight(VecRef::new(&*w));
+            if let Some(dw) = dw {
+                a = a.dw(VecMut::new(dw));
+            }
+            if let Some(db) = db {
+                a = a.db(VecMut::new(db));
+            }
+            if let Some(mean) = mean {
+                a = a.mean(VecRef::new(&*mean));
+            }
+            if let Some(r) = res {
+                a = a.d_residual_out(MatRef::new(&*r, m, n));
+            }
+            backend.backward(desc, a)
+        }
+    }
+}
+
+/// `len` values uniform in `[lo, hi)` with magnitude at least 1/16 of the range (never zero),
+/// rounded to `dtype`. A block of 2^20 − 3 random values is tiled: timing does not depend on the
+/// values, and generating gigabytes of fresh randomness would dominate the run.
+pub fn random(dtype: DType, len: usize, seed: u64, lo: f32, hi: f32) -> HostBuf {
+    const BLOCK: usize = (1 << 20) - 3;
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xD1B5_4A32_D192_ED03;
+    let block: Vec<f32> = (0..BLOCK.min(len))
+        .map(|_| {
+            let u = (splitmix64(&mut state) >> 40) as f32 / (1u64 << 24) as f32;
+            let v = lo + (hi - lo) * u;
+            let floor = (hi - lo) / 16.0;
+            if v.abs() < floor {
+                floor.copysign(if v == 0.0 { 1.0 } else { v })
+            } else {
+                v
+            }
+        })
+        .collect();
+    let values: Vec<f32> = block.iter().copied().cycle().take(len).collect();
+    HostBuf::from_f32(dtype, &values)
+}
+
+fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn random_inputs_are_non_zero_and_in_range() {
+        let v = random(DType::F32, 10_000, 1, -2.0, 2.0).to_f32_vec();
+        assert!(v.iter().all(|&x| x != 0.0 && x.abs() >= 0.25 && (-2.0..=2.0).contains(&x)));
+        let pos = random(DType::BF16, 1000, 2, 0.5, 1.5).to_f32_vec();
+        assert!(pos.iter().all(|&x| (0.5..=1.5).contains(&x)));
+    }
+
+    #[test]
+    fn sets_rotate_past_the_cache_within_memory() {
+        assert_eq!(sets_needed(100, 1000, u64::MAX, 32), 10);
+        assert_eq!(sets_needed(100, 100_000, u64::MAX, 32), 32);
+        assert_eq!(sets_needed(5000, 1000, u64::MAX, 32), 1);
+        assert_eq!(sets_needed(100, 1000, 300, 32), 3);
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+    }
+}
