@@ -1,1 +1,624 @@
-//! CUDA backend (being written).
+//! # normkit-cuda
+//!
+//! normkit's CUDA backend for Hopper (sm_90a) and Blackwell (sm_100a). The kernels
+//! (`kernels-cuda/norm.cu` over the vendor-neutral bodies in `kernels-common/`) are compiled
+//! ahead of time by nvcc 13.0 into one fatbin embedded in this crate and loaded from memory
+//! through cudarc's driver API, loaded at run time (`dynamic-loading`): a binary built with
+//! this crate starts on a machine without CUDA and [`CudaBackend::new`] then returns
+//! [`NormError::BackendUnavailable`].
+//!
+//! [`CudaBackend`] implements [`NormKernel`] and [`BenchBackend`] over [`CudaBuffer`]s, device
+//! buffers that either own their memory or view foreign device memory
+//! ([`CudaBackend::buffer_from_raw`]).
+//!
+//! Dispatch (all on the host, from validated plans): the 16-byte vector kernels when N, every row
+//! stride and every view start allow 16-byte accesses, else the scalar kernels (a misaligned view
+//! is never an error); the row path while a row fits the registers of one group of threads, else
+//! the split-row path. See `tuning.rs` for the tables.
+
+mod bench;
+mod params;
+pub mod tuning;
+
+use std::sync::{Arc, Mutex};
+
+use cudarc::driver::result as cu;
+use cudarc::driver::sys;
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, LaunchConfig, PushKernelArg};
+use normkit_core::{
+    validate_backward, validate_forward, Backward, Buffer, CastingMode, DType, DTypes, Direction, Forward, HostBuf,
+    InOut, Layout, NormDesc, NormError, NormKernel, NormKind, Operand, Result, Span,
+};
+
+use params::{BwdParams, FwdParams};
+pub use tuning::{RowConfig, Tuning};
+
+/// The generated kernel table (from kernels-cuda/kernels.def).
+#[allow(dead_code)]
+mod kernels {
+    /// One kernel entry point of the fatbin.
+    #[derive(Debug, Clone, Copy)]
+    pub struct Kernel {
+        pub index: usize,
+        pub name: &'static str,
+        pub max_threads: u32,
+    }
+    include!(concat!(env!("OUT_DIR"), "/kernels.rs"));
+}
+use kernels::Kernel;
+
+/// Every kernel, as one fatbin (sm_90a, sm_100a, compute_90 PTX).
+static FATBIN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/normkit.fatbin"));
+
+const BACKEND: &str = "cuda";
+
+/// Names of the kernels in the embedded fatbin (for tests and tools).
+pub fn kernel_names() -> Vec<&'static str> {
+    kernels::ALL.iter().map(|k| k.name).collect()
+}
+
+fn dev_err(during: &'static str) -> impl FnOnce(cu::DriverError) -> NormError {
+    move |e| NormError::Device { backend: BACKEND, during, source: Box::new(e) }
+}
+
+fn dt_code(d: DType) -> i32 {
+    match d {
+        DType::F32 => params::DT_F32,
+        DType::F16 => params::DT_F16,
+        _ => params::DT_BF16,
+    }
+}
+
+/// Device memory owned by a [`CudaBuffer`]; freed on drop.
+#[derive(Debug)]
+struct DeviceAlloc {
+    ptr: u64,
+    ctx: Arc<CudaContext>,
+}
+
+impl Drop for DeviceAlloc {
+    fn drop(&mut self) {
+        if self.ctx.bind_to_thread().is_ok() {
+            // SAFETY: `ptr` came from cuMemAlloc in this context and is freed exactly once, here;
+            // cuMemFree waits for work using it to finish. An error cannot be reported from drop.
+            let _ = unsafe { cu::free_sync(self.ptr) };
+        }
+    }
+}
+
+/// A CUDA device buffer: `len` elements of `dtype`.
+#[derive(Debug)]
+pub struct CudaBuffer {
+    dtype: DType,
+    len: usize,
+    ptr: u64,
+    ctx_id: usize,
+    _owner: Option<DeviceAlloc>,
+}
+
+impl CudaBuffer {
+    /// Device address of element 0.
+    pub fn device_ptr(&self) -> u64 {
+        self.ptr
+    }
+    fn bytes(&self) -> usize {
+        self.len * self.dtype.size_bytes()
+    }
+}
+
+impl Buffer for CudaBuffer {
+    fn dtype(&self) -> DType {
+        self.dtype
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn base_addr(&self) -> Option<u64> {
+        Some(self.ptr)
+    }
+}
+
+/// Scratch memory reused across calls (stream-ordered; grows, never shrinks).
+#[derive(Debug, Default)]
+struct Workspace {
+    alloc: Option<DeviceAlloc>,
+    bytes: usize,
+}
+
+/// The CUDA backend: one device, one stream.
+#[derive(Debug)]
+pub struct CudaBackend {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    _module: Arc<CudaModule>,
+    funcs: Vec<CudaFunction>,
+    name: String,
+    sms: u32,
+    cc: (i32, i32),
+    tuning: &'static Tuning,
+    workspace: Mutex<Workspace>,
+}
+
+/// Rounds up to a multiple of 256 bytes (workspace sub-regions).
+fn align256(b: usize) -> usize {
+    b.div_ceil(256) * 256
+}
+
+impl CudaBackend {
+    /// Opens device `ordinal`. Errors, never panics: no driver library, no device, or a device
+    /// the fatbin has no code for.
+    pub fn new(ordinal: usize) -> Result<Self> {
+        // SAFETY: only probes for the driver library (dlopen); cudarc panics on first use otherwise.
+        if !unsafe { sys::is_culib_present() } {
+            return Err(NormError::BackendUnavailable {
+                backend: BACKEND,
+                reason: "no CUDA driver (libcuda.so not found)".into(),
+            });
+        }
+        let unavailable = |reason: String| NormError::BackendUnavailable { backend: BACKEND, reason };
+        cu::init().map_err(|e| unavailable(format!("cuInit failed: {e}")))?;
+        let count = CudaContext::device_count().map_err(|e| unavailable(format!("no CUDA device ({e})")))?;
+        if count <= 0 {
+            return Err(unavailable("no CUDA device".into()));
+        }
+        if ordinal >= count as usize {
+            return Err(unavailable(format!("no CUDA device {ordinal} ({count} present)")));
+        }
+        let ctx = CudaContext::new(ordinal).map_err(dev_err("context creation"))?;
+        let cc = ctx.compute_capability().map_err(dev_err("device query"))?;
+        if cc.0 < 9 {
+            return Err(unavailable(format!("compute capability {}.{} is below 9.0 (the fatbin targets sm_90+)", cc.0, cc.1)));
+        }
+        let stream = ctx.new_stream().map_err(dev_err("stream creation"))?;
+        let module = ctx
+            .load_module(cudarc::nvrtc::Ptx::from_binary(FATBIN.to_vec()))
+            .map_err(dev_err("module load"))?;
+        let mut funcs = Vec::with_capacity(kernels::ALL.len());
+        for k in kernels::ALL.iter() {
+            let f = module.load_function(k.name).map_err(dev_err("kernel lookup"))?;
+            funcs.push(f);
+        }
+        let smem_optin = ctx
+            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+            .map_err(dev_err("device query"))?;
+        for k in [kernels::NK_BWD_ROW_V8, kernels::NK_BWD_ROW_V1] {
+            funcs[k.index]
+                .set_attribute(
+                    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    smem_optin,
+                )
+                .map_err(dev_err("kernel attribute"))?;
+        }
+        let sms = ctx
+            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+            .map_err(dev_err("device query"))? as u32;
+        let name = ctx.name().unwrap_or_else(|_| "CUDA device".into());
+        Ok(CudaBackend {
+            ctx,
+            stream,
+            _module: module,
+            funcs,
+            name,
+            sms,
+            cc,
+            tuning: Tuning::for_cc(cc.0),
+            workspace: Mutex::new(Workspace::default()),
+        })
+    }
+
+    /// Opens device 0.
+    pub fn default_device() -> Result<Self> {
+        Self::new(0)
+    }
+
+    /// Compute capability (major, minor).
+    pub fn compute_capability(&self) -> (i32, i32) {
+        self.cc
+    }
+
+    /// Multiprocessor count.
+    pub fn sm_count(&self) -> u32 {
+        self.sms
+    }
+
+    /// The launch tables in use.
+    pub fn tuning(&self) -> &'static Tuning {
+        self.tuning
+    }
+
+    fn ctx_id(&self) -> usize {
+        self.ctx.cu_ctx() as usize
+    }
+
+    /// A buffer viewing `len` elements of `dtype` at device address `ptr`, owned elsewhere.
+    ///
+    /// # Safety
+    /// `ptr .. ptr + len·size` must be device memory of this backend's context, valid for reads
+    /// and writes for as long as the buffer (and any call using it) lives. Views may overlap
+    /// each other; the validation of every call rejects overlapping operands
+    /// ([`NormError::Aliasing`]) except the explicit in-place form.
+    pub unsafe fn buffer_from_raw(&self, ptr: u64, len: usize, dtype: DType) -> Result<CudaBuffer> {
+        let es = dtype.size_bytes();
+        if ptr % es as u64 != 0 {
+            return Err(NormError::Alignment { operand: Operand::X, required: es, offset_bytes: (ptr % es as u64) as usize });
+        }
+        if len.checked_mul(es).and_then(|b| (ptr as usize).checked_add(b)).is_none() {
+            return Err(NormError::Overflow { operand: Operand::X });
+        }
+        Ok(CudaBuffer { dtype, len, ptr, ctx_id: self.ctx_id(), _owner: None })
+    }
+
+    fn malloc(&self, bytes: usize) -> Result<DeviceAlloc> {
+        self.ctx.bind_to_thread().map_err(dev_err("bind context"))?;
+        // SAFETY: a plain cuMemAlloc of `bytes > 0` bytes in the bound context.
+        match unsafe { cu::malloc_sync(bytes) } {
+            Ok(ptr) => Ok(DeviceAlloc { ptr, ctx: self.ctx.clone() }),
+            Err(e) if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY => {
+                let free = self.ctx.mem_get_info().map(|(f, _)| f as u64).unwrap_or(0);
+                Err(NormError::ResourceLimit { resource: "device memory", requested: bytes as u64, available: free })
+            }
+            Err(e) => Err(dev_err("allocation")(e)),
+        }
+    }
+
+    fn check_own(&self, operand: Operand, b: &CudaBuffer) -> Result<()> {
+        if b.ctx_id != self.ctx_id() {
+            return Err(NormError::ForeignBuffer { backend: BACKEND, operand });
+        }
+        Ok(())
+    }
+
+    /// Makes sure the workspace holds `bytes`, returning its address. Growing waits for queued
+    /// work (the old workspace may be in use) and is refused during graph capture.
+    fn workspace(&self, bytes: usize) -> Result<u64> {
+        let mut ws = self.workspace.lock().unwrap_or_else(|p| p.into_inner());
+        if ws.bytes >= bytes {
+            return Ok(ws.alloc.as_ref().map_or(0, |a| a.ptr));
+        }
+        self.stream.synchronize().map_err(dev_err("workspace growth"))?;
+        ws.alloc = None;
+        ws.bytes = 0;
+        let a = self.malloc(bytes.max(1 << 20))?;
+        let ptr = a.ptr;
+        ws.bytes = bytes.max(1 << 20);
+        ws.alloc = Some(a);
+        Ok(ptr)
+    }
+
+    fn launch<P: cudarc::driver::DeviceRepr>(&self, k: Kernel, grid: (u32, u32), block: u32, smem: u32, p: &P) -> Result<()> {
+        debug_assert!(block <= k.max_threads);
+        let cfg = LaunchConfig { grid_dim: (grid.0, grid.1, 1), block_dim: (block, 1, 1), shared_mem_bytes: smem };
+        let f = &self.funcs[k.index];
+        let mut b = self.stream.launch_builder(f);
+        b.arg(p);
+        // SAFETY: the kernel's single argument is `P`, the #[repr(C)] mirror of the C++ struct it
+        // takes; every address in it was validated by normkit-core against its buffer's length
+        // (views in bounds, outputs disjoint from other operands), and the workspace is sized
+        // for the launch. Buffers outlive the call's queued work because the API borrows them
+        // until it returns and `download`/`synchronize`/drop (cuMemFree) order after the stream.
+        unsafe { b.launch(cfg) }.map_err(dev_err("kernel launch"))?;
+        Ok(())
+    }
+}
+
+/// Address of element `offset` of a buffer.
+fn addr(b: &CudaBuffer, offset: usize) -> u64 {
+    b.ptr + (offset * b.dtype.size_bytes()) as u64
+}
+
+/// Whether a 2-D view allows the 16-byte path: start 16-byte aligned, stride a multiple of 8.
+fn mat_vec_ok(b: &CudaBuffer, l: &Layout) -> bool {
+    addr(b, l.offset) % 16 == 0 && l.stride % 8 == 0
+}
+fn span_vec_ok(b: &CudaBuffer, s: &Span) -> bool {
+    addr(b, s.offset) % 16 == 0
+}
+
+fn in_out<'a>(io: &'a InOut<'_, CudaBuffer>) -> (&'a CudaBuffer, &'a CudaBuffer) {
+    match io {
+        InOut::Separate { input, output } => (input.buf, &*output.buf),
+        InOut::InPlace(m) => (&*m.buf, &*m.buf),
+    }
+}
+
+fn casting_code(c: CastingMode) -> i32 {
+    match c {
+        CastingMode::Gemma => 0,
+        CastingMode::Llama => 1,
+        _ => 2,
+    }
+}
+
+fn to_i32(v: u64, what: &'static str) -> Result<u32> {
+    u32::try_from(v).map_err(|_| NormError::ResourceLimit { resource: what, requested: v, available: u32::MAX as u64 })
+}
+
+const SPLIT_CHUNK: usize = kernels::NK_SPLIT_THREADS * kernels::NK_SPLIT_ELEMS;
+/// Grid-stride kernels never need more CTAs than this; rows beyond are walked in a loop.
+const MAX_GRID: u64 = 1 << 20;
+
+impl NormKernel for CudaBackend {
+    type Buffer = CudaBuffer;
+
+    fn name(&self) -> &'static str {
+        BACKEND
+    }
+
+    fn device_name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn supports(&self, dir: Direction, desc: &NormDesc, dtypes: &DTypes) -> Result<()> {
+        normkit_core::check_desc(desc)?;
+        normkit_core::check_dtypes(desc, dir, dtypes)
+    }
+
+    fn forward(&self, desc: &NormDesc, a: Forward<'_, CudaBuffer>) -> Result<()> {
+        let plan = validate_forward(desc, &a)?;
+        let (xb, yb) = in_out(&a.x);
+        self.check_own(Operand::X, xb)?;
+        self.check_own(Operand::Y, yb)?;
+        let mut p = FwdParams {
+            x: addr(xb, plan.x.offset),
+            y: addr(yb, plan.y.offset),
+            m: plan.m as i64,
+            n: plan.n as i64,
+            sx: plan.x.stride as i64,
+            sy: plan.y.stride as i64,
+            eps: desc.eps,
+            offset: desc.weight.map_or(0.0, |w| w.offset),
+            dt_x: dt_code(plan.dtypes.x),
+            dt_y: dt_code(plan.dtypes.y),
+            dt_r: dt_code(plan.dtypes.residual),
+            dt_w: dt_code(plan.dtypes.weight),
+            casting: casting_code(desc.casting),
+            ..Default::default()
+        };
+        let mut vec_ok = plan.n % 8 == 0 && mat_vec_ok(xb, &plan.x) && mat_vec_ok(yb, &plan.y);
+        let mut flags = if desc.kind == NormKind::Layer { params::F_LN } else { 0 };
+        if let (Some(r), Some((rl, rol, _))) = (&a.residual, plan.residual) {
+            let (rb, rob) = in_out(r);
+            self.check_own(Operand::Residual, rb)?;
+            self.check_own(Operand::ResidualOut, rob)?;
+            p.r = addr(rb, rl.offset);
+            p.r_out = addr(rob, rol.offset);
+            p.sr = rl.stride as i64;
+            p.sro = rol.stride as i64;
+            vec_ok &= mat_vec_ok(rb, &rl) && mat_vec_ok(rob, &rol);
+            flags |= params::F_RESIDUAL;
+        }
+        if let (Some(w), Some(s)) = (&a.weight, plan.weight) {
+            self.check_own(Operand::Weight, w.buf)?;
+            p.w = addr(w.buf, s.offset);
+            vec_ok &= span_vec_ok(w.buf, &s);
+            flags |= params::F_WEIGHT;
+        }
+        if let (Some(b), Some(s)) = (&a.bias, plan.bias) {
+            self.check_own(Operand::Bias, b.buf)?;
+            p.b = addr(b.buf, s.offset);
+            vec_ok &= span_vec_ok(b.buf, &s);
+            flags |= params::F_BIAS;
+        }
+        if let (Some(r), Some(s)) = (&a.rstd, plan.rstd) {
+            self.check_own(Operand::Rstd, r.buf)?;
+            p.rstd = addr(r.buf, s.offset);
+            flags |= params::F_STATS;
+        }
+        if let (Some(mb), Some(s)) = (&a.mean, plan.mean) {
+            self.check_own(Operand::Mean, mb.buf)?;
+            p.mean = addr(mb.buf, s.offset);
+        }
+        p.flags = flags;
+        if plan.m == 0 {
+            return Ok(());
+        }
+        let table = if vec_ok { self.tuning.fwd_vec } else { self.tuning.fwd_scalar };
+        if let Some(rc) = tuning::pick(table, plan.n) {
+            p.group = rc.group as i32;
+            p.rpc = rc.rows_per_cta as i32;
+            let k = if vec_ok { kernels::NK_FWD_ROW_V8 } else { kernels::NK_FWD_ROW_V1 };
+            let blocks = (plan.m as u64).div_ceil(rc.rows_per_cta as u64).min(MAX_GRID);
+            return self.launch(k, (blocks as u32, 1), rc.group * rc.rows_per_cta, 0, &p);
+        }
+        // Split rows.
+        let s = plan.n.div_ceil(SPLIT_CHUNK);
+        let tiles = (plan.m as u64).checked_mul(s as u64).ok_or(NormError::Overflow { operand: Operand::X })?;
+        let bytes = tiles
+            .checked_mul(8)
+            .and_then(|b| usize::try_from(b).ok())
+            .ok_or(NormError::ResourceLimit { resource: "workspace bytes", requested: u64::MAX, available: usize::MAX as u64 })?;
+        p.ws = self.workspace(bytes)?;
+        p.nsplit = s as i64;
+        let blocks = tiles.min(MAX_GRID) as u32;
+        let threads = kernels::NK_SPLIT_THREADS as u32;
+        let (ks, ka) = if vec_ok {
+            (kernels::NK_FWD_SPLIT_STATS_V8, kernels::NK_FWD_SPLIT_APPLY_V8)
+        } else {
+            (kernels::NK_FWD_SPLIT_STATS_V1, kernels::NK_FWD_SPLIT_APPLY_V1)
+        };
+        self.launch(ks, (blocks, 1), threads, 0, &p)?;
+        self.launch(ka, (blocks, 1), threads, 0, &p)
+    }
+
+    fn backward(&self, desc: &NormDesc, a: Backward<'_, CudaBuffer>) -> Result<()> {
+        let plan = validate_backward(desc, &a)?;
+        let (dyb, dxb) = in_out(&a.dy);
+        self.check_own(Operand::X, a.x.buf)?;
+        self.check_own(Operand::Dy, dyb)?;
+        self.check_own(Operand::Dx, dxb)?;
+        self.check_own(Operand::Rstd, a.rstd.buf)?;
+        let mut p = BwdParams {
+            x: addr(a.x.buf, plan.x.offset),
+            dy: addr(dyb, plan.dy.offset),
+            dx: addr(dxb, plan.dx.offset),
+            rstd: addr(a.rstd.buf, plan.rstd.offset),
+            m: plan.m as i64,
+            n: plan.n as i64,
+            sx: plan.x.stride as i64,
+            sdy: plan.dy.stride as i64,
+            sdx: plan.dx.stride as i64,
+            offset: desc.weight.map_or(0.0, |w| w.offset),
+            dt_x: dt_code(plan.dtypes.x),
+            dt_y: dt_code(plan.dtypes.y),
+            dt_w: dt_code(plan.dtypes.weight),
+            ..Default::default()
+        };
+        let mut vec_ok = plan.n % 8 == 0
+            && mat_vec_ok(a.x.buf, &plan.x)
+            && mat_vec_ok(dyb, &plan.dy)
+            && mat_vec_ok(dxb, &plan.dx);
+        let mut flags = if desc.kind == NormKind::Layer { params::F_LN } else { 0 };
+        if let (Some(d), Some(l)) = (&a.d_residual_out, plan.d_residual_out) {
+            self.check_own(Operand::DResidualOut, d.buf)?;
+            p.dres = addr(d.buf, l.offset);
+            p.sdres = l.stride as i64;
+            vec_ok &= mat_vec_ok(d.buf, &l);
+            flags |= params::F_RESIDUAL;
+        }
+        if let (Some(w), Some(s)) = (&a.weight, plan.weight) {
+            self.check_own(Operand::Weight, w.buf)?;
+            p.w = addr(w.buf, s.offset);
+            vec_ok &= span_vec_ok(w.buf, &s);
+        }
+        if let (Some(mb), Some(s)) = (&a.mean, plan.mean) {
+            self.check_own(Operand::Mean, mb.buf)?;
+            p.mean = addr(mb.buf, s.offset);
+        }
+        if let (Some(d), Some(s)) = (&a.dw, plan.dw) {
+            self.check_own(Operand::Dw, d.buf)?;
+            p.dw = addr(d.buf, s.offset);
+            flags |= params::F_WEIGHT;
+        }
+        if let (Some(d), Some(s)) = (&a.db, plan.db) {
+            self.check_own(Operand::Db, d.buf)?;
+            p.db = addr(d.buf, s.offset);
+            flags |= params::F_BIAS;
+        }
+        p.flags = flags;
+        let nacc = usize::from(flags & params::F_WEIGHT != 0) + usize::from(flags & params::F_BIAS != 0);
+        let n = plan.n;
+        let m = plan.m as u64;
+        let too_big = || NormError::ResourceLimit { resource: "workspace bytes", requested: u64::MAX, available: usize::MAX as u64 };
+
+        let table = if vec_ok { self.tuning.bwd_vec } else { self.tuning.bwd_scalar };
+        let row = tuning::pick(table, n);
+        // Plan the grid and the workspace: [split stats | dW parts | dB parts].
+        let (parts, stats_bytes, s) = match row {
+            Some(rc) if m > 0 => {
+                let k = if vec_ok { kernels::NK_BWD_ROW_V8 } else { kernels::NK_BWD_ROW_V1 };
+                let block = rc.group * rc.rows_per_cta;
+                let smem = self.bwd_row_smem(rc, n, vec_ok, nacc);
+                let occ = self.funcs[k.index]
+                    .occupancy_max_active_blocks_per_multiprocessor(block, smem as usize, None)
+                    .map_err(dev_err("occupancy query"))?
+                    .max(1);
+                let blocks = m.div_ceil(rc.rows_per_cta as u64).min(self.sms as u64 * occ as u64);
+                (blocks, 0usize, 0usize)
+            }
+            Some(_) => (0, 0, 0),
+            None => {
+                let s = n.div_ceil(SPLIT_CHUNK);
+                let target = (self.sms * self.tuning.split_bwd_ctas_per_sm) as u64;
+                let parts = if m == 0 { 0 } else { target.div_ceil(s as u64).clamp(1, m.min(65535)) };
+                let stats = m.checked_mul(s as u64 * 8).and_then(|b| usize::try_from(b).ok()).ok_or_else(too_big)?;
+                (parts, stats, s)
+            }
+        };
+        let part_bytes = (parts as usize).checked_mul(n * 4).ok_or_else(too_big)?;
+        let total = align256(stats_bytes)
+            .checked_add(align256(part_bytes) * nacc)
+            .ok_or_else(too_big)?;
+        let ws = if total > 0 { self.workspace(total)? } else { 0 };
+        p.ws_stats = ws;
+        p.ws_dw = ws + align256(stats_bytes) as u64;
+        p.ws_db = p.ws_dw + if flags & params::F_WEIGHT != 0 { align256(part_bytes) as u64 } else { 0 };
+        p.nparts = parts as i64;
+        p.nsplit = s as i64;
+
+        if m > 0 {
+            match row {
+                Some(rc) => {
+                    p.group = rc.group as i32;
+                    p.rpc = rc.rows_per_cta as i32;
+                    let k = if vec_ok { kernels::NK_BWD_ROW_V8 } else { kernels::NK_BWD_ROW_V1 };
+                    let smem = self.bwd_row_smem(rc, n, vec_ok, nacc);
+                    self.launch(k, (to_i32(parts, "grid")?, 1), rc.group * rc.rows_per_cta, smem, &p)?;
+                }
+                None => {
+                    let tiles = m.checked_mul(s as u64).ok_or(NormError::Overflow { operand: Operand::X })?;
+                    let threads = kernels::NK_SPLIT_THREADS as u32;
+                    let (ks, ka) = if vec_ok {
+                        (kernels::NK_BWD_SPLIT_STATS_V8, kernels::NK_BWD_SPLIT_APPLY_V8)
+                    } else {
+                        (kernels::NK_BWD_SPLIT_STATS_V1, kernels::NK_BWD_SPLIT_APPLY_V1)
+                    };
+                    self.launch(ks, (tiles.min(MAX_GRID) as u32, 1), threads, 0, &p)?;
+                    self.launch(ka, (to_i32(s as u64, "grid")?, to_i32(parts, "grid")?), threads, 0, &p)?;
+                }
+            }
+        }
+        if nacc > 0 {
+            let blocks = (n as u64).div_ceil(kernels::NK_WARP_WIDTH as u64).min(MAX_GRID) as u32;
+            self.launch(kernels::NK_BWD_FINALIZE, (blocks, 1), kernels::NK_SPLIT_THREADS as u32, 0, &p)?;
+        }
+        Ok(())
+    }
+
+    fn alloc(&self, dtype: DType, len: usize) -> Result<CudaBuffer> {
+        let bytes = len
+            .checked_mul(dtype.size_bytes())
+            .ok_or(NormError::ResourceLimit { resource: "device memory", requested: u64::MAX, available: 0 })?;
+        if bytes == 0 {
+            return Ok(CudaBuffer { dtype, len, ptr: 0, ctx_id: self.ctx_id(), _owner: None });
+        }
+        let a = self.malloc(bytes)?;
+        Ok(CudaBuffer { dtype, len, ptr: a.ptr, ctx_id: self.ctx_id(), _owner: Some(a) })
+    }
+
+    fn upload(&self, src: &HostBuf) -> Result<CudaBuffer> {
+        let b = self.alloc(src.dtype(), src.len())?;
+        if b.len > 0 {
+            let bytes = src.as_bytes();
+            // SAFETY: `b` holds exactly `bytes.len()` bytes; the host slice stays borrowed until the
+            // stream is synchronised below, so the asynchronous copy reads live memory.
+            unsafe { cu::memcpy_htod_async(b.ptr, bytes, self.stream.cu_stream()) }.map_err(dev_err("upload"))?;
+            self.stream.synchronize().map_err(dev_err("upload"))?;
+        }
+        Ok(b)
+    }
+
+    fn download(&self, buf: &CudaBuffer) -> Result<HostBuf> {
+        self.check_own(Operand::X, buf)?;
+        let mut h = HostBuf::zeros(buf.dtype, buf.len);
+        if buf.len > 0 {
+            let dst = h.as_bytes_mut();
+            debug_assert_eq!(dst.len(), buf.bytes());
+            // SAFETY: the device range is the buffer's own `bytes()` bytes; the host slice is
+            // exclusively borrowed and the stream is synchronised before it is released.
+            unsafe { cu::memcpy_dtoh_async(dst, buf.ptr, self.stream.cu_stream()) }.map_err(dev_err("download"))?;
+            self.stream.synchronize().map_err(dev_err("download"))?;
+        }
+        Ok(h)
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        self.stream.synchronize().map_err(dev_err("synchronize"))
+    }
+}
+
+impl CudaBackend {
+    /// Dynamic shared memory of the backward row kernel: per group, one fp32 region per
+    /// accumulator (dW, dB) of `K·VEC·group ≥ N` words.
+    fn bwd_row_smem(&self, rc: RowConfig, n: usize, vec: bool, nacc: usize) -> u32 {
+        let v = if vec { 8 } else { 1 };
+        let g = rc.group as usize;
+        let k = (n / v).div_ceil(g);
+        (rc.rows_per_cta as usize * nacc * k * v * g * 4) as u32
+    }
+
+    /// Copies `bytes` bytes device-to-device on the backend's stream (benchmarks).
+    pub(crate) fn copy_d2d(&self, dst: u64, src: u64, bytes: usize) -> Result<()> {
+        // SAFETY: callers pass two distinct allocations of at least `bytes` bytes each.
+        unsafe { cu::memcpy_dtod_async(dst, src, bytes, self.stream.cu_stream()) }.map_err(dev_err("copy"))
+    }
+}

@@ -1,0 +1,222 @@
+// normkit vendor-neutral device code: dtype conversion, 16-byte chunk loads/stores, group
+// reductions templated on nothing but the platform's NK_WARP, the forward output formula of the
+// three casting modes and the combination of split-row statistics.
+//
+// Include a platform header first (kernels-cuda/platform.cuh, kernels-hip/platform.h): it defines
+// NK_DEVICE, NK_WARP, nk_u128, nk_shfl_xor, nk_sync, nk_tid/nk_bdim, the f16/bf16 conversions and
+// the *_rn arithmetic. Nothing here names a vendor intrinsic, the literal warp width or a mask.
+#pragma once
+#ifndef NK_WARP
+#error "include the platform header before nk_common.cuh"
+#endif
+#include "nk_params.h"
+
+namespace nk {
+
+NK_DEVICE float from16(int dt, uint32_t h) { return dt == NK_DT_BF16 ? nk_bf16_to_f32(h & 0xffffu) : nk_f16_to_f32(h & 0xffffu); }
+NK_DEVICE uint32_t to16(int dt, float v) { return dt == NK_DT_BF16 ? nk_f32_to_bf16(v) : nk_f32_to_f16(v); }
+
+// The value a tensor of dtype `dt` would hold for `v` (round to nearest even).
+NK_DEVICE float round_to(int dt, float v) { return dt == NK_DT_F32 ? v : from16(dt, to16(dt, v)); }
+
+NK_DEVICE int64_t esize(int dt) { return dt == NK_DT_F32 ? 4 : 2; }
+
+// Address of element (row, 0) of a strided view of dtype dt.
+NK_DEVICE const void* row_ptr(uint64_t base, int64_t row, int64_t stride, int dt) {
+    return reinterpret_cast<const void*>(base + (uint64_t)(row * stride * esize(dt)));
+}
+NK_DEVICE void* row_ptr_mut(uint64_t base, int64_t row, int64_t stride, int dt) {
+    return reinterpret_cast<void*>(base + (uint64_t)(row * stride * esize(dt)));
+}
+
+// VEC consecutive elements of any dtype, as raw bits. VEC == 8: one 16-byte vector for f16/bf16,
+// two for f32 (the host sends a view down the VEC == 8 path only if every row start is 16-byte
+// aligned and N, the strides and offsets are multiples of 8). VEC == 1: one element.
+template <int VEC> struct Raw;
+template <> struct Raw<8> { nk_u128 q[2]; };
+template <> struct Raw<1> { uint32_t s; };
+
+template <int VEC>
+NK_DEVICE void load_raw(const void* row, int dt, int64_t i, Raw<VEC>& r);
+template <>
+NK_DEVICE void load_raw<8>(const void* row, int dt, int64_t i, Raw<8>& r) {
+    if (dt == NK_DT_F32) {
+        const nk_u128* p = reinterpret_cast<const nk_u128*>(static_cast<const float*>(row) + i);
+        r.q[0] = p[0];
+        r.q[1] = p[1];
+    } else {
+        const nk_u128* p = reinterpret_cast<const nk_u128*>(static_cast<const uint16_t*>(row) + i);
+        r.q[0] = p[0];
+    }
+}
+template <>
+NK_DEVICE void load_raw<1>(const void* row, int dt, int64_t i, Raw<1>& r) {
+    if (dt == NK_DT_F32) r.s = static_cast<const uint32_t*>(row)[i];
+    else r.s = static_cast<const uint16_t*>(row)[i];
+}
+
+template <int VEC>
+NK_DEVICE void unpack(int dt, const Raw<VEC>& r, float (&v)[VEC]);
+template <>
+NK_DEVICE void unpack<8>(int dt, const Raw<8>& r, float (&v)[8]) {
+    if (dt == NK_DT_F32) {
+        v[0] = nk_u32_as_f32(r.q[0].x); v[1] = nk_u32_as_f32(r.q[0].y);
+        v[2] = nk_u32_as_f32(r.q[0].z); v[3] = nk_u32_as_f32(r.q[0].w);
+        v[4] = nk_u32_as_f32(r.q[1].x); v[5] = nk_u32_as_f32(r.q[1].y);
+        v[6] = nk_u32_as_f32(r.q[1].z); v[7] = nk_u32_as_f32(r.q[1].w);
+    } else {
+        const uint32_t w[4] = {r.q[0].x, r.q[0].y, r.q[0].z, r.q[0].w};
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            v[2 * j] = from16(dt, w[j]);
+            v[2 * j + 1] = from16(dt, w[j] >> 16);
+        }
+    }
+}
+template <>
+NK_DEVICE void unpack<1>(int dt, const Raw<1>& r, float (&v)[1]) {
+    v[0] = dt == NK_DT_F32 ? nk_u32_as_f32(r.s) : from16(dt, r.s);
+}
+
+template <int VEC>
+NK_DEVICE void pack(int dt, const float (&v)[VEC], Raw<VEC>& r);
+template <>
+NK_DEVICE void pack<8>(int dt, const float (&v)[8], Raw<8>& r) {
+    if (dt == NK_DT_F32) {
+        r.q[0].x = nk_f32_as_u32(v[0]); r.q[0].y = nk_f32_as_u32(v[1]);
+        r.q[0].z = nk_f32_as_u32(v[2]); r.q[0].w = nk_f32_as_u32(v[3]);
+        r.q[1].x = nk_f32_as_u32(v[4]); r.q[1].y = nk_f32_as_u32(v[5]);
+        r.q[1].z = nk_f32_as_u32(v[6]); r.q[1].w = nk_f32_as_u32(v[7]);
+    } else {
+        uint32_t w[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) w[j] = (to16(dt, v[2 * j]) & 0xffffu) | (to16(dt, v[2 * j + 1]) << 16);
+        r.q[0].x = w[0]; r.q[0].y = w[1]; r.q[0].z = w[2]; r.q[0].w = w[3];
+        r.q[1] = r.q[0];
+    }
+}
+template <>
+NK_DEVICE void pack<1>(int dt, const float (&v)[1], Raw<1>& r) {
+    r.s = dt == NK_DT_F32 ? nk_f32_as_u32(v[0]) : to16(dt, v[0]);
+}
+
+template <int VEC>
+NK_DEVICE void store_raw(void* row, int dt, int64_t i, const Raw<VEC>& r);
+template <>
+NK_DEVICE void store_raw<8>(void* row, int dt, int64_t i, const Raw<8>& r) {
+    if (dt == NK_DT_F32) {
+        nk_u128* p = reinterpret_cast<nk_u128*>(static_cast<float*>(row) + i);
+        p[0] = r.q[0];
+        p[1] = r.q[1];
+    } else {
+        nk_u128* p = reinterpret_cast<nk_u128*>(static_cast<uint16_t*>(row) + i);
+        p[0] = r.q[0];
+    }
+}
+template <>
+NK_DEVICE void store_raw<1>(void* row, int dt, int64_t i, const Raw<1>& r) {
+    if (dt == NK_DT_F32) static_cast<uint32_t*>(row)[i] = r.s;
+    else static_cast<uint16_t*>(row)[i] = (uint16_t)r.s;
+}
+
+template <int VEC>
+NK_DEVICE void load(const void* row, int dt, int64_t i, float (&v)[VEC]) {
+    Raw<VEC> r;
+    load_raw<VEC>(row, dt, i, r);
+    unpack<VEC>(dt, r, v);
+}
+template <int VEC>
+NK_DEVICE void store(void* row, int dt, int64_t i, const float (&v)[VEC]) {
+    Raw<VEC> r;
+    pack<VEC>(dt, v, r);
+    store_raw<VEC>(row, dt, i, r);
+}
+
+// Sums NV values over each group of G consecutive threads of the block (G a power of two, at most
+// the block size); every thread gets its group's sums. Every thread of the block must call it with
+// the same G (it synchronises the block when G > NK_WARP). `scratch` holds NV * blockDim / NK_WARP
+// floats of shared memory.
+//
+// Order: a butterfly inside the warp (every lane ends with the bitwise same sum, since float
+// addition is commutative), then the warps of a group in index order. It depends on G only, so a
+// row's statistics never depend on how many rows share the block or the grid.
+template <int NV>
+NK_DEVICE void group_sum(float (&v)[NV], int G, float* scratch) {
+    const int width = G < NK_WARP ? G : NK_WARP;
+#pragma unroll
+    for (int j = 0; j < NV; ++j)
+        for (int o = width / 2; o > 0; o >>= 1) v[j] += nk_shfl_xor(v[j], o);
+    if (G <= NK_WARP) return;
+    const int tid = nk_tid();
+    const int warp = tid / NK_WARP, lane = tid % NK_WARP, nwarps = nk_bdim() / NK_WARP;
+    if (lane == 0) {
+#pragma unroll
+        for (int j = 0; j < NV; ++j) scratch[j * nwarps + warp] = v[j];
+    }
+    nk_sync();
+    const int wpg = G / NK_WARP, w0 = (tid / G) * wpg;
+#pragma unroll
+    for (int j = 0; j < NV; ++j) {
+        float s = scratch[j * nwarps + w0];
+        for (int i = 1; i < wpg; ++i) s += scratch[j * nwarps + w0 + i];
+        v[j] = s;
+    }
+    nk_sync();
+}
+
+// Everything the forward output formula needs besides the element, its weight and its bias.
+struct FwdConsts {
+    float mean, rstd;       // fp32 statistics (mean = 0 for RMSNorm)
+    float mean_r, rstd_r;   // the same rounded to the input dtype (casting mode `none`)
+    float offset;
+    int casting, dt_in;
+    bool ln, has_w, has_b;
+};
+
+NK_DEVICE FwdConsts fwd_consts(const NkFwdParams& p, float mean, float rstd) {
+    FwdConsts c;
+    c.mean = mean;
+    c.rstd = rstd;
+    c.mean_r = round_to(p.dt_x, mean);
+    c.rstd_r = round_to(p.dt_x, rstd);
+    c.offset = p.offset;
+    c.casting = p.casting;
+    c.dt_in = p.dt_x;
+    c.ln = (p.flags & NK_F_LN) != 0;
+    c.has_w = (p.flags & NK_F_WEIGHT) != 0;
+    c.has_b = (p.flags & NK_F_BIAS) != 0;
+    return c;
+}
+
+// y for one element h (the normalised input as stored), per the casting modes of desc.rs:
+//   gemma: y = x̂·(w + offset) + b, all fp32, one rounding at the store;
+//   llama: x̂ rounded to the input dtype before the weight multiply;
+//   none:  every elementwise step rounded to the input dtype, with rounded statistics.
+// Explicit _rn operations keep the compiler from fusing steps the contract rounds separately.
+NK_DEVICE float fwd_out(const FwdConsts& c, float h, float w, float b) {
+    if (c.casting == NK_CAST_NONE) {
+        const float d = c.ln ? round_to(c.dt_in, nk_sub_rn(h, c.mean_r)) : h;
+        float y = round_to(c.dt_in, nk_mul_rn(d, c.rstd_r));
+        if (c.has_w) y = round_to(c.dt_in, nk_mul_rn(y, round_to(c.dt_in, nk_add_rn(w, c.offset))));
+        if (c.has_b) y = round_to(c.dt_in, nk_add_rn(y, b));
+        return y;
+    }
+    float xh = nk_mul_rn(c.ln ? nk_sub_rn(h, c.mean) : h, c.rstd);
+    if (c.casting == NK_CAST_LLAMA) xh = round_to(c.dt_in, xh);
+    float y = c.has_w ? nk_mul_rn(xh, nk_add_rn(w, c.offset)) : xh;
+    if (c.has_b) y = nk_add_rn(y, b);
+    return y;
+}
+
+// Chan et al.'s pairwise combination of (count, mean, M2) partial statistics: exact in exact
+// arithmetic and free of the cancellation of E[x²] − μ².
+NK_DEVICE void chan_combine(float& n_a, float& mean_a, float& m2_a, float n_b, float mean_b, float m2_b) {
+    const float n = n_a + n_b;
+    const float delta = mean_b - mean_a;
+    const float fb = n_b / n;
+    mean_a = mean_a + delta * fb;
+    m2_a = m2_a + m2_b + delta * delta * n_a * fb;
+    n_a = n;
+}
+
+}  // namespace nk

@@ -1,0 +1,52 @@
+// normkit kernel parameters: one struct per direction, passed by value as the only kernel argument.
+// The Rust side (crates/normkit-cuda/src/params.rs, and the HIP crate) declares the same structs
+// #[repr(C)] with the fields in the same order; both sides check the size (static_assert here,
+// a const assertion there). All pointers are already advanced to element 0 of their view.
+#pragma once
+#include <stdint.h>
+
+// Element types, as the `dt_*` fields carry them.
+#define NK_DT_F32 0
+#define NK_DT_F16 1
+#define NK_DT_BF16 2
+
+// Casting modes (see normkit-core desc.rs).
+#define NK_CAST_GEMMA 0
+#define NK_CAST_LLAMA 1
+#define NK_CAST_NONE 2
+
+// `flags` bits.
+#define NK_F_LN 1          // LayerNorm (else RMSNorm)
+#define NK_F_WEIGHT 2      // affine weight present
+#define NK_F_BIAS 4        // bias present (forward) / db wanted (backward)
+#define NK_F_RESIDUAL 8    // fused residual add (forward) / d_residual_out given (backward)
+#define NK_F_STATS 16      // forward writes mean (LN) and rstd
+
+struct NkFwdParams {
+    uint64_t x, y, r, r_out, w, b, mean, rstd, ws;
+    int64_t m, n;                 // rows, hidden size
+    int64_t sx, sy, sr, sro;      // row strides in elements
+    int64_t nsplit;               // split path: chunks per row
+    float eps, offset;
+    int32_t dt_x, dt_y, dt_r, dt_w;
+    int32_t flags, casting;
+    int32_t group, rpc;           // row path: threads per row, rows per CTA
+};
+
+struct NkBwdParams {
+    uint64_t x, dy, dx, dres, w, mean, rstd, ws_stats, ws_dw, ws_db, dw, db;
+    int64_t m, n;
+    int64_t sx, sdy, sdx, sdres;
+    int64_t nsplit;               // split path: chunks per row
+    int64_t nparts;               // partial dW/dB rows in the workspace
+    float offset;
+    int32_t dt_x, dt_y, dt_w;
+    int32_t flags;
+    int32_t group, rpc;
+    int32_t pad_;
+};
+
+#ifdef __cplusplus
+static_assert(sizeof(NkFwdParams) == 168, "NkFwdParams layout is shared with Rust");
+static_assert(sizeof(NkBwdParams) == 192, "NkBwdParams layout is shared with Rust");
+#endif

@@ -1,0 +1,21 @@
+// normkit's CUDA translation unit: the CUDA platform header, the shared kernel bodies of
+// kernels-common, and one extern "C" entry point per line of kernels.def. Compiled once by nvcc
+// into a fatbin (sm_90a, sm_100a, compute_90 PTX); see crates/normkit-cuda/build.rs.
+#include "platform.cuh"
+
+#define NK_CONST(name, value) constexpr int name = value;
+#define NK_KERNEL(sym, impl, vec, params, max_threads)
+#include "kernels.def"
+#undef NK_CONST
+#undef NK_KERNEL
+
+#include "nk_norm.cuh"
+
+#define NK_CONST(name, value)
+#define NK_KERNEL(sym, impl, vec, params, max_threads) \
+    NK_KERNEL_ATTR void NK_LAUNCH_BOUNDS(max_threads) sym(const params p) { nk::impl<vec>(p); }
+#include "kernels.def"
+#undef NK_CONST
+#undef NK_KERNEL
+
+static_assert(NK_WARP_WIDTH == NK_WARP, "kernels.def's NK_WARP_WIDTH must match the platform header");

@@ -1,0 +1,53 @@
+// normkit CUDA platform header: the only file that names CUDA intrinsics, the warp width (32) and
+// the full-warp mask. kernels-common/*.cuh are written against the `nk_*` names defined here; a HIP
+// platform header defines the same names (NK_WARP 64, ds_bpermute shuffles, ...) and the kernels
+// compile unchanged.
+#pragma once
+
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#include <stdint.h>
+
+#define NK_DEVICE __device__ __forceinline__
+#define NK_KERNEL_ATTR extern "C" __global__
+#define NK_LAUNCH_BOUNDS(t) __launch_bounds__(t)
+#define NK_SHARED __shared__
+#define NK_DYN_SMEM(name) extern __shared__ __align__(16) unsigned char name[]
+
+// Threads per warp and the mask naming all of them.
+#define NK_WARP 32
+#define NK_FULL_MASK 0xffffffffu
+
+// A 16-byte vector: loads and stores of it compile to LDG.E.128 / STG.E.128.
+typedef uint4 nk_u128;
+
+NK_DEVICE int nk_tid() { return (int)threadIdx.x; }
+NK_DEVICE int nk_bdim() { return (int)blockDim.x; }
+NK_DEVICE int64_t nk_bid() { return (int64_t)blockIdx.x; }
+NK_DEVICE int64_t nk_nblocks() { return (int64_t)gridDim.x; }
+NK_DEVICE int64_t nk_bid_y() { return (int64_t)blockIdx.y; }
+NK_DEVICE int64_t nk_nblocks_y() { return (int64_t)gridDim.y; }
+NK_DEVICE void nk_sync() { __syncthreads(); }
+
+// Butterfly exchange inside a warp; every lane of the warp must call it.
+NK_DEVICE float nk_shfl_xor(float v, int lane_mask) { return __shfl_xor_sync(NK_FULL_MASK, v, lane_mask, NK_WARP); }
+
+NK_DEVICE float nk_u32_as_f32(uint32_t u) { return __uint_as_float(u); }
+NK_DEVICE uint32_t nk_f32_as_u32(float f) { return __float_as_uint(f); }
+NK_DEVICE float nk_f16_to_f32(uint32_t h) { return __half2float(__ushort_as_half((unsigned short)h)); }
+NK_DEVICE uint32_t nk_f32_to_f16(float f) { return (uint32_t)__half_as_ushort(__float2half_rn(f)); }
+NK_DEVICE float nk_bf16_to_f32(uint32_t h) { return __uint_as_float(h << 16); }
+NK_DEVICE uint32_t nk_f32_to_bf16(float f) { return (uint32_t)__bfloat16_as_ushort(__float2bfloat16_rn(f)); }
+
+// IEEE round-to-nearest arithmetic that the compiler may not contract into an FMA: used where the
+// contract fixes the rounding steps (the `none` casting mode, elementwise outputs).
+NK_DEVICE float nk_mul_rn(float a, float b) { return __fmul_rn(a, b); }
+NK_DEVICE float nk_add_rn(float a, float b) { return __fadd_rn(a, b); }
+NK_DEVICE float nk_sub_rn(float a, float b) { return __fsub_rn(a, b); }
+// Correctly rounded 1/sqrt(v) (two IEEE operations, not the MUFU approximation): the statistic is
+// computed once per row, so its cost is nothing, and it matches a CPU reference bit for bit.
+NK_DEVICE float nk_rsqrt_rn(float v) { return __fdiv_rn(1.0f, __fsqrt_rn(v)); }
+NK_DEVICE float nk_div_rn(float a, float b) { return __fdiv_rn(a, b); }
+
+// Streaming store of a 16-byte vector (outputs are not re-read by this kernel).
+NK_DEVICE void nk_store_u128_stream(nk_u128* p, nk_u128 v) { __stcs(p, v); }
