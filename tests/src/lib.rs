@@ -1,1 +1,90 @@
-//! Conformance suite (being written).
+//! # normkit-conformance
+//!
+//! The backend-agnostic conformance suite of normkit, and the f64 oracle it checks against.
+//!
+//! Written once over any [`normkit_core::NormKernel`] (it only uses `upload`, `alloc`-free poisoned
+//! uploads, `download` and `synchronize`, so device backends work unchanged) and instantiated per
+//! backend with [`conformance_suite!`]:
+//!
+//! ```ignore
+//! // tests/tests/cuda.rs
+//! normkit_conformance::conformance_suite!(normkit::cuda::CudaBackend::new(0), normkit_conformance::Grid::full());
+//! ```
+//!
+//! The constructor expression must evaluate to `Result<K, NormError>`; it is evaluated once per
+//! generated test. When it returns [`normkit_core::NormError::BackendUnavailable`] each test prints
+//! `SKIP <backend>: <reason>` and passes (CI without a GPU).
+//!
+//! ## Layout
+//! - [`oracle`]: the contract as plain f64 loops, with the casting modes' rounding points.
+//! - [`iv`]: the tolerance model (error intervals) with its reasoning.
+//! - [`check`]: run a case, poison outputs, check gaps and untouched inputs, compare with the oracle.
+//! - [`invalid`]: the bad-input matrix and `M = 0`.
+//! - [`suite`]: the categories, one `#[test]` each; [`grid`]: the shapes they visit.
+//! - [`OracleBackend`]: the oracle as a backend, to exercise the suite without a production backend
+//!   (and as the correct core of the mutation tests in `tests/tests/mutants.rs`).
+
+pub mod case;
+pub mod check;
+pub mod data;
+pub mod grid;
+pub mod invalid;
+pub mod iv;
+pub mod oracle;
+mod oracle_backend;
+pub mod par;
+pub mod rng;
+pub mod suite;
+
+pub use case::{BwdCase, FwdCase, Inject, Views};
+pub use check::{check_backward, check_batch_invariance, check_determinism, check_forward, Check, Ran};
+pub use grid::Grid;
+pub use oracle_backend::OracleBackend;
+pub use suite::{run_category, run_test, Category, Summary};
+
+/// Expands to one `#[test]` per [`Category`] for the backend built by `$ctor`
+/// (an expression of type `Result<K, NormError>`, evaluated in each test) on `$grid` (a [`Grid`]).
+///
+/// ```ignore
+/// normkit_conformance::conformance_suite!(normkit_core::cpu::CpuBackend::try_new(), normkit_conformance::Grid::cpu());
+/// ```
+#[macro_export]
+macro_rules! conformance_suite {
+    ($ctor:expr, $grid:expr $(,)?) => {
+        $crate::__conformance_tests! {
+            ($ctor, $grid)
+            fwd_rms => FwdRms,
+            fwd_layer => FwdLayer,
+            fwd_add_rms => FwdAddRms,
+            fwd_add_layer => FwdAddLayer,
+            bwd_rms => BwdRms,
+            bwd_layer => BwdLayer,
+            bwd_add_rms => BwdAddRms,
+            bwd_add_layer => BwdAddLayer,
+            fwd_shapes => FwdShapes,
+            bwd_shapes => BwdShapes,
+            large_hidden => LargeHidden,
+            strided => Strided,
+            in_place => InPlace,
+            non_finite_rows => NonFiniteRows,
+            empty_batch => EmptyBatch,
+            invalid_forward => InvalidForward,
+            invalid_backward => InvalidBackward,
+            batch_invariance => BatchInvariance,
+            determinism => Determinism,
+        }
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_tests {
+    (($ctor:expr, $grid:expr) $($name:ident => $cat:ident,)*) => {
+        $(
+            #[test]
+            fn $name() {
+                $crate::run_test(|| $ctor, $grid, $crate::Category::$cat);
+            }
+        )*
+    };
+}

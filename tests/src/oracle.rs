@@ -1,0 +1,275 @@
+//! The f64 oracle: the contract of `normkit_core` (lib.rs and desc.rs) written out as plain loops,
+//! one row at a time, in f64, with the rounding points of each casting mode simulated by
+//! [`normkit_core::round_to`]. It shares no code with any backend.
+//!
+//! Every value comes back as an [`Iv`]: the exact value (`mid`) and the interval a correct fp32
+//! kernel may land in (see [`crate::iv`] for the error model). [`crate::OracleBackend`] stores the
+//! `mid`s; the checks accept anything in the interval.
+
+use crate::iv::{acc_rel, round_f64, Iv, U32};
+use normkit_core::{round_to, CastingMode, DType, NormDesc, NormKind};
+
+/// Relative error allowed on `1/sqrt(v + eps)` beyond the error of `v`: the `eps` add, the square
+/// root and the division (or an `rsqrtf`, within 2 ulp = 4u).
+const RSQRT_REL: f64 = 6.0 * U32;
+
+/// What is fixed for every row of a forward call.
+#[derive(Debug, Clone, Copy)]
+pub struct FwdConsts<'a> {
+    pub desc: &'a NormDesc,
+    /// Dtype of `residual` / `residual_out` (ignored without the fused add).
+    pub residual: DType,
+    /// The "input dtype" the llama and none casting modes round to.
+    pub compute: DType,
+    pub weight: Option<&'a [f32]>,
+    pub bias: Option<&'a [f32]>,
+}
+
+/// The oracle's forward result for one row.
+#[derive(Debug, Clone)]
+pub struct FwdRow {
+    /// `h = x + residual` as stored in the residual's dtype (exactly: one fp32 add, one rounding);
+    /// `x` itself without the fused add.
+    pub h: Vec<f32>,
+    /// `y` before the store's rounding.
+    pub y: Vec<Iv>,
+    /// LayerNorm mean (fp32 statistic).
+    pub mean: Option<Iv>,
+    pub rstd: Iv,
+}
+
+/// Row statistics as intervals: `(mean, rstd)`; the mean only for LayerNorm.
+pub fn row_stats(desc: &NormDesc, h: &[f32]) -> (Option<Iv>, Iv) {
+    let n = h.len();
+    let nf = n as f64;
+    let a = acc_rel(n);
+    let eps = desc.eps as f64;
+    let rstd_of = |lo_var: f64, mid_var: f64, hi_var: f64| Iv {
+        lo: (1.0 - RSQRT_REL) / (hi_var + eps).sqrt(),
+        hi: (1.0 + RSQRT_REL) / (lo_var.max(0.0) + eps).sqrt(),
+        mid: 1.0 / (mid_var + eps).sqrt(),
+    };
+    match desc.kind {
+        NormKind::Rms => {
+            let ms = h.iter().map(|&v| (v as f64) * (v as f64)).sum::<f64>() / nf;
+            (None, rstd_of(ms * (1.0 - a), ms, ms * (1.0 + a)))
+        }
+        NormKind::Layer => {
+            let mu = h.iter().map(|&v| v as f64).sum::<f64>() / nf;
+            let abs_mean = h.iter().map(|&v| (v as f64).abs()).sum::<f64>() / nf;
+            let e_mu = a * abs_mean;
+            let var = h.iter().map(|&v| (v as f64 - mu) * (v as f64 - mu)).sum::<f64>() / nf;
+            // Σ(h − μ − δ)² = Σ(h − μ)² + n·δ² exactly (Σ(h − μ) = 0): an error δ in the kernel's
+            // mean can only raise its variance, by at most δ².
+            (Some(Iv::around(mu, e_mu)), rstd_of(var * (1.0 - a), var, (var + e_mu * e_mu) * (1.0 + a)))
+        }
+    }
+}
+
+/// `h = x + residual` as the fused add stores it: one fp32 add, rounded to the residual's dtype.
+pub fn residual_add(residual_dtype: DType, x: &[f32], r: &[f32]) -> Vec<f32> {
+    x.iter().zip(r).map(|(&a, &b)| round_to(residual_dtype, a + b)).collect()
+}
+
+/// The forward pass of one row.
+pub fn forward_row(c: &FwdConsts<'_>, x: &[f32], residual: Option<&[f32]>) -> FwdRow {
+    let h = match residual {
+        Some(r) => residual_add(c.residual, x, r),
+        None => x.to_vec(),
+    };
+    let (mean, rstd) = row_stats(c.desc, &h);
+    let offset = c.desc.weight.map_or(0.0, |w| w.offset as f64);
+    let cd = c.compute;
+    let mut y = Vec::with_capacity(h.len());
+    match c.desc.casting {
+        CastingMode::Gemma | CastingMode::Llama => {
+            for (j, &hv) in h.iter().enumerate() {
+                let hv = Iv::exact(hv as f64);
+                let centred = match mean {
+                    Some(mu) => hv.sub(mu),
+                    None => hv,
+                };
+                let mut v = centred.mul(rstd);
+                if c.desc.casting == CastingMode::Llama {
+                    v = v.round(cd);
+                }
+                if let Some(w) = c.weight {
+                    v = v.mul(Iv::exact(w[j] as f64).add(Iv::exact(offset)));
+                }
+                if let Some(b) = c.bias {
+                    v = v.add(Iv::exact(b[j] as f64));
+                }
+                y.push(v);
+            }
+        }
+        CastingMode::None => {
+            // Arithmetic in the input dtype: the statistics and every elementwise step are rounded
+            // to `cd` before the next step.
+            let mu_c = mean.map(|m| m.round(cd));
+            let rstd_c = rstd.round(cd);
+            for (j, &hv) in h.iter().enumerate() {
+                let hv = Iv::exact(hv as f64);
+                let centred = match mu_c {
+                    Some(mu) => hv.sub(mu).round(cd),
+                    None => hv,
+                };
+                let mut v = centred.mul(rstd_c).round(cd);
+                if let Some(w) = c.weight {
+                    let we = Iv::exact(w[j] as f64).add(Iv::exact(offset)).round(cd);
+                    v = v.mul(we).round(cd);
+                }
+                if let Some(b) = c.bias {
+                    v = v.add(Iv::exact(b[j] as f64)).round(cd);
+                }
+                y.push(v);
+            }
+        }
+    }
+    FwdRow { h, y, mean, rstd }
+}
+
+/// What is fixed for every row of a backward call.
+#[derive(Debug, Clone, Copy)]
+pub struct BwdConsts<'a> {
+    pub desc: &'a NormDesc,
+    pub weight: Option<&'a [f32]>,
+}
+
+/// Column sums over rows (for `dw`, `db`) as interval endpoints, the exact sum and the sum of
+/// magnitudes (for the reduction error).
+#[derive(Debug, Clone, Default)]
+pub struct ColSums {
+    pub lo: Vec<f64>,
+    pub hi: Vec<f64>,
+    pub mid: Vec<f64>,
+    pub mag: Vec<f64>,
+    pub rows: usize,
+}
+
+impl ColSums {
+    pub fn new(n: usize) -> Self {
+        ColSums { lo: vec![0.0; n], hi: vec![0.0; n], mid: vec![0.0; n], mag: vec![0.0; n], rows: 0 }
+    }
+    fn push(&mut self, j: usize, t: Iv) {
+        self.lo[j] += t.lo;
+        self.hi[j] += t.hi;
+        self.mid[j] += t.mid;
+        self.mag[j] += t.mag();
+    }
+    /// Adds another partial sum (rows of another chunk).
+    pub fn merge(&mut self, o: &ColSums) {
+        for j in 0..self.lo.len() {
+            self.lo[j] += o.lo[j];
+            self.hi[j] += o.hi[j];
+            self.mid[j] += o.mid[j];
+            self.mag[j] += o.mag[j];
+        }
+        self.rows += o.rows;
+    }
+    /// The sums as intervals, widened by the fp32 reduction error over the rows.
+    pub fn finish(&self) -> Vec<Iv> {
+        let a = acc_rel(self.rows.max(1));
+        (0..self.lo.len())
+            .map(|j| {
+                let e = a * self.mag[j];
+                Iv { lo: self.lo[j] - e, hi: self.hi[j] + e, mid: self.mid[j] }
+            })
+            .collect()
+    }
+}
+
+/// The backward pass of one row: `dx` before the store's rounding; adds the row's terms to the
+/// `dw` / `db` column sums when given.
+///
+/// `x` is the normalised tensor as stored, `mean`/`rstd` the saved fp32 statistics (used as given,
+/// never recomputed).
+#[allow(clippy::too_many_arguments)]
+pub fn backward_row(
+    c: &BwdConsts<'_>,
+    x: &[f32],
+    dy: &[f32],
+    d_residual_out: Option<&[f32]>,
+    mean: Option<f32>,
+    rstd: f32,
+    dw: Option<&mut ColSums>,
+    db: Option<&mut ColSums>,
+) -> Vec<Iv> {
+    let n = x.len();
+    let nf = n as f64;
+    let a = acc_rel(n);
+    let offset = c.desc.weight.map_or(0.0, |w| w.offset as f64);
+    let rstd_i = Iv::exact(rstd as f64);
+    let xhat: Vec<Iv> = x
+        .iter()
+        .map(|&v| {
+            let v = Iv::exact(v as f64);
+            match mean {
+                Some(m) if c.desc.kind == NormKind::Layer => v.sub(Iv::exact(m as f64)).mul(rstd_i),
+                _ => v.mul(rstd_i),
+            }
+        })
+        .collect();
+    let g: Vec<Iv> = dy
+        .iter()
+        .enumerate()
+        .map(|(j, &d)| match c.weight {
+            Some(w) => Iv::exact(d as f64).mul(Iv::exact(w[j] as f64).add(Iv::exact(offset))),
+            None => Iv::exact(d as f64),
+        })
+        .collect();
+    // Row means as reductions: interval of the sum of the terms' intervals, widened by the fp32
+    // reduction error.
+    let row_mean = |terms: &mut dyn Iterator<Item = Iv>| {
+        let (mut lo, mut hi, mut mid, mut mag) = (0.0, 0.0, 0.0, 0.0);
+        for t in terms {
+            lo += t.lo;
+            hi += t.hi;
+            mid += t.mid;
+            mag += t.mag();
+        }
+        let e = a * mag;
+        Iv { lo: (lo - e) / nf, hi: (hi + e) / nf, mid: mid / nf }
+    };
+    let c1 = row_mean(&mut g.iter().zip(&xhat).map(|(g, xh)| g.mul(*xh)));
+    let c2 = match c.desc.kind {
+        NormKind::Layer => Some(row_mean(&mut g.iter().copied())),
+        NormKind::Rms => None,
+    };
+    let mut dx = Vec::with_capacity(n);
+    for j in 0..n {
+        let mut inner = g[j];
+        if let Some(c2) = c2 {
+            inner = inner.sub(c2);
+        }
+        let mut v = rstd_i.mul(inner.sub(xhat[j].mul(c1)));
+        if let Some(d) = d_residual_out {
+            v = v.add(Iv::exact(d[j] as f64));
+        }
+        dx.push(v);
+    }
+    if let Some(dw) = dw {
+        for j in 0..n {
+            dw.push(j, Iv::exact(dy[j] as f64).mul(xhat[j]));
+        }
+        dw.rows += 1;
+    }
+    if let Some(db) = db {
+        for (j, &d) in dy.iter().enumerate() {
+            db.push(j, Iv::exact(d as f64));
+        }
+        db.rows += 1;
+    }
+    dx
+}
+
+/// The exact fp32 statistics of a row as a forward pass would save them (for the inputs of a
+/// backward case): `(mean, rstd)` rounded once from f64.
+pub fn exact_stats(desc: &NormDesc, h: &[f32]) -> (f32, f32) {
+    let (mean, rstd) = row_stats(desc, h);
+    (mean.map_or(0.0, |m| m.mid as f32), rstd.mid as f32)
+}
+
+/// The exact value of an interval stored in `dtype` (what [`crate::OracleBackend`] writes).
+pub fn store(dtype: DType, v: &Iv) -> f32 {
+    round_f64(dtype, v.mid) as f32
+}
