@@ -8,6 +8,7 @@ use crate::schema::{ResultsFile, Run};
 use std::fmt::Write;
 
 const STYLE: &str = r#"
+*{box-sizing:border-box}
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;color:#1d2433;margin:0;background:#f6f7f9}
 main{max-width:1360px;margin:0 auto;padding:18px 20px 40px}
 h1{font-size:24px;margin:4px 0 6px}h2{font-size:19px;margin:0 0 4px}
@@ -19,11 +20,11 @@ th,td{padding:3px 8px;border-bottom:1px solid #edf0f3;text-align:left;white-spac
 th{background:#f1f3f6;font-weight:600}td.num{text-align:right;font-variant-numeric:tabular-nums}
 td.lat{color:#8a93a3}td.us-main{font-weight:700}tr:hover td{background:#fafbfd}
 th.run{border-left:2px solid #dde1e7;text-align:center}td.first{border-left:2px solid #dde1e7}
-.charts{display:flex;flex-wrap:wrap;gap:10px}
+.charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(520px,1fr));gap:12px}
 .legend{display:flex;flex-wrap:wrap;gap:6px 18px;margin:6px 0 2px;font-size:13px}
 .legend span.sw{display:inline-block;width:22px;height:0;border-top:3px solid;vertical-align:middle;margin-right:6px}
 .legend span.sw.dashed{border-top-style:dashed}
-svg.chart{background:#fff;border:1px solid #eef0f3;border-radius:6px}
+svg.chart{width:100%;height:auto;background:#fff;border:1px solid #eef0f3;border-radius:6px}
 svg .title{font-size:14px;font-weight:600;fill:#1d2433}svg .tick{font-size:11px;fill:#5b6475}
 svg .axis{font-size:12px;fill:#3a4252}svg .frame{fill:none;stroke:#c9ced6}
 svg .grid{stroke:#eceff3;stroke-width:1}svg .line{fill:none;stroke-width:2.4;stroke-linejoin:round}
@@ -31,12 +32,13 @@ svg .ceiling{stroke-width:1.6;stroke-dasharray:2 4}svg .ceiling-label{font-size:
 ul.notes{margin:4px 0;padding-left:20px;font-size:13px}
 "#;
 
-/// Measures every chart after layout: `data-bbox` = plot width×height, `data-series` = lines drawn.
+/// Measures every chart after layout: `data-bbox` = plot width×height, `data-series` = series
+/// (line and markers) drawn with a non-zero size.
 const SCRIPT: &str = r#"
 document.querySelectorAll('svg.chart').forEach(function(svg){
   var b = svg.querySelector('g.plot').getBBox();
   svg.setAttribute('data-bbox', Math.round(b.width) + 'x' + Math.round(b.height));
-  var n = 0; svg.querySelectorAll('polyline.line').forEach(function(p){ var r = p.getBBox(); if (r.width > 0 || r.height > 0) n++; });
+  var n = 0; svg.querySelectorAll('g.series').forEach(function(g){ var r = g.getBBox(); if (r.width > 0 && r.height > 0) n++; });
   svg.setAttribute('data-series', String(n));
 });
 document.body.setAttribute('data-measured', 'yes');

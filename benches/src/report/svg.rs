@@ -110,13 +110,13 @@ impl YAxis {
     }
 }
 
-/// The smallest of 1, 2, 2.5, 5, 10 × 10^k that is ≥ v.
+/// The smallest round number (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8 × 10^k) that is ≥ v.
 fn nice_ceil(v: f64) -> f64 {
     if v <= 0.0 {
         return 1.0;
     }
     let p = 10f64.powf(v.log10().floor());
-    [1.0, 2.0, 2.5, 5.0, 10.0].into_iter().map(|k| k * p).find(|c| *c >= v * 0.9999).unwrap_or(10.0 * p)
+    [1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0].into_iter().map(|k| k * p).find(|c| *c >= v * 0.9999).unwrap_or(10.0 * p)
 }
 
 fn fmt_tick(v: f64) -> String {
@@ -183,7 +183,13 @@ pub fn render(c: &Chart<'_>) -> String {
         let _ = write!(s, r#"<g class="series" data-label="{}" data-index="{i}">"#, esc(&ser.label));
         let _ = write!(s, r#"<polyline class="line" stroke="{}"{dash} points="{}"/>"#, ser.color, path.join(" "));
         for p in pts {
-            let _ = write!(s, r#"<circle class="dot" fill="{}" cx="{:.1}" cy="{:.1}" r="3.5"><title>{}</title></circle>"#, ser.color, px(p.x), py(p.y), esc(&p.tip));
+            let (cx, cy) = (px(p.x), py(p.y));
+            if ser.dashed {
+                // squares for the non-default dtypes, so a lone point is told apart too
+                let _ = write!(s, r#"<rect class="dot" fill="{}" x="{:.1}" y="{:.1}" width="7" height="7"><title>{}</title></rect>"#, ser.color, cx - 3.5, cy - 3.5, esc(&p.tip));
+            } else {
+                let _ = write!(s, r#"<circle class="dot" fill="{}" cx="{cx:.1}" cy="{cy:.1}" r="3.5"><title>{}</title></circle>"#, ser.color, esc(&p.tip));
+            }
         }
         s.push_str("</g>");
     }
@@ -197,7 +203,8 @@ mod tests {
 
     #[test]
     fn axes_are_nice() {
-        assert_eq!(nice_ceil(3260.0), 5000.0);
+        assert_eq!(nice_ceil(3260.0), 4000.0);
+        assert_eq!(nice_ceil(108.0), 120.0);
         assert_eq!(nice_ceil(21.0), 25.0);
         let lin = YAxis::new(&[10.0, 20.0], 20.0);
         assert!(!lin.log && lin.hi == 25.0);

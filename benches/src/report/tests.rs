@@ -1,0 +1,157 @@
+//! Reports built from fixture JSON: the numbers in the Markdown and the HTML are the input's,
+//! and the HTML renders in headless Chromium with charts of non-zero size.
+//!
+//! The browser test needs Chromium (`cargo xtask toolchains` installs it). Set
+//! `NORMKIT_SKIP_BROWSER_TEST=1` to skip it explicitly; otherwise a missing browser fails.
+
+use crate::schema::{self, ResultsFile};
+use crate::{peers, report};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A normkit run in the file layout, two GPU shapes and one tiny one, plus a run without a copy
+/// ceiling reading.
+const RUNS: &str = r#"{"schema_version": 1, "units": {"gbps": "1e9 B/s", "us": "us", "bytes": "B"},
+ "tool": "normkit-bench 0.1.0", "date": "2026-11-21T23:10:00Z", "runs": [
+ {"backend": "cpu", "device": "Intel(R) Xeon(R) Processor", "driver": "", "copy_gbps": 28.3,
+  "machine": {"compute_units": 2, "cache_bytes": 272629760, "memory_bytes": 25000000000},
+  "results": [
+   {"op": "rms_fwd", "m": 4096, "n": 4096, "dtype": "bf16", "gbps": 17.93, "us": 3743.2},
+   {"op": "rms_fwd", "m": 32768, "n": 512, "dtype": "bf16", "gbps": 19.41, "us": 3458.7},
+   {"op": "rms_fwd", "m": 4096, "n": 4096, "dtype": "f32", "gbps": 21.07, "us": 6370.9},
+   {"op": "rms_fwd", "m": 8, "n": 4096, "dtype": "bf16", "gbps": 4.21, "us": 31.14},
+   {"op": "ln_bwd", "m": 4096, "n": 4096, "dtype": "bf16", "gbps": 12.64, "us": 7969.1}],
+  "errors": [{"op": "ln_bwd", "m": 256, "n": 65536, "dtype": "bf16", "reason": "device error <boom>"}]}]}"#;
+
+/// A single-run object as another tool (the CUDA helper's own run) writes it.
+const SINGLE: &str = r#"{"device": "NVIDIA H100 80GB HBM3", "driver": "580.159.04", "copy_gbps": 3019.0,
+ "backend": "cuda", "results": [
+   {"op": "rms_fwd", "m": 32768, "n": 4096, "dtype": "bf16", "gbps": 2961.3, "us": 181.4},
+   {"op": "rms_fwd", "m": 2048, "n": 65536, "dtype": "bf16", "gbps": 2890.6, "us": 185.8},
+   {"op": "rms_fwd", "m": 65536, "n": 512, "dtype": "bf16", "gbps": 2702.2, "us": 198.9},
+   {"op": "ln_bwd", "m": 32768, "n": 4096, "dtype": "bf16", "gbps": 2511.7, "us": 320.9}]}"#;
+
+fn tmp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("normkit-report-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("create temp dir");
+    d
+}
+
+/// The fixtures written to files and read back the way `normkit-bench merge` does.
+fn merged(dir: &Path) -> ResultsFile {
+    let (a, b, p) = (dir.join("cpu.json"), dir.join("cuda.json"), dir.join("peers.json"));
+    std::fs::write(&a, RUNS).unwrap();
+    std::fs::write(&b, SINGLE).unwrap();
+    std::fs::write(&p, peers::tests_fixture()).unwrap();
+    let mut runs = schema::load(&a).unwrap().runs;
+    runs.extend(schema::load(&b).unwrap().runs);
+    ResultsFile::new(runs, peers::load(&p).unwrap())
+}
+
+#[test]
+fn markdown_carries_the_input_numbers() {
+    let md = report::render_markdown(&merged(&tmp_dir("md")));
+    // cpu 4096x4096 bf16: 17.93 GB/s, 17.93/28.3 = 63%, 3743 µs
+    assert!(md.contains("| 4096x4096 | bf16 | 17.9 | 63% | 3743 |"), "{md}");
+    // the cuda run and the peers share the rms_fwd table: 2961.3 → 2961, 98% of 3019
+    assert!(md.contains("| 32768x4096 | bf16 | – | – | – | 2961 | 98% | 181 | 2961 | 98% | 181 | 2970 | 98% | 181 |"), "{md}");
+    // latency-bound shape: GB/s in brackets, µs in bold
+    assert!(md.contains("| 8x4096 | bf16 | (4.21) | – | **31.1** |"), "{md}");
+    assert!(md.contains("| **3019** |") && md.contains("| **28.3** |"), "copy ceilings in the machine table");
+    assert!(md.contains("ERROR ln_bwd 256x65536 bf16: device error <boom>"));
+    assert!(md.contains("## ln_bwd") && !md.contains("## addrms_fwd"));
+}
+
+#[test]
+fn html_carries_the_input_numbers_and_is_self_contained() {
+    let html = report::render_html(&merged(&tmp_dir("html")));
+    for (v, shown) in [("17.93", "17.9"), ("2961.3", "2961"), ("2890.6", "2891"), ("2511.7", "2512"), ("2970.4", "2970")] {
+        assert!(html.contains(&format!("data-v=\"{v}\">{shown}</td>")), "{v} shown as {shown}");
+    }
+    assert!(html.contains("data-v=\"31.14\">31.1</td>"), "µs of the tiny shape");
+    assert!(html.contains("copy ceiling · H100 80GB HBM3 3019 GB/s"));
+    assert!(html.contains("device error &lt;boom&gt;"), "text is escaped");
+    for op in ["rms_fwd", "ln_bwd"] {
+        assert!(html.contains(&format!("id=\"chart-{op}-gbps\"")) && html.contains(&format!("id=\"chart-{op}-pct\"")));
+    }
+    // nothing is fetched: no external URLs in attributes
+    for bad in ["src=\"http", "href=\"http", "url(http", "@import", "<link"] {
+        assert!(!html.contains(bad), "report.html must be self-contained, found {bad}");
+    }
+}
+
+#[test]
+fn merge_refuses_mixed_versions() {
+    let d = tmp_dir("versions");
+    let p = d.join("v2.json");
+    std::fs::write(&p, RUNS.replace("\"schema_version\": 1", "\"schema_version\": 2")).unwrap();
+    let e = schema::load(&p).unwrap_err();
+    assert!(e.contains("v2.json") && e.contains("schema_version 2"), "{e}");
+}
+
+/// The target folder of this build (tests run from `target/<profile>/deps/`).
+fn artifact_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let target = exe.ancestors().nth(3).map(Path::to_path_buf).unwrap_or_else(std::env::temp_dir);
+    target.join("test-artifacts").join("report")
+}
+
+fn chromium() -> Option<PathBuf> {
+    let candidates = [std::env::var("NORMKIT_CHROMIUM").unwrap_or_default(), "/usr/bin/chromium".into(), "/usr/bin/chromium-browser".into()];
+    candidates.into_iter().filter(|c| !c.is_empty()).map(PathBuf::from).find(|p| p.exists())
+}
+
+fn chromium_cmd(bin: &Path, profile: &Path) -> Command {
+    let mut c = Command::new(bin);
+    c.args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"]);
+    c.arg(format!("--user-data-dir={}", profile.display()));
+    c.arg("--window-size=1400,2000").arg("--virtual-time-budget=3000");
+    c
+}
+
+/// Width and height from a PNG's IHDR chunk.
+fn png_size(bytes: &[u8]) -> Option<(u32, u32)> {
+    if bytes.len() < 24 || &bytes[..8] != b"\x89PNG\r\n\x1a\n" || &bytes[12..16] != b"IHDR" {
+        return None;
+    }
+    let be = |i: usize| u32::from_be_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]);
+    Some((be(16), be(20)))
+}
+
+#[test]
+fn html_renders_in_headless_chromium() {
+    let Some(bin) = chromium() else {
+        if std::env::var("NORMKIT_SKIP_BROWSER_TEST").is_ok_and(|v| v == "1") {
+            eprintln!("SKIPPED: Chromium not found and NORMKIT_SKIP_BROWSER_TEST=1");
+            return;
+        }
+        panic!("Chromium not found at /usr/bin/chromium (run `cargo xtask toolchains`, set NORMKIT_CHROMIUM, or NORMKIT_SKIP_BROWSER_TEST=1)");
+    };
+    let out = artifact_dir();
+    std::fs::create_dir_all(&out).unwrap();
+    let file = merged(&tmp_dir("browser"));
+    report::write(&out, &file).unwrap();
+    let page = format!("file://{}", out.join("report.html").canonicalize().unwrap().display());
+    let profile = tmp_dir("chromium-profile");
+
+    let dom = chromium_cmd(&bin, &profile).arg("--dump-dom").arg(&page).output().expect("run chromium --dump-dom");
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    assert!(dom.contains("data-measured=\"yes\""), "the measuring script did not run:\n{}", &dom[..dom.len().min(2000)]);
+    let charts: Vec<&str> = dom.split("<svg class=\"chart\"").skip(1).collect();
+    assert_eq!(charts.len(), 4, "two charts for each of rms_fwd and ln_bwd");
+    for c in &charts {
+        let attr = |name: &str| c.split(&format!("{name}=\"")).nth(1).and_then(|r| r.split('"').next()).unwrap_or("");
+        let (w, h) = attr("data-bbox").split_once('x').map(|(w, h)| (w.parse::<u32>().unwrap_or(0), h.parse::<u32>().unwrap_or(0))).unwrap_or((0, 0));
+        assert!(w > 300 && h > 200, "chart {} measured {w}x{h}", attr("id"));
+        assert!(attr("data-series").parse::<u32>().unwrap_or(0) >= 1, "chart {} draws no line", attr("id"));
+    }
+
+    let png = out.join("report.png");
+    let _ = std::fs::remove_file(&png);
+    let status = chromium_cmd(&bin, &profile).arg(format!("--screenshot={}", png.display())).arg(&page).output().expect("run chromium --screenshot");
+    let bytes = std::fs::read(&png).unwrap_or_else(|_| panic!("no screenshot written: {}", String::from_utf8_lossy(&status.stderr)));
+    assert_eq!(png_size(&bytes), Some((1400, 2000)), "screenshot is a 1400x2000 PNG");
+    assert!(bytes.len() > 40_000, "screenshot of {} bytes looks blank", bytes.len());
+    eprintln!("report screenshot: {}", png.display());
+}
