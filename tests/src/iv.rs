@@ -139,11 +139,11 @@ mod tests {
 
     #[test]
     fn rounding_point_allows_a_flip_only_near_a_boundary() {
-        // 1 + 2^-9 is exactly halfway between two bf16 values (bf16 has 8 significant bits).
-        let tie = 1.0 + 2f64.powi(-9);
+        // bf16 has 8 significant bits: the values next to 1 are 1 and 1 + 2^-7, the tie 1 + 2^-8.
+        let tie = 1.0 + 2f64.powi(-8);
         let near = Iv::around(tie, 1e-6).round(DType::BF16);
         assert!(near.hi > near.lo, "both neighbours of a tie are allowed");
-        let far = Iv::around(1.0 + 2f64.powi(-11), 1e-6).round(DType::BF16);
+        let far = Iv::around(1.0 + 2f64.powi(-10), 1e-6).round(DType::BF16);
         assert_eq!(far.lo, far.hi, "far from a tie exactly one value is allowed");
         assert_eq!(far.lo, 1.0);
     }
