@@ -1,1 +1,72 @@
-fn main() { println!("xtask: being written"); }
+//! normkit's project tasks, run as `cargo xtask <task>` (the alias is in `.cargo/config.toml`).
+//!
+//! ```text
+//! cargo xtask toolchains        install nvcc 13.0, cuobjdump, clang-22, chromium (idempotent)
+//! cargo xtask test-all          toolchains, release build, every test; one line per backend
+//! cargo xtask bench [ARGS]      run the benchmark runner (see `cargo xtask bench --help`)
+//! cargo xtask report merge A.json B.json ... [--peers peers.json] --out DIR
+//! cargo xtask gpu-bundle [--out DIR]   the bundle of files to run the GPU suite on a GPU host
+//! ```
+//! Standard library only: the tasks shell out to cargo, pip, apt and the built tools.
+
+mod bench;
+mod gpu_bundle;
+mod gpu_check;
+mod test_all;
+mod toolchains;
+mod util;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+const USAGE: &str = "\
+usage: cargo xtask <task>
+  toolchains                   install nvcc 13.0 (PyPI), cuobjdump, clang-22/lld-22/llvm-22 and chromium (apt)
+                               into ${NORMKIT_TOOLS:-~/.cache/normkit/tools}; skips what is present
+  test-all                     toolchains, release build of the workspace, all tests and doctests;
+                               prints one line per backend (ran / skipped and why) and the test counts
+  bench [--backend L] [--ops L] [--dtypes L] [--shapes MxN,..] [--quick|--full] [--out DIR]
+                               build and run normkit-bench; writes DIR/results.json, report.md, report.html
+  report merge A.json [B.json ...] [--peers peers.json] --out DIR
+                               one report from several machines' results and bench_peers.py output
+  gpu-bundle [--out DIR]       package what a GPU host needs to build and test normkit (default gpu-bundle/)";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let rest = args.get(1..).unwrap_or(&[]);
+    let result = match args.first().map(String::as_str) {
+        Some("toolchains") => {
+            let t = toolchains::provision();
+            if t.problems.is_empty() {
+                Ok(())
+            } else {
+                Err(format!("{} toolchain(s) could not be installed", t.problems.len()))
+            }
+        }
+        Some("test-all") => test_all::run(),
+        Some("bench") => bench::bench(rest),
+        Some("report") => bench::report(rest),
+        Some("gpu-bundle") => gpu_bundle_cmd(rest),
+        Some("help" | "--help" | "-h") | None => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        Some(other) => Err(format!("unknown task `{other}`\n{USAGE}")),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn gpu_bundle_cmd(args: &[String]) -> Result<(), String> {
+    let out = match args {
+        [] => util::root().join("gpu-bundle"),
+        [flag, dir] if flag == "--out" => PathBuf::from(dir),
+        _ => return Err("usage: cargo xtask gpu-bundle [--out DIR]".into()),
+    };
+    gpu_bundle::run(&util::root(), &out)
+}
