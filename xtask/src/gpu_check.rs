@@ -53,7 +53,7 @@ pub fn cuda(target: &Path, cuobjdump: Option<&Path>) -> String {
     let kernels = count(&res, "Function ");
     let max_stack = res.split("STACK:").skip(1).filter_map(|s| s.split_whitespace().next()?.parse::<u32>().ok()).max().unwrap_or(0);
     format!(
-        "kernels compiled for {} ({kernels} kernel images); SASS: {} LDG.E.128, {} STG.E.128, {} MUFU.RSQ; max stack {max_stack} B",
+        "kernels compiled for {} ({kernels} kernel entries over all archs); SASS: {} LDG.E.128, {} STG.E.128, {} MUFU.RSQ; max stack {max_stack} B",
         if archs.is_empty() { "?".into() } else { archs.join(", ") },
         count(&sass, "LDG.E.128"),
         count(&sass, "STG.E.128"),

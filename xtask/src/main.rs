@@ -5,6 +5,7 @@
 //! cargo xtask test-all          toolchains, release build, every test; one line per backend
 //! cargo xtask bench [ARGS]      run the benchmark runner (see `cargo xtask bench --help`)
 //! cargo xtask report merge A.json B.json ... [--peers peers.json] --out DIR
+//! cargo xtask kernels         inspect the GPU kernels of the last release build (no GPU needed)
 //! cargo xtask gpu-bundle [--out DIR]   the bundle of files to run the GPU suite on a GPU host
 //! ```
 //! Standard library only: the tasks shell out to cargo, pip, apt and the built tools.
@@ -29,6 +30,7 @@ usage: cargo xtask <task>
                                build and run normkit-bench; writes DIR/results.json, report.md, report.html
   report merge A.json [B.json ...] [--peers peers.json] --out DIR
                                one report from several machines' results and bench_peers.py output
+  kernels                      what the last release build's GPU kernels hold (archs, ISA), no device needed
   gpu-bundle [--out DIR]       package what a GPU host needs to build and test normkit (default gpu-bundle/)";
 
 fn main() -> ExitCode {
@@ -47,6 +49,12 @@ fn main() -> ExitCode {
         Some("bench") => bench::bench(rest),
         Some("report") => bench::report(rest),
         Some("gpu-bundle") => gpu_bundle_cmd(rest),
+        Some("kernels") => {
+            let target = util::target_dir();
+            println!("cuda: {}", gpu_check::cuda(&target, Some(&toolchains::cuobjdump_path())));
+            println!("hip: {}", gpu_check::hip(&target, util::which("llvm-objdump-22").as_deref()));
+            Ok(())
+        }
         Some("help" | "--help" | "-h") | None => {
             println!("{USAGE}");
             Ok(())

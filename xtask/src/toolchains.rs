@@ -67,7 +67,7 @@ fn pip_install(target: PathBuf, wheels: &[&str], no_deps: bool) -> Result<String
         c.arg("--no-deps");
     }
     // --target installs into a private folder, never into the system's Python.
-    c.env("PIP_BREAK_SYSTEM_PACKAGES", "1").args(wheels);
+    c.env("PIP_BREAK_SYSTEM_PACKAGES", "1").env("PIP_ROOT_USER_ACTION", "ignore").args(wheels);
     util::run(&mut c)?;
     Ok(format!("installed {} into {}", missing.join(" "), target.display()))
 }
