@@ -160,14 +160,15 @@ NK_DEVICE void chunk_stats(const float (&h)[R][V], i64 col0, i64 end, bool layer
 
 // ---- forward elementwise ------------------------------------------------------------------
 // y for one element, in the casting mode of `flags` (see desc.rs). `mean`/`rstd` are fp32; in
-// mode none they were rounded to x's dtype by the caller.
+// mode none they were rounded to x's dtype by `final_stats`.
 template <class TX>
 NK_DEVICE float norm_one(float h, float mean, float rstd, float w, float b, float w_offset, unsigned flags) {
   const unsigned cast = (flags >> F_CAST_SHIFT) & 3u;
   const bool hw = flags & F_WEIGHT, hb = flags & F_BIAS;
   float v;
   if (cast == CAST_NONE) {
-    const float d = round_to<TX>(h - mean);
+    // RMSNorm multiplies h as stored; LayerNorm rounds h - mean first (as the CPU backend).
+    const float d = (flags & F_LAYER) ? round_to<TX>(h - mean) : h;
     v = round_to<TX>(d * rstd);
     if (hw) v = round_to<TX>(v * round_to<TX>(w + w_offset));
     if (hb) v = round_to<TX>(v + b);
@@ -187,10 +188,6 @@ NK_DEVICE void fwd_store_rows(const FwdParams& p, const float (&h)[R][V], i64 ro
   const TW* w = (const TW*)p.w;
   const TW* b = (const TW*)p.b;
   TY* yr = (TY*)p.y + row * p.y_stride;
-  if (((p.flags >> F_CAST_SHIFT) & 3u) == CAST_NONE) {
-    mean = round_to<TX>(mean);
-    rstd = round_to<TX>(rstd);
-  }
 #pragma unroll
   for (int k = 0; k < R; ++k) {
     const i64 col = col0 + (i64)(t + k * bs) * V;
@@ -204,6 +201,17 @@ NK_DEVICE void fwd_store_rows(const FwdParams& p, const float (&h)[R][V], i64 ro
                             p.w_offset, p.flags);
       store_chunk<TY, V>(yr, col, end, vec, y);
     }
+  }
+}
+
+// rstd from the variance (or mean square); in casting mode none both statistics are rounded to
+// x's dtype, and those rounded values are what the forward uses and saves (as the CPU backend).
+template <class TX>
+NK_DEVICE void final_stats(const FwdParams& p, float var, float& mean, float& rstd) {
+  rstd = rsqrt(var + p.eps);
+  if (((p.flags >> F_CAST_SHIFT) & 3u) == CAST_NONE) {
+    mean = round_to<TX>(mean);
+    rstd = round_to<TX>(rstd);
   }
 }
 
@@ -242,7 +250,8 @@ NK_DEVICE void fwd_row(const FwdParams& p) {
     fwd_load_h<TX, TR, R, V>(p, row, 0, p.n, vec, h);
     float mean, m2;
     chunk_stats<R, V>(h, 0, p.n, layer, red, mean, m2);
-    const float rstd = rsqrt(m2 / (float)p.n + p.eps);
+    float rstd;
+    final_stats<TX>(p, m2 / (float)p.n, mean, rstd);
     if ((p.flags & F_STATS) && thread_idx() == 0) {
       p.rstd[row] = rstd;
       if (layer) p.mean[row] = mean;
@@ -318,7 +327,8 @@ NK_DEVICE void fwd_split_apply(const FwdParams& p) {
   for (i64 row = block_idx_x(); row < p.m; row += p.grid_rows) {
     float mean, var;
     combine_segments(p.ws + row * p.nseg * 2, p.nseg, p.seg_len, p.n, layer, mean, var);
-    const float rstd = rsqrt(var + p.eps);
+    float rstd;
+    final_stats<TX>(p, var, mean, rstd);
     if ((p.flags & F_STATS) && s == 0 && t == 0) {
       p.rstd[row] = rstd;
       if (layer) p.mean[row] = mean;

@@ -1,1 +1,45 @@
-//! HIP backend (being written).
+//! # normkit-hip
+//!
+//! normkit's backend for AMD Instinct GPUs: MI300X / MI325X (gfx942), MI350X / MI355X (gfx950),
+//! and MI200 (gfx90a).
+//!
+//! **Status: compiled and ISA-checked, not yet run on AMD hardware.** Every kernel is compiled
+//! ahead of time for every target and its code object inspected by `tests/isa.rs` (16-byte
+//! vector memory on the hot paths, no scratch, wave64, VGPRs within budget); the host side is
+//! tested without a device. Numerical results have not been observed on a GPU.
+//!
+//! ## Layers
+//! - [`ffi`]: the HIP runtime, opened at run time with libloading (`libamdhip64.so`, then
+//!   `.so.7`, `.so.6`, `.so.5`); only the functions used are declared; a missing library or
+//!   `hipErrorNoDevice` become [`normkit_core::NormError::BackendUnavailable`]. Nothing panics.
+//! - [`kernels`]: the code objects (one per target, built by build.rs from `kernels-hip/` and
+//!   embedded with `include_bytes!`) and the kernel table generated from
+//!   `kernels-hip/kernels.def`, the same list the C++ side instantiates.
+//! - [`elf`]: a std-only reader of AMDGPU code objects (kernel descriptors: wavefront size,
+//!   scratch, VGPRs), used at start-up to check the code object against the device.
+//! - [`config`]: launch configuration per target, as data ([`LaunchConfig::for_gfx942`], ...).
+//! - [`HipBackend`]: implements [`normkit_core::NormKernel`] and
+//!   [`normkit_core::BenchBackend`] over [`HipBuffer`]s.
+//!
+//! ## Start-up checks
+//! The device's arch (from its compute capability) selects a code object; the device's
+//! wavefront size (`hipDeviceAttributeWarpSize`) must equal the one every kernel descriptor of
+//! that object was built for, else [`InitError::WavefrontMismatch`].
+//!
+//! ## Kernels (see `kernels-hip/README.md`)
+//! Forward: one workgroup per row with the row in registers up to 32768 (f16/bf16) / 16384 (f32)
+//! elements; longer rows take a split-row two-pass path (CDNA has no thread-block clusters).
+//! Backward: a persistent grid writes one fp32 partial dW/dB row per workgroup into a
+//! (G x N) workspace and a finalize kernel sums them in a fixed order: deterministic, no atomics.
+//! The path depends on N and the dtypes only, never on M (batch-invariant forward). All indexing
+//! is 64-bit.
+
+pub mod backend;
+pub mod config;
+pub mod elf;
+pub mod ffi;
+pub mod kernels;
+pub mod params;
+
+pub use backend::{check_code_object, HipBackend, HipBuffer, HipOptions, InitError, LIBRARY_ENV};
+pub use config::LaunchConfig;

@@ -1,0 +1,913 @@
+//! `HipBackend`: device set-up, buffers, launches.
+
+use crate::config::{LaunchConfig, Path};
+use crate::elf;
+use crate::ffi::{self, attr, Api, DevicePtr, Event, Function, HipError, LoadError, Module, Stream};
+use crate::kernels;
+use crate::params::{self, BwdParams, FwdParams};
+use normkit_core::{
+    check_desc, check_dtypes, validate_backward, validate_forward, Backward, BenchBackend, Buffer, DType, DTypes,
+    DeviceInfo, Direction, Forward, HostBuf, InOut, Layout, NormDesc, NormError, NormKernel, NormKind, Operand, Result,
+};
+use std::collections::HashMap;
+use std::ffi::{c_void, CString};
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+const BACKEND: &str = "hip";
+
+/// Environment variable naming the one HIP runtime library to load instead of the default list
+/// (tests point it at a name that does not exist).
+pub const LIBRARY_ENV: &str = "NORMKIT_HIP_LIBRARY";
+
+/// Why the HIP backend cannot start. Converted into [`NormError::BackendUnavailable`] by
+/// [`HipBackend::new`]; [`HipBackend::try_with_options`] returns it as is.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InitError {
+    /// libamdhip64 could not be loaded.
+    Library(LoadError),
+    /// The runtime loaded but sees no AMD GPU (`hipErrorNoDevice`, or zero devices).
+    NoDevice,
+    /// The requested device index is out of range.
+    BadDevice { requested: i32, count: i32 },
+    /// The device is not one normkit has a code object for.
+    UnsupportedArch { name: String, major: i32, minor: i32 },
+    /// The device's wavefront size differs from the one the code object was built for.
+    WavefrontMismatch { arch: &'static str, device: i32, code_object: u32 },
+    /// The embedded code object is malformed or lacks a kernel of the list.
+    CodeObject(String),
+    /// A HIP call failed during set-up.
+    Runtime(HipError),
+}
+
+impl fmt::Display for InitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            InitError::Library(e) => write!(f, "{e}"),
+            InitError::NoDevice => write!(f, "no AMD GPU (hipErrorNoDevice)"),
+            InitError::BadDevice { requested, count } => write!(f, "device {requested} requested, {count} present"),
+            InitError::UnsupportedArch { name, major, minor } => write!(
+                f,
+                "no code object for {name} (gfx{major}{minor}x); built for {}",
+                kernels::archs().collect::<Vec<_>>().join(", ")
+            ),
+            InitError::WavefrontMismatch { arch, device, code_object } => write!(
+                f,
+                "wavefront size mismatch: the device reports {device}, the {arch} code object was built for {code_object}"
+            ),
+            InitError::CodeObject(e) => write!(f, "{e}"),
+            InitError::Runtime(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for InitError {}
+
+impl From<InitError> for NormError {
+    fn from(e: InitError) -> Self {
+        NormError::BackendUnavailable { backend: BACKEND, reason: e.to_string() }
+    }
+}
+
+fn dev_err(during: &'static str) -> impl FnOnce(HipError) -> NormError {
+    move |e| NormError::Device { backend: BACKEND, during, source: Box::new(e) }
+}
+
+/// How to open the backend.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HipOptions {
+    /// Library names tried in order (default: `$NORMKIT_HIP_LIBRARY` alone if set, else
+    /// [`ffi::LIB_NAMES`]).
+    pub libraries: Vec<String>,
+    /// Device index.
+    pub device: i32,
+}
+
+impl Default for HipOptions {
+    fn default() -> Self {
+        let libraries = match std::env::var(LIBRARY_ENV) {
+            Ok(v) if !v.is_empty() => vec![v],
+            _ => ffi::LIB_NAMES.iter().map(|s| s.to_string()).collect(),
+        };
+        HipOptions { libraries, device: 0 }
+    }
+}
+
+/// The device's arch from its compute capability (gfx9.4 -> gfx942 ...); the code object load
+/// then confirms it (the loader rejects an object of another ISA).
+fn arch_of(major: i32, minor: i32) -> Option<&'static str> {
+    match (major, minor) {
+        (9, 0) => Some("gfx90a"),
+        (9, 4) => Some("gfx942"),
+        (9, 5) => Some("gfx950"),
+        _ => None,
+    }
+}
+
+/// Checks an embedded code object against the kernel list and the device's wavefront size;
+/// returns the kernels' descriptors.
+pub fn check_code_object(arch: &'static str, bytes: &[u8], device_wave: i32) -> std::result::Result<elf::CodeObject, InitError> {
+    let co = elf::parse(bytes).map_err(|e| InitError::CodeObject(format!("{arch}: {e}")))?;
+    if co.arch() != Some(arch) {
+        return Err(InitError::CodeObject(format!("{arch}: the code object is for machine {:#x}", co.mach)));
+    }
+    for name in kernels::KERNELS {
+        let Some(k) = co.kernel(name) else {
+            return Err(InitError::CodeObject(format!("{arch}: kernel {name} missing")));
+        };
+        if i64::from(k.wavefront_size) != i64::from(device_wave) {
+            return Err(InitError::WavefrontMismatch { arch, device: device_wave, code_object: k.wavefront_size });
+        }
+        let need = if name.starts_with("nk_fwd") { std::mem::size_of::<FwdParams>() } else { std::mem::size_of::<BwdParams>() };
+        if (k.kernarg_size as usize) < need {
+            return Err(InitError::CodeObject(format!("{arch}: {name} takes {} kernarg bytes, normkit passes {need}", k.kernarg_size)));
+        }
+    }
+    Ok(co)
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Device scratch reused across calls (split-row statistics, dW/dB partials).
+struct Workspace {
+    ptr: u64,
+    bytes: usize,
+}
+
+struct Ctx {
+    api: Api,
+    stream: Stream,
+    module: Module,
+    arch: &'static str,
+    config: LaunchConfig,
+    cus: u32,
+    name: String,
+    funcs: Mutex<HashMap<&'static str, usize>>,
+    ws: Mutex<Workspace>,
+    id: u64,
+}
+
+// SAFETY: the raw handles (stream, module, function pointers stored as usize) are HIP runtime
+// objects that the runtime allows to be used from any host thread; the mutable state (function
+// cache, workspace) is behind mutexes.
+unsafe impl Send for Ctx {}
+// SAFETY: as above; every `&self` method either only reads immutable handles or locks a mutex.
+unsafe impl Sync for Ctx {}
+
+impl Drop for Ctx {
+    fn drop(&mut self) {
+        // SAFETY: the handles were created by this context and are released once, here; the
+        // stream is drained first so no queued kernel still uses the workspace or the module.
+        // Errors cannot be reported from drop and are ignored.
+        unsafe {
+            (self.api.stream_synchronize)(self.stream);
+            if let Ok(ws) = self.ws.get_mut() {
+                if ws.ptr != 0 {
+                    (self.api.free)(ws.ptr as DevicePtr);
+                }
+            }
+            (self.api.module_unload)(self.module);
+            (self.api.stream_destroy)(self.stream);
+        }
+    }
+}
+
+/// normkit on an AMD GPU through HIP. See the crate docs.
+#[derive(Clone)]
+pub struct HipBackend {
+    ctx: Arc<Ctx>,
+}
+
+impl fmt::Debug for HipBackend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HipBackend").field("device", &self.ctx.name).field("arch", &self.ctx.arch).finish_non_exhaustive()
+    }
+}
+
+/// Device memory: owned (from [`NormKernel::alloc`]/[`NormKernel::upload`], freed on drop) or
+/// borrowed from a raw pointer ([`HipBuffer::from_raw`]).
+pub struct HipBuffer {
+    ptr: u64,
+    len: usize,
+    dtype: DType,
+    owner: Option<Arc<Ctx>>,
+}
+
+impl fmt::Debug for HipBuffer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "HipBuffer({:#x}, {} x {}, {})", self.ptr, self.len, self.dtype, if self.owner.is_some() { "owned" } else { "raw" })
+    }
+}
+
+impl HipBuffer {
+    /// A view of device memory normkit does not own (not freed on drop).
+    ///
+    /// # Safety
+    /// `ptr` must be a device address valid for `len` elements of `dtype` on the device of the
+    /// backend it is used with, aligned to the element size, for as long as the buffer is used;
+    /// no other code may write it while a normkit call that reads it is in flight, nor access it
+    /// while a call that writes it is in flight. Overlaps with other operands are detected from
+    /// [`Buffer::base_addr`] by validation.
+    pub unsafe fn from_raw(ptr: u64, dtype: DType, len: usize) -> Self {
+        HipBuffer { ptr, len, dtype, owner: None }
+    }
+
+    /// The device address of element 0.
+    pub fn device_ptr(&self) -> u64 {
+        self.ptr
+    }
+}
+
+impl Drop for HipBuffer {
+    fn drop(&mut self) {
+        if let Some(ctx) = &self.owner {
+            if self.ptr != 0 {
+                // SAFETY: the pointer came from hipMalloc in this context and is freed once.
+                // hipFree waits for queued work that may still use it.
+                unsafe { (ctx.api.free)(self.ptr as DevicePtr) };
+            }
+        }
+    }
+}
+
+impl Buffer for HipBuffer {
+    fn dtype(&self) -> DType {
+        self.dtype
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn base_addr(&self) -> Option<u64> {
+        Some(self.ptr)
+    }
+}
+
+/// Device address of element `offset` of `buf`.
+fn addr(buf: &HipBuffer, offset: usize) -> u64 {
+    buf.ptr + (offset as u64) * buf.dtype.size_bytes() as u64
+}
+
+fn aligned16(addr: u64, stride_elems: usize, es: usize) -> bool {
+    addr % 16 == 0 && (stride_elems * es) % 16 == 0
+}
+
+/// Largest x-dimension grid used; rows beyond it are visited by the kernels' row loop.
+const MAX_GRID_ROWS: usize = 1 << 20;
+/// Largest y-dimension grid (segments per row).
+const MAX_GRID_Y: usize = 65535;
+
+impl HipBackend {
+    /// Opens device 0 with the default library list.
+    pub fn new() -> Result<Self> {
+        Ok(Self::try_with_options(&HipOptions::default())?)
+    }
+
+    /// Opens the backend, reporting why it cannot start as an [`InitError`].
+    pub fn try_with_options(opts: &HipOptions) -> std::result::Result<Self, InitError> {
+        let names: Vec<&str> = opts.libraries.iter().map(String::as_str).collect();
+        let api = Api::load(&names).map_err(InitError::Library)?;
+        let rt = |status, call| api.check(status, call).map_err(InitError::Runtime);
+
+        // SAFETY: hipInit takes flags (0) and has no other preconditions.
+        let st = unsafe { (api.init)(0) };
+        if st == ffi::HIP_ERROR_NO_DEVICE {
+            return Err(InitError::NoDevice);
+        }
+        rt(st, "hipInit")?;
+        let mut count = 0;
+        // SAFETY: writes one int through a valid pointer.
+        let st = unsafe { (api.get_device_count)(&mut count) };
+        if st == ffi::HIP_ERROR_NO_DEVICE || (st == ffi::HIP_SUCCESS && count == 0) {
+            return Err(InitError::NoDevice);
+        }
+        rt(st, "hipGetDeviceCount")?;
+        if opts.device < 0 || opts.device >= count {
+            return Err(InitError::BadDevice { requested: opts.device, count });
+        }
+        let dev = opts.device;
+        // SAFETY: dev is a valid device index (checked above).
+        rt(unsafe { (api.set_device)(dev) }, "hipSetDevice")?;
+        let attribute = |a: i32| -> std::result::Result<i32, InitError> {
+            let mut v = 0;
+            // SAFETY: writes one int; `a` is a hipDeviceAttribute_t value and dev is valid.
+            api.check(unsafe { (api.device_get_attribute)(&mut v, a, dev) }, "hipDeviceGetAttribute").map_err(InitError::Runtime)?;
+            Ok(v)
+        };
+        let warp = attribute(attr::WARP_SIZE)?;
+        let cus = attribute(attr::MULTIPROCESSOR_COUNT)?;
+        let (major, minor) = (attribute(attr::COMPUTE_CAPABILITY_MAJOR)?, attribute(attr::COMPUTE_CAPABILITY_MINOR)?);
+        let mut name_buf = [0u8; 256];
+        // SAFETY: the runtime writes at most `len` bytes (NUL-terminated) into the buffer.
+        rt(unsafe { (api.device_get_name)(name_buf.as_mut_ptr().cast(), name_buf.len() as i32, dev) }, "hipDeviceGetName")?;
+        let end = name_buf.iter().position(|&c| c == 0).unwrap_or(name_buf.len());
+        let name = String::from_utf8_lossy(&name_buf[..end]).into_owned();
+
+        let Some(arch) = arch_of(major, minor) else {
+            return Err(InitError::UnsupportedArch { name, major, minor });
+        };
+        let (Some(bytes), Some(config)) = (kernels::code_object(arch), LaunchConfig::for_arch(arch)) else {
+            return Err(InitError::UnsupportedArch { name, major, minor });
+        };
+        check_code_object(arch, bytes, warp)?;
+        if i64::from(config.wavefront) != i64::from(warp) {
+            return Err(InitError::WavefrontMismatch { arch, device: warp, code_object: config.wavefront });
+        }
+
+        let mut module: Module = std::ptr::null_mut();
+        // SAFETY: `bytes` is a complete code object embedded in the binary ('static); the runtime
+        // copies what it needs during the call.
+        rt(unsafe { (api.module_load_data)(&mut module, bytes.as_ptr().cast()) }, "hipModuleLoadData")?;
+        let mut stream: Stream = std::ptr::null_mut();
+        // SAFETY: writes one handle.
+        let st = unsafe { (api.stream_create)(&mut stream) };
+        if let Err(e) = api.check(st, "hipStreamCreate") {
+            // SAFETY: the module was loaded above and is not used elsewhere.
+            unsafe { (api.module_unload)(module) };
+            return Err(InitError::Runtime(e));
+        }
+        let ctx = Ctx {
+            api,
+            stream,
+            module,
+            arch,
+            config,
+            cus: cus.max(1) as u32,
+            name,
+            funcs: Mutex::new(HashMap::new()),
+            ws: Mutex::new(Workspace { ptr: 0, bytes: 0 }),
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+        };
+        Ok(HipBackend { ctx: Arc::new(ctx) })
+    }
+
+    /// The target the device was matched to (`gfx942`, `gfx950`, `gfx90a`).
+    pub fn arch(&self) -> &'static str {
+        self.ctx.arch
+    }
+
+    /// The launch configuration in use.
+    pub fn config(&self) -> &LaunchConfig {
+        &self.ctx.config
+    }
+
+    fn function(&self, name: &'static str) -> Result<Function> {
+        let mut cache = self.ctx.funcs.lock().map_err(|_| poisoned())?;
+        if let Some(&f) = cache.get(name) {
+            return Ok(f as Function);
+        }
+        let cname = CString::new(name).map_err(|_| NormError::Unsupported { backend: BACKEND, what: format!("kernel {name}") })?;
+        let mut f: Function = std::ptr::null_mut();
+        // SAFETY: module is loaded for the context's lifetime; the name is NUL-terminated.
+        let st = unsafe { (self.ctx.api.module_get_function)(&mut f, self.ctx.module, cname.as_ptr()) };
+        self.ctx.api.check(st, "hipModuleGetFunction").map_err(dev_err("kernel lookup"))?;
+        cache.insert(name, f as usize);
+        Ok(f)
+    }
+
+    /// Launches `name` with one by-value argument struct.
+    fn launch<P>(&self, name: &'static str, grid: (usize, usize), threads: u32, params: &mut P) -> Result<()> {
+        let f = self.function(name)?;
+        let (gx, gy) = (u32::try_from(grid.0), u32::try_from(grid.1));
+        let (Ok(gx), Ok(gy)) = (gx, gy) else {
+            return Err(NormError::ResourceLimit { resource: "grid size", requested: grid.0.max(grid.1) as u64, available: u32::MAX as u64 });
+        };
+        let mut args = [params as *mut P as *mut c_void];
+        // SAFETY: `f` is a kernel of the loaded module whose single parameter has P's layout
+        // (checked sizes, params.rs mirrors params.h); every pointer inside `params` was derived
+        // from validated views of live device buffers or from the workspace, and the runtime
+        // copies the argument block before returning.
+        let st = unsafe {
+            (self.ctx.api.module_launch_kernel)(
+                f,
+                gx,
+                gy,
+                1,
+                threads,
+                1,
+                1,
+                0,
+                self.ctx.stream,
+                args.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        };
+        self.ctx.api.check(st, "hipModuleLaunchKernel").map_err(dev_err("kernel launch"))
+    }
+
+    /// The workspace, grown to at least `bytes`; returns its device address.
+    fn workspace(&self, bytes: usize) -> Result<u64> {
+        let mut ws = self.ctx.ws.lock().map_err(|_| poisoned())?;
+        if ws.bytes >= bytes {
+            return Ok(ws.ptr);
+        }
+        let api = &self.ctx.api;
+        if ws.ptr != 0 {
+            // SAFETY: drain the stream so no queued kernel still uses the old workspace, then
+            // free it (allocated below by an earlier call, freed once).
+            unsafe {
+                api.check((api.stream_synchronize)(self.ctx.stream), "hipStreamSynchronize").map_err(dev_err("workspace"))?;
+                (api.free)(ws.ptr as DevicePtr);
+            }
+            *ws = Workspace { ptr: 0, bytes: 0 };
+        }
+        let mut p: DevicePtr = std::ptr::null_mut();
+        // SAFETY: writes one device pointer.
+        let st = unsafe { (api.malloc)(&mut p, bytes) };
+        api.check(st, "hipMalloc").map_err(|_| NormError::ResourceLimit { resource: "HIP workspace bytes", requested: bytes as u64, available: 0 })?;
+        *ws = Workspace { ptr: p as u64, bytes };
+        Ok(ws.ptr)
+    }
+
+    fn check_owner(&self, operand: Operand, buf: &HipBuffer) -> Result<()> {
+        match &buf.owner {
+            Some(o) if o.id != self.ctx.id => Err(NormError::ForeignBuffer { backend: BACKEND, operand }),
+            _ => Ok(()),
+        }
+    }
+
+    fn sync(&self) -> Result<()> {
+        // SAFETY: the stream lives as long as the context.
+        let st = unsafe { (self.ctx.api.stream_synchronize)(self.ctx.stream) };
+        self.ctx.api.check(st, "hipStreamSynchronize").map_err(dev_err("synchronize"))
+    }
+
+    fn kernel_dtypes_fwd(desc: &NormDesc, d: &DTypes) -> (DType, DType, DType, DType) {
+        let w = if desc.weight.is_some() || desc.bias { d.weight } else { d.x };
+        let r = if desc.residual { d.residual } else { d.x };
+        (d.x, w, r, d.y)
+    }
+
+    fn kernel_dtypes_bwd(desc: &NormDesc, d: &DTypes) -> (DType, DType, DType) {
+        let w = if desc.weight.is_some() || desc.bias { d.weight } else { d.x };
+        (d.x, w, d.y)
+    }
+}
+
+fn poisoned() -> NormError {
+    NormError::BackendUnavailable { backend: BACKEND, reason: "a previous call panicked while holding the backend's lock".into() }
+}
+
+fn unsupported(what: String) -> NormError {
+    NormError::Unsupported { backend: BACKEND, what }
+}
+
+fn cast_bits(desc: &NormDesc) -> u32 {
+    (match desc.casting {
+        normkit_core::CastingMode::Gemma => 0,
+        normkit_core::CastingMode::Llama => 1,
+        normkit_core::CastingMode::None => 2,
+    }) << params::F_CAST_SHIFT
+}
+
+fn bytes_of(elems: usize, es: usize, what: &'static str) -> Result<usize> {
+    elems.checked_mul(es).ok_or(NormError::ResourceLimit { resource: what, requested: u64::MAX, available: usize::MAX as u64 })
+}
+
+/// Rounds a byte count up to 256 (sub-buffers of the workspace start 256-byte aligned).
+fn round256(b: usize) -> usize {
+    b.div_ceil(256) * 256
+}
+
+impl NormKernel for HipBackend {
+    type Buffer = HipBuffer;
+
+    fn name(&self) -> &'static str {
+        BACKEND
+    }
+
+    fn device_name(&self) -> String {
+        format!("{} ({})", self.ctx.name, self.ctx.arch)
+    }
+
+    fn supports(&self, dir: Direction, desc: &NormDesc, dtypes: &DTypes) -> Result<()> {
+        check_desc(desc)?;
+        check_dtypes(desc, dir, dtypes)?;
+        let ok = match dir {
+            Direction::Forward => {
+                let (x, w, r, y) = Self::kernel_dtypes_fwd(desc, dtypes);
+                kernels::fwd_kernel("fwd_row", x, w, r, y).is_some()
+            }
+            Direction::Backward => {
+                let (x, w, y) = Self::kernel_dtypes_bwd(desc, dtypes);
+                kernels::bwd_kernel("bwd_row", x, w, y).is_some() && kernels::fin_kernel(w).is_some()
+            }
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(unsupported(format!("{dir:?} with dtypes {dtypes:?}")))
+        }
+    }
+
+    fn forward(&self, desc: &NormDesc, a: Forward<'_, HipBuffer>) -> Result<()> {
+        let plan = validate_forward(desc, &a)?;
+        self.supports(Direction::Forward, desc, &plan.dtypes)?;
+        let (tx, tw, tr, ty) = Self::kernel_dtypes_fwd(desc, &plan.dtypes);
+        let missing = || unsupported(format!("forward with dtypes {:?}", plan.dtypes));
+        let k_row = kernels::fwd_kernel("fwd_row", tx, tw, tr, ty).ok_or_else(missing)?;
+        let k_stats = kernels::fwd_kernel("fwd_split_stats", tx, tw, tr, ty).ok_or_else(missing)?;
+        let k_apply = kernels::fwd_kernel("fwd_split_apply", tx, tw, tr, ty).ok_or_else(missing)?;
+
+        // Buffers and addresses.
+        let (xbuf, ybuf): (&HipBuffer, &HipBuffer) = match &a.x {
+            InOut::Separate { input, output } => (input.buf, &*output.buf),
+            InOut::InPlace(m) => (&*m.buf, &*m.buf),
+        };
+        self.check_owner(Operand::X, xbuf)?;
+        self.check_owner(Operand::Y, ybuf)?;
+        let mut p = params::fwd_zeroed();
+        let mut vec = true;
+        let mut mat = |buf: &HipBuffer, l: &Layout| -> (u64, i64) {
+            let ad = addr(buf, l.offset);
+            vec &= aligned16(ad, l.stride, buf.dtype.size_bytes());
+            (ad, l.stride as i64)
+        };
+        let (xa, xs) = mat(xbuf, &plan.x);
+        let (ya, ys) = mat(ybuf, &plan.y);
+        p.x = xa as *const c_void;
+        p.y = ya as *mut c_void;
+        p.x_stride = xs;
+        p.y_stride = ys;
+        let mut flags = cast_bits(desc);
+        if desc.kind == NormKind::Layer {
+            flags |= params::F_LAYER;
+        }
+        if let (Some(r), Some((rl, rol, _))) = (&a.residual, plan.residual) {
+            let (rb, rob): (&HipBuffer, &HipBuffer) = match r {
+                InOut::Separate { input, output } => (input.buf, &*output.buf),
+                InOut::InPlace(m) => (&*m.buf, &*m.buf),
+            };
+            self.check_owner(Operand::Residual, rb)?;
+            self.check_owner(Operand::ResidualOut, rob)?;
+            let (ra, rs) = mat(rb, &rl);
+            let (roa, ros) = mat(rob, &rol);
+            p.res = ra as *const c_void;
+            p.res_out = roa as *mut c_void;
+            p.r_stride = rs;
+            p.ro_stride = ros;
+            flags |= params::F_RESIDUAL;
+        }
+        if let (Some(w), Some(s)) = (&a.weight, plan.weight) {
+            self.check_owner(Operand::Weight, w.buf)?;
+            let wa = addr(w.buf, s.offset);
+            vec &= wa % 16 == 0;
+            p.w = wa as *const c_void;
+            p.w_offset = desc.weight.map(|w| w.offset).unwrap_or(0.0);
+            flags |= params::F_WEIGHT;
+        }
+        if let (Some(b), Some(s)) = (&a.bias, plan.bias) {
+            self.check_owner(Operand::Bias, b.buf)?;
+            let ba = addr(b.buf, s.offset);
+            vec &= ba % 16 == 0;
+            p.b = ba as *const c_void;
+            flags |= params::F_BIAS;
+        }
+        if let (Some(r), Some(s)) = (&a.rstd, plan.rstd) {
+            self.check_owner(Operand::Rstd, r.buf)?;
+            p.rstd = addr(r.buf, s.offset) as *mut f32;
+            flags |= params::F_STATS;
+        }
+        if let (Some(m), Some(s)) = (&a.mean, plan.mean) {
+            self.check_owner(Operand::Mean, m.buf)?;
+            p.mean = addr(m.buf, s.offset) as *mut f32;
+        }
+        if vec {
+            flags |= params::F_VEC;
+        }
+        p.flags = flags;
+        p.m = plan.m as i64;
+        p.n = plan.n as i64;
+        p.eps = desc.eps;
+        if plan.m == 0 {
+            return Ok(());
+        }
+        let grid_rows = plan.m.min(MAX_GRID_ROWS);
+        p.grid_rows = grid_rows as u32;
+        match self.ctx.config.fwd_path(plan.n, tx) {
+            Path::Row { threads } => self.launch(k_row, (grid_rows, 1), threads, &mut p),
+            Path::Split { threads, seg_len, nseg } => {
+                if nseg > MAX_GRID_Y {
+                    return Err(NormError::ResourceLimit { resource: "HIP split-row segments", requested: nseg as u64, available: MAX_GRID_Y as u64 });
+                }
+                let pairs = plan.m.checked_mul(nseg).and_then(|v| v.checked_mul(2));
+                let bytes = bytes_of(pairs.unwrap_or(usize::MAX), 4, "HIP workspace bytes")?;
+                p.ws = self.workspace(bytes)? as *mut f32;
+                p.nseg = nseg as u32;
+                p.seg_len = seg_len as i64;
+                self.launch(k_stats, (grid_rows, nseg), threads, &mut p)?;
+                self.launch(k_apply, (grid_rows, nseg), threads, &mut p)
+            }
+        }
+    }
+
+    fn backward(&self, desc: &NormDesc, a: Backward<'_, HipBuffer>) -> Result<()> {
+        let plan = validate_backward(desc, &a)?;
+        self.supports(Direction::Backward, desc, &plan.dtypes)?;
+        let (tx, tw, ty) = Self::kernel_dtypes_bwd(desc, &plan.dtypes);
+        let missing = || unsupported(format!("backward with dtypes {:?}", plan.dtypes));
+        let k_row = kernels::bwd_kernel("bwd_row", tx, tw, ty).ok_or_else(missing)?;
+        let k_sums = kernels::bwd_kernel("bwd_split_sums", tx, tw, ty).ok_or_else(missing)?;
+        let k_apply = kernels::bwd_kernel("bwd_split_apply", tx, tw, ty).ok_or_else(missing)?;
+        let k_fin = kernels::fin_kernel(tw).ok_or_else(missing)?;
+
+        let (dyb, dxb): (&HipBuffer, &HipBuffer) = match &a.dy {
+            InOut::Separate { input, output } => (input.buf, &*output.buf),
+            InOut::InPlace(m) => (&*m.buf, &*m.buf),
+        };
+        self.check_owner(Operand::X, a.x.buf)?;
+        self.check_owner(Operand::Dy, dyb)?;
+        self.check_owner(Operand::Dx, dxb)?;
+        self.check_owner(Operand::Rstd, a.rstd.buf)?;
+        let mut p = params::bwd_zeroed();
+        let mut vec = true;
+        let mut mat = |buf: &HipBuffer, l: &Layout| -> (u64, i64) {
+            let ad = addr(buf, l.offset);
+            vec &= aligned16(ad, l.stride, buf.dtype.size_bytes());
+            (ad, l.stride as i64)
+        };
+        let (xa, xs) = mat(a.x.buf, &plan.x);
+        let (dya, dys) = mat(dyb, &plan.dy);
+        let (dxa, dxs) = mat(dxb, &plan.dx);
+        p.x = xa as *const c_void;
+        p.dy = dya as *const c_void;
+        p.dx = dxa as *mut c_void;
+        p.x_stride = xs;
+        p.dy_stride = dys;
+        p.dx_stride = dxs;
+        let mut flags = 0;
+        if desc.kind == NormKind::Layer {
+            flags |= params::F_LAYER;
+        }
+        if let (Some(d), Some(l)) = (&a.d_residual_out, plan.d_residual_out) {
+            self.check_owner(Operand::DResidualOut, d.buf)?;
+            let (da, ds) = mat(d.buf, &l);
+            p.dres = da as *const c_void;
+            p.dres_stride = ds;
+            flags |= params::F_RESIDUAL;
+        }
+        if let (Some(w), Some(s)) = (&a.weight, plan.weight) {
+            self.check_owner(Operand::Weight, w.buf)?;
+            let wa = addr(w.buf, s.offset);
+            vec &= wa % 16 == 0;
+            p.w = wa as *const c_void;
+            p.w_offset = desc.weight.map(|w| w.offset).unwrap_or(0.0);
+            flags |= params::F_WEIGHT;
+        }
+        if let (Some(m), Some(s)) = (&a.mean, plan.mean) {
+            self.check_owner(Operand::Mean, m.buf)?;
+            p.mean = addr(m.buf, s.offset) as *const f32;
+        }
+        p.rstd = addr(a.rstd.buf, plan.rstd.offset) as *const f32;
+        if let (Some(d), Some(s)) = (&a.dw, plan.dw) {
+            self.check_owner(Operand::Dw, d.buf)?;
+            p.dw = addr(d.buf, s.offset) as *mut c_void;
+        }
+        if let (Some(d), Some(s)) = (&a.db, plan.db) {
+            self.check_owner(Operand::Db, d.buf)?;
+            p.db = addr(d.buf, s.offset) as *mut c_void;
+            flags |= params::F_BIAS;
+        }
+        if vec {
+            flags |= params::F_VEC;
+        }
+        p.flags = flags;
+        p.m = plan.m as i64;
+        p.n = plan.n as i64;
+        let (m, n) = (plan.m, plan.n);
+        let ws_stride = n.div_ceil(8) * 8;
+        p.ws_stride = ws_stride as i64;
+        let want_partials = flags & (params::F_WEIGHT | params::F_BIAS) != 0;
+        let cfg = self.ctx.config;
+        let cus = self.ctx.cus as usize;
+
+        let path = cfg.bwd_path(n, tx);
+        // Persistent workgroups along rows (G): fill the GPU once at the designed occupancy; G
+        // may depend on M (it only changes how dW is split into partials; each run with the same
+        // inputs on the same device gives the same bits).
+        let g = match path {
+            Path::Row { threads } => (cus * cfg.bwd_blocks_per_cu(threads) as usize).min(m),
+            Path::Split { threads, nseg, .. } => (cus * cfg.bwd_blocks_per_cu(threads) as usize).div_ceil(nseg).min(m),
+        };
+        p.grid_rows = g as u32;
+        let nseg = match path {
+            Path::Split { nseg, .. } => nseg,
+            Path::Row { .. } => 0,
+        };
+        if nseg > MAX_GRID_Y {
+            return Err(NormError::ResourceLimit { resource: "HIP split-row segments", requested: nseg as u64, available: MAX_GRID_Y as u64 });
+        }
+        // Workspace: [dw partials | db partials | per-row split sums], each 256-byte aligned.
+        let part = round256(bytes_of(g.checked_mul(ws_stride).unwrap_or(usize::MAX), 4, "HIP workspace bytes")?);
+        let rows = round256(bytes_of(m.checked_mul(nseg * 2).unwrap_or(usize::MAX), 4, "HIP workspace bytes")?);
+        let total = part.checked_mul(2).and_then(|v| v.checked_add(rows)).unwrap_or(usize::MAX);
+        if total > 0 && (want_partials || nseg > 0) {
+            let ws = self.workspace(total)?;
+            if flags & params::F_WEIGHT != 0 {
+                p.ws_dw = ws as *mut f32;
+            }
+            if flags & params::F_BIAS != 0 {
+                p.ws_db = (ws + part as u64) as *mut f32;
+            }
+            p.ws_rows = (ws + 2 * part as u64) as *mut f32;
+        }
+
+        if m > 0 {
+            match path {
+                Path::Row { threads } => self.launch(k_row, (g, 1), threads, &mut p)?,
+                Path::Split { threads, seg_len, nseg } => {
+                    p.nseg = nseg as u32;
+                    p.seg_len = seg_len as i64;
+                    let grid_rows = m.min(MAX_GRID_ROWS);
+                    // The sums kernel visits rows with stride grid_rows; the apply kernel with G.
+                    let mut ps = p;
+                    ps.grid_rows = grid_rows as u32;
+                    self.launch(k_sums, (grid_rows, nseg), threads, &mut ps)?;
+                    self.launch(k_apply, (g, nseg), threads, &mut p)?;
+                }
+            }
+        }
+        if want_partials {
+            // M = 0 runs the finalize over zero partials: dw and db become zeros.
+            let ft = cfg.finalize_threads as usize;
+            let groups = n.div_ceil(4).div_ceil(ft);
+            self.launch(k_fin, (groups, 1), cfg.finalize_threads, &mut p)?;
+        }
+        Ok(())
+    }
+
+    fn alloc(&self, dtype: DType, len: usize) -> Result<HipBuffer> {
+        let bytes = bytes_of(len, dtype.size_bytes(), "HIP allocation bytes")?;
+        let mut p: DevicePtr = std::ptr::null_mut();
+        if bytes > 0 {
+            // SAFETY: writes one device pointer.
+            let st = unsafe { (self.ctx.api.malloc)(&mut p, bytes) };
+            self.ctx
+                .api
+                .check(st, "hipMalloc")
+                .map_err(|_| NormError::ResourceLimit { resource: "HIP device memory bytes", requested: bytes as u64, available: 0 })?;
+        }
+        Ok(HipBuffer { ptr: p as u64, len, dtype, owner: Some(self.ctx.clone()) })
+    }
+
+    fn upload(&self, src: &HostBuf) -> Result<HipBuffer> {
+        let buf = self.alloc(src.dtype(), src.len())?;
+        let bytes = src.as_bytes();
+        if !bytes.is_empty() {
+            // SAFETY: the destination holds exactly bytes.len() bytes (allocated above); the
+            // source slice stays borrowed until the stream is drained below, so the runtime may
+            // read it asynchronously.
+            let st = unsafe { (self.ctx.api.memcpy_htod_async)(buf.ptr as DevicePtr, bytes.as_ptr().cast(), bytes.len(), self.ctx.stream) };
+            self.ctx.api.check(st, "hipMemcpyHtoDAsync").map_err(dev_err("upload"))?;
+            self.sync()?;
+        }
+        Ok(buf)
+    }
+
+    fn download(&self, buf: &HipBuffer) -> Result<HostBuf> {
+        self.check_owner(Operand::X, buf)?;
+        let mut host = HostBuf::zeros(buf.dtype, buf.len);
+        let out = host.as_bytes_mut();
+        if !out.is_empty() {
+            // SAFETY: `out` holds exactly the buffer's bytes; it stays borrowed until the stream
+            // (on which the copy is ordered after every earlier call) is drained below.
+            let st = unsafe { (self.ctx.api.memcpy_dtoh_async)(out.as_mut_ptr().cast(), buf.ptr as DevicePtr, out.len(), self.ctx.stream) };
+            self.ctx.api.check(st, "hipMemcpyDtoHAsync").map_err(dev_err("download"))?;
+        }
+        self.sync()?;
+        Ok(host)
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        self.sync()
+    }
+}
+
+/// A pair of HIP events, destroyed on drop.
+struct Events {
+    api: *const Api,
+    start: Event,
+    stop: Event,
+}
+
+impl Drop for Events {
+    fn drop(&mut self) {
+        // SAFETY: both events were created by `Events::new` from this Api, which outlives this
+        // value (it lives in the backend's context, borrowed for the timing call).
+        unsafe {
+            ((*self.api).event_destroy)(self.start);
+            ((*self.api).event_destroy)(self.stop);
+        }
+    }
+}
+
+impl HipBackend {
+    fn events(&self) -> Result<Events> {
+        let api = &self.ctx.api;
+        let mut ev = Events { api, start: std::ptr::null_mut(), stop: std::ptr::null_mut() };
+        // SAFETY: each call writes one event handle; a failure leaves a null handle, which
+        // hipEventDestroy rejects harmlessly on drop.
+        unsafe {
+            api.check((api.event_create)(&mut ev.start), "hipEventCreate").map_err(dev_err("timing"))?;
+            api.check((api.event_create)(&mut ev.stop), "hipEventCreate").map_err(dev_err("timing"))?;
+        }
+        Ok(ev)
+    }
+
+    /// Seconds between the two events after running `body` between them.
+    fn time(&self, ev: &Events, body: &mut dyn FnMut() -> Result<()>) -> Result<f64> {
+        let api = &self.ctx.api;
+        let s = self.ctx.stream;
+        // SAFETY: events and stream are live handles of this context.
+        api.check(unsafe { (api.event_record)(ev.start, s) }, "hipEventRecord").map_err(dev_err("timing"))?;
+        body()?;
+        // SAFETY: as above.
+        api.check(unsafe { (api.event_record)(ev.stop, s) }, "hipEventRecord").map_err(dev_err("timing"))?;
+        // SAFETY: as above.
+        api.check(unsafe { (api.event_synchronize)(ev.stop) }, "hipEventSynchronize").map_err(dev_err("timing"))?;
+        let mut ms = 0.0f32;
+        // SAFETY: writes one float; both events have completed.
+        api.check(unsafe { (api.event_elapsed_time)(&mut ms, ev.start, ev.stop) }, "hipEventElapsedTime").map_err(dev_err("timing"))?;
+        Ok(f64::from(ms) * 1e-3)
+    }
+}
+
+impl BenchBackend for HipBackend {
+    fn device_info(&self) -> DeviceInfo {
+        let api = &self.ctx.api;
+        let attribute = |a: i32| -> i32 {
+            let mut v = 0;
+            // SAFETY: writes one int for the current device; on failure v stays 0.
+            unsafe { (api.device_get_attribute)(&mut v, a, 0) };
+            v
+        };
+        let mut rt = 0;
+        // SAFETY: writes one int.
+        unsafe { (api.runtime_get_version)(&mut rt) };
+        let mut mem = 0usize;
+        // SAFETY: writes one size_t for device 0.
+        unsafe { (api.device_total_mem)(&mut mem, 0) };
+        DeviceInfo {
+            backend: BACKEND.into(),
+            name: format!("{} ({})", self.ctx.name, self.ctx.arch),
+            compute_units: self.ctx.cus,
+            driver: format!("HIP runtime {} ({})", rt, api.soname),
+            clocks: format!(
+                "peak SCLK {} MHz, peak MCLK {} MHz (hipDeviceGetAttribute; not the clock under load)",
+                attribute(attr::CLOCK_RATE) / 1000,
+                attribute(attr::MEMORY_CLOCK_RATE) / 1000
+            ),
+            memory_bytes: mem as u64,
+            cache_bytes: attribute(attr::L2_CACHE_SIZE).max(0) as u64,
+        }
+    }
+
+    fn copy_gbps(&self, bytes: usize) -> Result<f64> {
+        let bytes = bytes.max(4);
+        let src = self.alloc(DType::F32, bytes / 4)?;
+        let dst = self.alloc(DType::F32, bytes / 4)?;
+        let n = (bytes / 4) * 4;
+        let api = &self.ctx.api;
+        let s = self.ctx.stream;
+        let copy = || -> Result<()> {
+            // SAFETY: both buffers hold n bytes and live until the end of this function, after
+            // the stream was drained by the timing.
+            let st = unsafe { (api.memcpy_dtod_async)(dst.ptr as DevicePtr, src.ptr as DevicePtr, n, s) };
+            api.check(st, "hipMemcpyDtoDAsync").map_err(dev_err("copy ceiling"))
+        };
+        // SAFETY: fills src (n bytes) so the copy moves initialised memory.
+        let st = unsafe { (api.memset_async)(src.ptr as DevicePtr, 0, n, s) };
+        api.check(st, "hipMemsetAsync").map_err(dev_err("copy ceiling"))?;
+        copy()?;
+        let ev = self.events()?;
+        let reps = 10;
+        let secs = self.time(&ev, &mut || {
+            for _ in 0..reps {
+                copy()?;
+            }
+            Ok(())
+        })?;
+        Ok(2.0 * n as f64 * reps as f64 / secs / 1e9)
+    }
+
+    fn time_calls(&self, calls: usize, reps: usize, f: &mut dyn FnMut(usize) -> Result<()>) -> Result<Vec<f64>> {
+        // Back-to-back launches between two events (no graph capture: hipGraph support through
+        // the module API is left for when this can be run on a device).
+        for i in 0..calls {
+            f(i)?;
+        }
+        let ev = self.events()?;
+        let mut out = Vec::with_capacity(reps);
+        for _ in 0..reps {
+            let secs = self.time(&ev, &mut || {
+                for i in 0..calls {
+                    f(i)?;
+                }
+                Ok(())
+            })?;
+            out.push(secs / calls.max(1) as f64);
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,205 @@
+//! The HIP runtime, loaded at run time with libloading: only the functions normkit calls, no
+//! `hipDeviceProp_t` (its layout changes between ROCm releases), no build-time ROCm.
+
+use libloading::Library;
+use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
+use std::fmt;
+
+/// Sonames tried in order: the unversioned development link, then ROCm 7, 6, 5.
+pub const LIB_NAMES: &[&str] = &["libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5"];
+
+pub type HipStatus = c_int;
+pub type DevicePtr = *mut c_void;
+pub type Module = *mut c_void;
+pub type Function = *mut c_void;
+pub type Stream = *mut c_void;
+pub type Event = *mut c_void;
+
+pub const HIP_SUCCESS: HipStatus = 0;
+/// `hipErrorNoDevice`.
+pub const HIP_ERROR_NO_DEVICE: HipStatus = 100;
+
+/// `hipDeviceAttribute_t` values used here. They are stable from ROCm 5.x to 7.x (retired
+/// attributes were renamed `Unused*`, keeping the numbering).
+pub mod attr {
+    pub const CLOCK_RATE: i32 = 5;
+    pub const L2_CACHE_SIZE: i32 = 19;
+    pub const COMPUTE_CAPABILITY_MAJOR: i32 = 23;
+    pub const MEMORY_CLOCK_RATE: i32 = 60;
+    pub const COMPUTE_CAPABILITY_MINOR: i32 = 61;
+    pub const MULTIPROCESSOR_COUNT: i32 = 63;
+    pub const MAX_SHARED_MEMORY_PER_BLOCK: i32 = 74;
+    pub const WARP_SIZE: i32 = 87;
+}
+
+/// A failed HIP call: the status code and the runtime's name for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HipError {
+    pub code: HipStatus,
+    /// `hipGetErrorString`, or the code in words if the runtime gave nothing.
+    pub message: String,
+    /// The HIP function that failed.
+    pub call: &'static str,
+}
+
+impl fmt::Display for HipError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} failed with HIP error {} ({})", self.call, self.code, self.message)
+    }
+}
+
+impl std::error::Error for HipError {}
+
+/// The loaded runtime. Function pointers stay valid while `_lib` is loaded, i.e. as long as
+/// this struct lives.
+pub struct Api {
+    pub init: unsafe extern "C" fn(c_uint) -> HipStatus,
+    pub get_device_count: unsafe extern "C" fn(*mut c_int) -> HipStatus,
+    pub set_device: unsafe extern "C" fn(c_int) -> HipStatus,
+    pub device_get_attribute: unsafe extern "C" fn(*mut c_int, c_int, c_int) -> HipStatus,
+    pub device_get_name: unsafe extern "C" fn(*mut c_char, c_int, c_int) -> HipStatus,
+    pub device_total_mem: unsafe extern "C" fn(*mut usize, c_int) -> HipStatus,
+    pub runtime_get_version: unsafe extern "C" fn(*mut c_int) -> HipStatus,
+    pub malloc: unsafe extern "C" fn(*mut DevicePtr, usize) -> HipStatus,
+    pub free: unsafe extern "C" fn(DevicePtr) -> HipStatus,
+    pub memcpy_htod_async: unsafe extern "C" fn(DevicePtr, *const c_void, usize, Stream) -> HipStatus,
+    pub memcpy_dtoh_async: unsafe extern "C" fn(*mut c_void, DevicePtr, usize, Stream) -> HipStatus,
+    pub memcpy_dtod_async: unsafe extern "C" fn(DevicePtr, DevicePtr, usize, Stream) -> HipStatus,
+    pub memset_async: unsafe extern "C" fn(DevicePtr, c_int, usize, Stream) -> HipStatus,
+    pub module_load_data: unsafe extern "C" fn(*mut Module, *const c_void) -> HipStatus,
+    pub module_unload: unsafe extern "C" fn(Module) -> HipStatus,
+    pub module_get_function: unsafe extern "C" fn(*mut Function, Module, *const c_char) -> HipStatus,
+    #[allow(clippy::type_complexity)]
+    pub module_launch_kernel: unsafe extern "C" fn(
+        Function,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        Stream,
+        *mut *mut c_void,
+        *mut *mut c_void,
+    ) -> HipStatus,
+    pub stream_create: unsafe extern "C" fn(*mut Stream) -> HipStatus,
+    pub stream_destroy: unsafe extern "C" fn(Stream) -> HipStatus,
+    pub stream_synchronize: unsafe extern "C" fn(Stream) -> HipStatus,
+    pub event_create: unsafe extern "C" fn(*mut Event) -> HipStatus,
+    pub event_destroy: unsafe extern "C" fn(Event) -> HipStatus,
+    pub event_record: unsafe extern "C" fn(Event, Stream) -> HipStatus,
+    pub event_synchronize: unsafe extern "C" fn(Event) -> HipStatus,
+    pub event_elapsed_time: unsafe extern "C" fn(*mut f32, Event, Event) -> HipStatus,
+    pub get_error_string: unsafe extern "C" fn(HipStatus) -> *const c_char,
+    /// The soname that was loaded.
+    pub soname: String,
+    _lib: Library,
+}
+
+impl fmt::Debug for Api {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Api").field("soname", &self.soname).finish_non_exhaustive()
+    }
+}
+
+/// Why the runtime could not be loaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LoadError {
+    /// No soname in the list could be opened.
+    NotFound { tried: Vec<String> },
+    /// The library opened but lacks a function (not a HIP runtime, or a very old one).
+    MissingSymbol { soname: String, symbol: String },
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LoadError::NotFound { tried } => write!(f, "HIP runtime not found (tried {})", tried.join(", ")),
+            LoadError::MissingSymbol { soname, symbol } => write!(f, "{soname} has no `{symbol}`: not a usable HIP runtime"),
+        }
+    }
+}
+
+impl Api {
+    /// Opens the first library of `names` that loads and resolves every function.
+    pub fn load(names: &[&str]) -> Result<Api, LoadError> {
+        let mut tried = Vec::new();
+        for name in names {
+            tried.push((*name).to_string());
+            // SAFETY: loading libamdhip64 runs its initialisers; they are the vendor's runtime
+            // start-up and touch no state of ours. A library of that name that is not the HIP
+            // runtime is caught below by the missing-symbol check.
+            let lib = match unsafe { Library::new(name) } {
+                Ok(lib) => lib,
+                Err(_) => continue,
+            };
+            return Self::resolve(lib, name);
+        }
+        Err(LoadError::NotFound { tried })
+    }
+
+    fn resolve(lib: Library, soname: &str) -> Result<Api, LoadError> {
+        macro_rules! sym {
+            ($name:literal) => {{
+                // SAFETY: the symbol is looked up by its C name and given the signature
+                // declared in hip_runtime_api.h (ROCm 5.x .. 7.x, unchanged); the copied
+                // function pointer is only called while `_lib` (moved into the returned Api)
+                // keeps the library loaded.
+                match unsafe { lib.get(concat!($name, "\0").as_bytes()) } {
+                    Ok(f) => *f,
+                    Err(_) => {
+                        return Err(LoadError::MissingSymbol { soname: soname.to_string(), symbol: $name.to_string() })
+                    }
+                }
+            }};
+        }
+        Ok(Api {
+            init: sym!("hipInit"),
+            get_device_count: sym!("hipGetDeviceCount"),
+            set_device: sym!("hipSetDevice"),
+            device_get_attribute: sym!("hipDeviceGetAttribute"),
+            device_get_name: sym!("hipDeviceGetName"),
+            device_total_mem: sym!("hipDeviceTotalMem"),
+            runtime_get_version: sym!("hipRuntimeGetVersion"),
+            malloc: sym!("hipMalloc"),
+            free: sym!("hipFree"),
+            memcpy_htod_async: sym!("hipMemcpyHtoDAsync"),
+            memcpy_dtoh_async: sym!("hipMemcpyDtoHAsync"),
+            memcpy_dtod_async: sym!("hipMemcpyDtoDAsync"),
+            memset_async: sym!("hipMemsetAsync"),
+            module_load_data: sym!("hipModuleLoadData"),
+            module_unload: sym!("hipModuleUnload"),
+            module_get_function: sym!("hipModuleGetFunction"),
+            module_launch_kernel: sym!("hipModuleLaunchKernel"),
+            stream_create: sym!("hipStreamCreate"),
+            stream_destroy: sym!("hipStreamDestroy"),
+            stream_synchronize: sym!("hipStreamSynchronize"),
+            event_create: sym!("hipEventCreate"),
+            event_destroy: sym!("hipEventDestroy"),
+            event_record: sym!("hipEventRecord"),
+            event_synchronize: sym!("hipEventSynchronize"),
+            event_elapsed_time: sym!("hipEventElapsedTime"),
+            get_error_string: sym!("hipGetErrorString"),
+            soname: soname.to_string(),
+            _lib: lib,
+        })
+    }
+
+    /// Turns a status into a `Result`, naming the call.
+    pub fn check(&self, status: HipStatus, call: &'static str) -> Result<(), HipError> {
+        if status == HIP_SUCCESS {
+            return Ok(());
+        }
+        // SAFETY: hipGetErrorString accepts any status value and returns a pointer to a static,
+        // NUL-terminated string (or null, handled below); it is read before any other call.
+        let p = unsafe { (self.get_error_string)(status) };
+        let message = if p.is_null() {
+            format!("status {status}")
+        } else {
+            // SAFETY: non-null, NUL-terminated, static storage (see above).
+            unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+        };
+        Err(HipError { code: status, message, call })
+    }
+}
