@@ -39,15 +39,18 @@ impl Plan {
             (DeviceKind::Cpu, Size::Quick) => (3, 0.02),
             (DeviceKind::Cpu, _) => (7, 0.12),
         };
+        let quick = size == Size::Quick;
         Plan {
             reps,
             rep_target_s,
             max_calls: 256,
-            rotate_factor: 4.0,
-            max_sets: 32,
-            copy_bytes: match kind {
-                DeviceKind::Gpu => 2 << 30,
-                DeviceKind::Cpu => 1 << 30,
+            // A smoke run rotates through one cache's worth only: faster to set up, less exact.
+            rotate_factor: if quick { 1.0 } else { 4.0 },
+            max_sets: if quick { 8 } else { 32 },
+            copy_bytes: match (kind, quick) {
+                (_, true) => 256 << 20,
+                (DeviceKind::Gpu, false) => 2 << 30,
+                (DeviceKind::Cpu, false) => 1 << 30,
             },
             max_consecutive_errors: 3,
         }
@@ -367,6 +370,98 @@ mod tests {
         assert!(v.iter().all(|&x| x != 0.0 && x.abs() >= 0.25 && (-2.0..=2.0).contains(&x)));
         let pos = random(DType::BF16, 1000, 2, 0.5, 1.5).to_f32_vec();
         assert!(pos.iter().all(|&x| (0.5..=1.5).contains(&x)));
+    }
+
+    /// A host backend that does nothing, fails every LayerNorm backward with a device error and
+    /// does not support the fused add.
+    #[derive(Debug)]
+    struct Mock;
+
+    impl NormKernel for Mock {
+        type Buffer = HostBuf;
+        fn name(&self) -> &'static str {
+            "cpu"
+        }
+        fn device_name(&self) -> String {
+            "mock".into()
+        }
+        fn supports(&self, _: Direction, desc: &NormDesc, _: &DTypes) -> normkit_core::Result<()> {
+            if desc.residual {
+                return Err(NormError::Unsupported { backend: "cpu", what: "the fused add".into() });
+            }
+            Ok(())
+        }
+        fn forward(&self, desc: &NormDesc, a: Forward<'_, HostBuf>) -> normkit_core::Result<()> {
+            normkit_core::validate_forward(desc, &a).map(|_| ())
+        }
+        fn backward(&self, desc: &NormDesc, a: Backward<'_, HostBuf>) -> normkit_core::Result<()> {
+            normkit_core::validate_backward(desc, &a)?;
+            if desc.kind == normkit_core::NormKind::Layer {
+                let source = Box::new(std::io::Error::other("mock device lost"));
+                return Err(NormError::Device { backend: "cpu", during: "launch", source });
+            }
+            Ok(())
+        }
+        fn alloc(&self, dtype: DType, len: usize) -> normkit_core::Result<HostBuf> {
+            Ok(HostBuf::zeros(dtype, len))
+        }
+        fn upload(&self, src: &HostBuf) -> normkit_core::Result<HostBuf> {
+            Ok(src.clone())
+        }
+        fn download(&self, buf: &HostBuf) -> normkit_core::Result<HostBuf> {
+            Ok(buf.clone())
+        }
+        fn synchronize(&self) -> normkit_core::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl BenchBackend for Mock {
+        fn device_info(&self) -> normkit_core::DeviceInfo {
+            normkit_core::DeviceInfo { backend: "cpu".into(), name: "mock".into(), cache_bytes: 1 << 16, memory_bytes: 1 << 30, ..Default::default() }
+        }
+        fn copy_gbps(&self, _bytes: usize) -> normkit_core::Result<f64> {
+            Ok(10.0)
+        }
+        fn time_calls(&self, calls: usize, reps: usize, f: &mut dyn FnMut(usize) -> normkit_core::Result<()>) -> normkit_core::Result<Vec<f64>> {
+            for i in 0..calls {
+                f(i)?;
+            }
+            Ok(vec![1e-4; reps])
+        }
+    }
+
+    fn tiny_plan() -> Plan {
+        Plan { reps: 3, rep_target_s: 1e-3, max_calls: 4, rotate_factor: 2.0, max_sets: 3, copy_bytes: 1 << 20, max_consecutive_errors: 3 }
+    }
+
+    #[test]
+    fn errors_are_recorded_and_the_other_cases_kept() {
+        let grid = [(16, 64, DType::BF16), (8, 32, DType::F32)];
+        let cases = crate::grid::cases(&Op::ALL, &grid);
+        let mut seen = Vec::new();
+        let run = run(&Mock, &cases, &tiny_plan(), None, &mut Progress::quiet(), &mut |r| seen.push(r.results.len()));
+        assert_eq!(seen.len(), cases.len(), "saved after every case");
+        // rms_fwd, rms_bwd, ln_fwd ran; addrms_* unsupported; ln_bwd failed
+        assert_eq!(run.results.len(), 6);
+        assert_eq!(run.skipped.len(), 4);
+        assert!(run.skipped[0].reason.contains("does not support the fused add"));
+        assert_eq!(run.errors.len(), 2);
+        assert_eq!(run.errors[0].op, "ln_bwd");
+        assert!(run.errors[0].reason.contains("device error in backend `cpu` during launch: mock device lost"), "{}", run.errors[0].reason);
+        let r = &run.results[0];
+        assert_eq!((r.op.as_str(), r.m, r.n, r.dtype.as_str()), ("rms_fwd", 16, 64, "bf16"));
+        assert!((r.us - 100.0).abs() < 1e-9 && (r.gbps - Op::RmsFwd.bytes(16, 64, DType::BF16) as f64 / 1e-4 / 1e9).abs() < 1e-9);
+        assert!((r.pct_copy.unwrap() - 10.0 * r.gbps).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_lost_device_stops_the_backend() {
+        let cases = crate::grid::cases(&[Op::LnBwd], &[(8, 32, DType::BF16), (8, 64, DType::BF16), (8, 96, DType::BF16), (8, 128, DType::BF16), (8, 160, DType::BF16)]);
+        let run = run(&Mock, &cases, &tiny_plan(), Some("mock run"), &mut Progress::quiet(), &mut |_| {});
+        assert_eq!(run.errors.len(), 3);
+        assert!(run.notes.iter().any(|n| n.contains("stopped after 3 errors in a row; 2 cases not run")));
+        assert_eq!(run.label, "mock run");
     }
 
     #[test]
