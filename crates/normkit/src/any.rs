@@ -4,7 +4,7 @@
 
 use normkit_core::cpu::CpuBackend;
 use normkit_core::{
-    Backward, Buffer, DType, DTypes, Direction, Forward, HostBuf, NormDesc, NormError, NormKernel,
+    Backward, BenchBackend, Buffer, DType, DTypes, DeviceInfo, Direction, Forward, HostBuf, NormDesc, NormError, NormKernel,
     Operand, Result,
 };
 use std::fmt;
@@ -250,3 +250,14 @@ impl NormKernel for AnyBackend {
     }
 }
 
+impl BenchBackend for AnyBackend {
+    fn device_info(&self) -> DeviceInfo {
+        dispatch!(self, b => b.device_info())
+    }
+    fn copy_gbps(&self, bytes: usize) -> Result<f64> {
+        dispatch!(self, b => b.copy_gbps(bytes))
+    }
+    fn time_calls(&self, calls: usize, reps: usize, f: &mut dyn FnMut(usize) -> Result<()>) -> Result<Vec<f64>> {
+        dispatch!(self, b => b.time_calls(calls, reps, f))
+    }
+}
