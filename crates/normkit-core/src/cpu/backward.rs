@@ -9,7 +9,7 @@
 //! lives only until its parent adds it, so at most about `threads × depth` partials exist.
 
 use super::convert::Ptr;
-use super::forward::{in_out, read_span, Rows, Stat};
+use super::forward::{in_out, read_span, store_row, Rows, Stat};
 use super::reduce;
 use crate::{Backward, BackwardPlan, HostBuf, NormDesc, NormKind, VecMut};
 
@@ -30,6 +30,10 @@ struct Ctx {
     rstd: Stat,
     want_dw: bool,
     want_db: bool,
+    /// Whether the CPU has AVX2 (runtime detection).
+    avx2: bool,
+    /// Whether `dx` is written with streaming stores (AVX2 and a large output).
+    stream: bool,
 }
 
 /// The fp32 partial sums of a range of blocks (empty vectors for gradients not asked for).
@@ -38,6 +42,7 @@ struct Partial {
     db: Vec<f32>,
 }
 
+#[inline(always)]
 fn add_into(acc: &mut [f32], other: &[f32]) {
     for (a, &b) in acc.iter_mut().zip(other) {
         *a += b;
@@ -71,6 +76,7 @@ pub(super) fn run(desc: &NormDesc, plan: &BackwardPlan, mut args: Backward<'_, H
         _ => None,
     };
     let (dy, dx) = in_out(&mut args.dy);
+    let avx2 = super::has_avx2();
     let ctx = Ctx {
         kind: desc.kind,
         n,
@@ -84,6 +90,8 @@ pub(super) fn run(desc: &NormDesc, plan: &BackwardPlan, mut args: Backward<'_, H
         rstd: Stat { ptr: Ptr::of(args.rstd.buf), offset: args.rstd.span.offset },
         want_dw: args.dw.is_some(),
         want_db: args.db.is_some(),
+        avx2,
+        stream: avx2 && m * n * plan.dtypes.y.size_bytes() >= super::STREAM_MIN_BYTES,
     };
 
     let blocks = m.div_ceil(BLOCK_ROWS);
@@ -96,6 +104,16 @@ pub(super) fn run(desc: &NormDesc, plan: &BackwardPlan, mut args: Backward<'_, H
     }
     // `args` holds the borrows behind every pointer in `ctx` until the function returns, after
     // the reduction has joined.
+}
+
+/// [`Ctx::block_body`] compiled for AVX2 (wider vectors, the same operations in the same order).
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn block_avx2(ctx: &Ctx, blk: usize) -> Partial {
+    ctx.block_body(blk)
 }
 
 impl Ctx {
@@ -116,8 +134,19 @@ impl Ctx {
         a
     }
 
-    /// `dx` of the rows of block `blk`, and the block's dW/dB partial (rows added in order).
+    /// [`Ctx::block_body`] on the widest instruction set available.
     fn block(&self, blk: usize) -> Partial {
+        #[cfg(target_arch = "x86_64")]
+        if self.avx2 {
+            // SAFETY: `avx2` was set from `is_x86_feature_detected!("avx2")`.
+            return unsafe { block_avx2(self, blk) };
+        }
+        self.block_body(blk)
+    }
+
+    /// `dx` of the rows of block `blk`, and the block's dW/dB partial (rows added in order).
+    #[inline(always)]
+    fn block_body(&self, blk: usize) -> Partial {
         let n = self.n;
         let mut part = self.empty_partial();
         let mut xh = vec![0.0f32; n];
@@ -140,36 +169,29 @@ impl Ctx {
                 self.x.ptr.load(self.x.at(i), &mut xh);
                 self.dy.ptr.load(self.dy.at(i), &mut g);
             }
-            // x̂ from x and the saved statistics.
-            match self.kind {
-                NormKind::Rms => xh.iter_mut().for_each(|v| *v *= rs),
-                NormKind::Layer => xh.iter_mut().for_each(|v| *v = (*v - mu) * rs),
-            }
+            // x̂ from x and the saved statistics; the dW/dB partials; g = dy·(w + offset).
+            let mu = if self.kind == NormKind::Layer { mu } else { 0.0 };
+            xh.iter_mut().for_each(|v| *v = (*v - mu) * rs);
             if self.want_dw {
                 part.dw.iter_mut().zip(g.iter().zip(&xh)).for_each(|(a, (&dy, &xh))| *a += dy * xh);
             }
             if self.want_db {
                 add_into(&mut part.db, &g);
             }
-            // g = dy·(w + offset)
             if let Some(w) = &self.w {
                 g.iter_mut().zip(w).for_each(|(g, &w)| *g *= w);
             }
             let mgx = reduce::dot(&g, &xh) / nf;
-            match self.kind {
-                NormKind::Rms => g.iter_mut().zip(&xh).for_each(|(g, &xh)| *g = rs * (*g - xh * mgx)),
-                NormKind::Layer => {
-                    let mg = reduce::sum(&g) / nf;
-                    g.iter_mut().zip(&xh).for_each(|(g, &xh)| *g = rs * ((*g - mg) - xh * mgx));
-                }
-            }
+            // RMSNorm: mean(g) does not enter; `g − 0` is exactly `g`.
+            let mg = if self.kind == NormKind::Layer { reduce::sum(&g) / nf } else { 0.0 };
+            g.iter_mut().zip(&xh).for_each(|(g, &xh)| *g = rs * ((*g - mg) - xh * mgx));
             if let Some(d) = &self.d_residual_out {
                 // SAFETY: as above.
                 unsafe { d.ptr.load(d.at(i), &mut t) };
                 add_into(&mut g, &t);
             }
             // SAFETY: as above.
-            unsafe { self.dx.ptr.store(self.dx.at(i), &g) };
+            unsafe { store_row(self.dx.ptr, self.dx.at(i), &g, self.stream) };
         }
         part
     }

@@ -27,7 +27,7 @@ pub(crate) fn f32_to_bf16_bits(v: f32) -> u16 {
 }
 
 /// `dst[i] = src[i]` widened.
-#[inline]
+#[inline(always)]
 pub(crate) fn bf16_to_f32_slice(src: &[u16], dst: &mut [f32]) {
     for (d, &s) in dst.iter_mut().zip(src) {
         *d = bf16_bits_to_f32(s);
@@ -35,7 +35,7 @@ pub(crate) fn bf16_to_f32_slice(src: &[u16], dst: &mut [f32]) {
 }
 
 /// `dst[i] = round(src[i])`.
-#[inline]
+#[inline(always)]
 pub(crate) fn f32_to_bf16_slice(src: &[f32], dst: &mut [u16]) {
     for (d, &s) in dst.iter_mut().zip(src) {
         *d = f32_to_bf16_bits(s);
@@ -43,7 +43,7 @@ pub(crate) fn f32_to_bf16_slice(src: &[f32], dst: &mut [u16]) {
 }
 
 /// Rounds every element of `v` to bf16 and back.
-#[inline]
+#[inline(always)]
 fn round_bf16_in_place(v: &mut [f32]) {
     for x in v.iter_mut() {
         *x = bf16_bits_to_f32(f32_to_bf16_bits(*x));
@@ -61,7 +61,7 @@ fn round_f16_in_place(v: &mut [f32]) {
 }
 
 /// Rounds every element of `v` to `dtype` and back (`round_to` over a slice).
-#[inline]
+#[inline(always)]
 pub(crate) fn round_slice(dtype: crate::DType, v: &mut [f32]) {
     match dtype {
         crate::DType::F32 => {}
@@ -71,7 +71,7 @@ pub(crate) fn round_slice(dtype: crate::DType, v: &mut [f32]) {
 }
 
 /// Rounds one value to `dtype` and back, with the same conversions the row stores use.
-#[inline]
+#[inline(always)]
 pub(crate) fn round_scalar(dtype: crate::DType, v: f32) -> f32 {
     match dtype {
         crate::DType::F32 => v,
@@ -123,7 +123,7 @@ impl Ptr {
     /// # Safety
     /// `at + dst.len()` elements must lie inside the buffer, the buffer must be alive, and no
     /// other thread may write those elements during the call.
-    #[inline]
+    #[inline(always)]
     pub(crate) unsafe fn load(self, at: usize, dst: &mut [f32]) {
         let n = dst.len();
         // SAFETY: the caller guarantees the range is in bounds, live and not written concurrently.
@@ -142,7 +142,7 @@ impl Ptr {
     /// `at + src.len()` elements must lie inside the buffer, the buffer must be alive and
     /// exclusively borrowed by the call, and no other thread may read or write those elements
     /// during the call.
-    #[inline]
+    #[inline(always)]
     pub(crate) unsafe fn store(self, at: usize, src: &[f32]) {
         let n = src.len();
         // SAFETY: the caller guarantees the range is in bounds, live and owned by this thread.
@@ -159,7 +159,7 @@ impl Ptr {
     ///
     /// # Safety
     /// As [`Ptr::load`] for one element.
-    #[inline]
+    #[inline(always)]
     pub(crate) unsafe fn get(self, at: usize) -> f32 {
         let mut v = [0.0f32];
         // SAFETY: forwarded to the caller.
@@ -171,9 +171,82 @@ impl Ptr {
     ///
     /// # Safety
     /// As [`Ptr::store`] for one element.
-    #[inline]
+    #[inline(always)]
     pub(crate) unsafe fn set(self, at: usize, v: f32) {
         // SAFETY: forwarded to the caller.
         unsafe { self.store(at, &[v]) };
+    }
+}
+
+/// 32 bytes of output, aligned for a 256-bit streaming store.
+#[cfg(target_arch = "x86_64")]
+#[repr(C, align(32))]
+struct Line<T, const K: usize>([T; K]);
+
+#[cfg(target_arch = "x86_64")]
+impl Ptr {
+    /// [`Ptr::store`] with non-temporal (streaming) stores for the 32-byte-aligned body of the
+    /// range, then an `sfence`. Streaming stores skip the read-for-ownership of the destination
+    /// lines and leave the cache alone, as a large memcpy does: without them a large output costs
+    /// an extra read of itself. The values stored are bitwise those of [`Ptr::store`].
+    ///
+    /// # Safety
+    /// As [`Ptr::store`], and the CPU must support AVX2.
+    #[target_feature(enable = "avx2")]
+    pub(crate) unsafe fn store_stream(self, at: usize, src: &[f32]) {
+        use std::arch::x86_64::{__m256i, _mm256_load_si256, _mm256_stream_si256, _mm_sfence};
+
+        /// Stores `src` at `dst`: plain stores up to the first 32-byte boundary and for the
+        /// tail, streaming stores of `K` elements (32 bytes) in between, each converted by `conv`.
+        ///
+        /// # Safety
+        /// `dst..dst + src.len()` is valid for writes and owned by the caller's thread; `T` is
+        /// 32/K bytes; the CPU supports AVX2.
+        #[target_feature(enable = "avx2")]
+        #[inline]
+        unsafe fn run<T: Copy + Default, const K: usize>(dst: *mut T, src: &[f32], conv: impl Fn(&[f32], &mut [T])) {
+            let es = std::mem::size_of::<T>();
+            let n = src.len();
+            let head = ((32 - (dst as usize) % 32) % 32) / es;
+            // Soundness of the blocks below: every write lies in `dst..dst + n`, valid and owned by
+            // this thread per the caller; `p` is 32-byte aligned at each streaming store because
+            // `dst + head` is (element addresses are multiples of `es`, which divides 32).
+            if head >= n || (dst as usize) % es != 0 {
+                // SAFETY: as just said.
+                let out = unsafe { std::slice::from_raw_parts_mut(dst, n) };
+                conv(src, out);
+                return;
+            }
+            let (first, rest) = src.split_at(head);
+            // SAFETY: as above.
+            conv(first, unsafe { std::slice::from_raw_parts_mut(dst, head) });
+            let mut chunks = rest.chunks_exact(K);
+            // SAFETY: `head < n`, so `dst + head` is inside the range.
+            let mut p = unsafe { dst.add(head) };
+            let mut line = Line([T::default(); K]);
+            for c in &mut chunks {
+                conv(c, &mut line.0);
+                // SAFETY: as above; `line` is 32-byte aligned and 32 bytes long.
+                unsafe {
+                    _mm256_stream_si256(p.cast::<__m256i>(), _mm256_load_si256((&raw const line).cast::<__m256i>()));
+                    p = p.add(K);
+                }
+            }
+            let tail = chunks.remainder();
+            // SAFETY: as above.
+            conv(tail, unsafe { std::slice::from_raw_parts_mut(p, tail.len()) });
+            // Order the streaming stores before anything this thread does next (in particular
+            // before rayon signals completion to the caller).
+            _mm_sfence();
+        }
+
+        // SAFETY: forwarded from the caller (range in bounds, owned, AVX2 present).
+        unsafe {
+            match self {
+                Ptr::F32(p) => run::<f32, 8>(p.add(at), src, |s, d| d.copy_from_slice(s)),
+                Ptr::F16(p) => run::<f16, 16>(p.add(at), src, |s, d| d.convert_from_f32_slice(s)),
+                Ptr::BF16(p) => run::<u16, 16>(p.add(at).cast::<u16>(), src, f32_to_bf16_slice),
+            }
+        }
     }
 }

@@ -21,7 +21,7 @@ pub(super) struct Rows {
 
 impl Rows {
     /// Element index of the first element of row `i`.
-    #[inline]
+    #[inline(always)]
     pub fn at(&self, i: usize) -> usize {
         self.layout.offset + i * self.layout.stride
     }
@@ -32,6 +32,23 @@ impl Rows {
 pub(super) struct Stat {
     pub ptr: Ptr,
     pub offset: usize,
+}
+
+/// Stores an output row, streaming when `stream` is set.
+///
+/// # Safety
+/// As [`Ptr::store`]; `stream` may be set only if the CPU supports AVX2.
+#[inline(always)]
+pub(super) unsafe fn store_row(ptr: Ptr, at: usize, src: &[f32], stream: bool) {
+    #[cfg(target_arch = "x86_64")]
+    if stream {
+        // SAFETY: forwarded from the caller, who checked AVX2 before setting `stream`.
+        unsafe { ptr.store_stream(at, src) };
+        return;
+    }
+    let _ = stream;
+    // SAFETY: forwarded from the caller.
+    unsafe { ptr.store(at, src) }
 }
 
 /// Splits an `InOut` into its input and output row views (the same memory when in place).
@@ -74,6 +91,10 @@ struct Ctx {
     b: Option<Vec<f32>>,
     mean: Option<Stat>,
     rstd: Option<Stat>,
+    /// Whether the CPU has AVX2 (runtime detection).
+    avx2: bool,
+    /// Whether outputs are written with streaming stores (AVX2 and a large output).
+    stream: bool,
 }
 
 /// Runs a validated forward call.
@@ -110,21 +131,59 @@ pub(super) fn run(desc: &NormDesc, plan: &ForwardPlan, mut args: Forward<'_, Hos
     let stat = |v: &mut Option<crate::VecMut<'_, HostBuf>>| v.as_mut().map(|v| Stat { ptr: Ptr::of_mut(v.buf), offset: v.span.offset });
     let mean = if desc.has_mean() { stat(&mut args.mean) } else { None };
     let rstd = stat(&mut args.rstd);
-    let ctx = Ctx { kind: desc.kind, casting: desc.casting, eps: desc.eps, n, xdt, x, y, residual, w, b, mean, rstd };
+    let avx2 = super::has_avx2();
+    let out_bytes = m * n * (plan.dtypes.y.size_bytes() + residual.map_or(0, |r| r.2.size_bytes()));
+    let stream = avx2 && out_bytes >= super::STREAM_MIN_BYTES;
+    let ctx = Ctx { kind: desc.kind, casting: desc.casting, eps: desc.eps, n, xdt, x, y, residual, w, b, mean, rstd, avx2, stream };
 
     let min_rows = (TASK_ELEMS / n).max(1);
     let has_res = ctx.residual.is_some();
     (0..m).into_par_iter().with_min_len(min_rows).for_each_init(
         || (vec![0.0f32; n], if has_res { vec![0.0f32; n] } else { Vec::new() }),
-        |(h, r), i| ctx.row(i, h, r),
+        |(h, r), i| ctx.row_dispatch(i, h, r),
     );
     // `args` holds the borrows behind every pointer in `ctx` until the function returns, after
     // the parallel loop has joined.
 }
 
+/// `h[i] = (h[i] − mu)·rstd·w[i] + b[i]`, each operand optional (`w = 1`, `b = 0` when absent).
+/// Multiplying by `1.0` and adding `0.0`/subtracting `0.0` are exact, so callers may pass neutral
+/// values instead of skipping a step.
+#[inline(always)]
+fn affine(h: &mut [f32], mu: f32, rstd: f32, w: Option<&[f32]>, b: Option<&[f32]>) {
+    match (w, b) {
+        (Some(w), Some(b)) => h.iter_mut().zip(w).zip(b).for_each(|((v, &w), &b)| *v = (*v - mu) * rstd * w + b),
+        (Some(w), None) => h.iter_mut().zip(w).for_each(|(v, &w)| *v = (*v - mu) * rstd * w),
+        (None, Some(b)) => h.iter_mut().zip(b).for_each(|(v, &b)| *v = (*v - mu) * rstd + b),
+        (None, None) => h.iter_mut().for_each(|v| *v = (*v - mu) * rstd),
+    }
+}
+
+/// [`Ctx::row`] compiled for AVX2 (wider vectors for the same operations, hence the same bits).
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn row_avx2(ctx: &Ctx, i: usize, h: &mut [f32], r: &mut [f32]) {
+    ctx.row(i, h, r)
+}
+
 impl Ctx {
-    /// Normalises row `i`. `h` has length `n`; `r` too when there is a residual.
+    /// Row `i` on the widest instruction set available.
     #[inline]
+    fn row_dispatch(&self, i: usize, h: &mut [f32], r: &mut [f32]) {
+        #[cfg(target_arch = "x86_64")]
+        if self.avx2 {
+            // SAFETY: `avx2` was set from `is_x86_feature_detected!("avx2")`.
+            unsafe { row_avx2(self, i, h, r) };
+            return;
+        }
+        self.row(i, h, r)
+    }
+
+    /// Normalises row `i`. `h` has length `n`; `r` too when there is a residual.
+    #[inline(always)]
     fn row(&self, i: usize, h: &mut [f32], r: &mut [f32]) {
         // Soundness of all the loads and stores below: validation checked that every row view lies
         // inside its buffer (`check_mat`) and every statistic span too (`check_span`); the
@@ -143,7 +202,7 @@ impl Ctx {
             // The norm reads `h` as stored in the residual's dtype.
             round_slice(*rdt, h);
             // SAFETY: as above.
-            unsafe { res_out.ptr.store(res_out.at(i), h) };
+            unsafe { store_row(res_out.ptr, res_out.at(i), h, self.stream) };
         }
 
         let nf = self.n as f32;
@@ -160,34 +219,37 @@ impl Ctx {
             rstd = round_scalar(self.xdt, rstd);
         }
 
-        // x̂, rounded as the casting mode says. Every step is one correctly rounded f32 op, so
-        // splitting the elementwise work into passes gives the same bits as one fused loop.
-        match self.kind {
-            NormKind::Rms => h.iter_mut().for_each(|v| *v *= rstd),
-            NormKind::Layer if none => {
-                h.iter_mut().for_each(|v| *v -= mu);
+        // y, rounded as the casting mode says. Every step is one correctly rounded f32 operation
+        // (Rust never contracts a multiply and an add into an FMA), so splitting the elementwise
+        // work into passes gives the same bits as one fused loop, on every instruction set.
+        let (w, b) = (self.w.as_deref(), self.b.as_deref());
+        match self.casting {
+            // `(h − μ)·rstd·w + b` in one pass (μ = 0 for RMSNorm: `h − 0` is exactly `h`).
+            CastingMode::Gemma => affine(h, mu, rstd, w, b),
+            CastingMode::Llama => {
+                affine(h, mu, rstd, None, None);
                 round_slice(self.xdt, h);
+                affine(h, 0.0, 1.0, w, b);
+            }
+            CastingMode::None => {
+                if self.kind == NormKind::Layer {
+                    h.iter_mut().for_each(|v| *v -= mu);
+                    round_slice(self.xdt, h);
+                }
                 h.iter_mut().for_each(|v| *v *= rstd);
-            }
-            NormKind::Layer => h.iter_mut().for_each(|v| *v = (*v - mu) * rstd),
-        }
-        if self.casting != CastingMode::Gemma {
-            round_slice(self.xdt, h);
-        }
-        if let Some(w) = &self.w {
-            h.iter_mut().zip(w.iter()).for_each(|(v, &w)| *v *= w);
-            if none {
                 round_slice(self.xdt, h);
-            }
-        }
-        if let Some(b) = &self.b {
-            h.iter_mut().zip(b.iter()).for_each(|(v, &b)| *v += b);
-            if none {
-                round_slice(self.xdt, h);
+                if let Some(w) = w {
+                    h.iter_mut().zip(w).for_each(|(v, &w)| *v *= w);
+                    round_slice(self.xdt, h);
+                }
+                if let Some(b) = b {
+                    h.iter_mut().zip(b).for_each(|(v, &b)| *v += b);
+                    round_slice(self.xdt, h);
+                }
             }
         }
         // SAFETY: as above.
-        unsafe { self.y.ptr.store(self.y.at(i), h) };
+        unsafe { store_row(self.y.ptr, self.y.at(i), h, self.stream) };
         if let Some(s) = &self.mean {
             // SAFETY: as above (element `i` of the mean span).
             unsafe { s.ptr.set(s.offset + i, mu) };

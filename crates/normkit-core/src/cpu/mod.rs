@@ -26,6 +26,25 @@ use crate::{
     NormKernel, Result,
 };
 
+/// Outputs of at least this many bytes (per call) are written with streaming stores, which skip
+/// the read-for-ownership of each destination line (a third of the traffic of a forward pass) and
+/// do not evict the inputs of the next op from the cache. Below it the output is likely to be read
+/// soon from the cache, so plain stores win. 64 MiB: 8192×4096 bf16, the smallest benchmark size.
+const STREAM_MIN_BYTES: usize = 64 << 20;
+
+/// Whether the row kernels may use their AVX2 build (checked once per call; the instruction set
+/// changes vector width only, never the order or rounding of any operation).
+fn has_avx2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::is_x86_feature_detected!("avx2")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 /// The CPU backend: every op, forward and backward, on [`HostBuf`]s, parallel over the current
 /// rayon pool (run it inside `ThreadPool::install` to choose the pool).
 #[derive(Debug, Default, Clone)]

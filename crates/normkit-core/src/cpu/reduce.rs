@@ -23,7 +23,7 @@ fn fold(mut acc: [f32; LANES]) -> f32 {
 }
 
 /// `Σ x[i]`.
-#[inline]
+#[inline(always)]
 pub(crate) fn sum(x: &[f32]) -> f32 {
     let mut acc = [0.0f32; LANES];
     let mut chunks = x.chunks_exact(LANES);
@@ -39,7 +39,7 @@ pub(crate) fn sum(x: &[f32]) -> f32 {
 }
 
 /// `Σ (x[i] − c)²`; with `c = 0` the sum of squares.
-#[inline]
+#[inline(always)]
 pub(crate) fn sum_sq_dev(x: &[f32], c: f32) -> f32 {
     let mut acc = [0.0f32; LANES];
     let mut chunks = x.chunks_exact(LANES);
@@ -57,7 +57,7 @@ pub(crate) fn sum_sq_dev(x: &[f32], c: f32) -> f32 {
 }
 
 /// `Σ x[i]²` (no subtraction, for RMSNorm).
-#[inline]
+#[inline(always)]
 pub(crate) fn sum_sq(x: &[f32]) -> f32 {
     let mut acc = [0.0f32; LANES];
     let mut chunks = x.chunks_exact(LANES);
@@ -73,7 +73,7 @@ pub(crate) fn sum_sq(x: &[f32]) -> f32 {
 }
 
 /// `Σ a[i]·b[i]`.
-#[inline]
+#[inline(always)]
 pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
     let n = a.len().min(b.len());
     let (a, b) = (&a[..n], &b[..n]);

@@ -326,3 +326,28 @@ fn invalid_call_writes_nothing() {
     assert!(CpuBackend::new().forward(&NormDesc::rms(1e-6), a).is_err());
     assert!(y.to_f32_vec().iter().all(|&v| v == 7.0));
 }
+
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn streaming_store_matches_plain_store() {
+    use super::convert::Ptr;
+    if !super::has_avx2() {
+        return;
+    }
+    let src = data(300, 16);
+    for dt in DType::ALL {
+        for at in [0, 1, 3, 7, 8, 15, 16, 17] {
+            for len in [0, 1, 5, 8, 15, 16, 17, 31, 64, 100, 283] {
+                let mut a = HostBuf::filled(dt, 320, 3.0);
+                let mut b = a.clone();
+                // SAFETY: `at + len <= 300 < 320` elements, the buffers are exclusively borrowed
+                // here, and AVX2 was detected above.
+                unsafe {
+                    Ptr::of_mut(&mut a).store(at, &src[..len]);
+                    Ptr::of_mut(&mut b).store_stream(at, &src[..len]);
+                }
+                assert!(a.bits_eq(&b), "{dt} at {at} len {len}");
+            }
+        }
+    }
+}
