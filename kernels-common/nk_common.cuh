@@ -41,18 +41,17 @@ NK_DEVICE void load_raw(const void* row, int dt, int64_t i, Raw<VEC>& r);
 template <>
 NK_DEVICE void load_raw<8>(const void* row, int dt, int64_t i, Raw<8>& r) {
     if (dt == NK_DT_F32) {
-        const nk_u128* p = reinterpret_cast<const nk_u128*>(static_cast<const float*>(row) + i);
-        r.q[0] = p[0];
-        r.q[1] = p[1];
+        const float* p = static_cast<const float*>(row) + i;
+        r.q[0] = nk_load_g128(p);
+        r.q[1] = nk_load_g128(p + 4);
     } else {
-        const nk_u128* p = reinterpret_cast<const nk_u128*>(static_cast<const uint16_t*>(row) + i);
-        r.q[0] = p[0];
+        r.q[0] = nk_load_g128(static_cast<const uint16_t*>(row) + i);
     }
 }
 template <>
 NK_DEVICE void load_raw<1>(const void* row, int dt, int64_t i, Raw<1>& r) {
-    if (dt == NK_DT_F32) r.s = static_cast<const uint32_t*>(row)[i];
-    else r.s = static_cast<const uint16_t*>(row)[i];
+    if (dt == NK_DT_F32) r.s = nk_load_g32(static_cast<const uint32_t*>(row) + i);
+    else r.s = nk_load_g16(static_cast<const uint16_t*>(row) + i);
 }
 
 template <int VEC>
@@ -105,18 +104,17 @@ NK_DEVICE void store_raw(void* row, int dt, int64_t i, const Raw<VEC>& r);
 template <>
 NK_DEVICE void store_raw<8>(void* row, int dt, int64_t i, const Raw<8>& r) {
     if (dt == NK_DT_F32) {
-        nk_u128* p = reinterpret_cast<nk_u128*>(static_cast<float*>(row) + i);
-        p[0] = r.q[0];
-        p[1] = r.q[1];
+        float* p = static_cast<float*>(row) + i;
+        nk_store_g128(p, r.q[0]);
+        nk_store_g128(p + 4, r.q[1]);
     } else {
-        nk_u128* p = reinterpret_cast<nk_u128*>(static_cast<uint16_t*>(row) + i);
-        p[0] = r.q[0];
+        nk_store_g128(static_cast<uint16_t*>(row) + i, r.q[0]);
     }
 }
 template <>
 NK_DEVICE void store_raw<1>(void* row, int dt, int64_t i, const Raw<1>& r) {
-    if (dt == NK_DT_F32) static_cast<uint32_t*>(row)[i] = r.s;
-    else static_cast<uint16_t*>(row)[i] = (uint16_t)r.s;
+    if (dt == NK_DT_F32) nk_store_g32(static_cast<uint32_t*>(row) + i, r.s);
+    else nk_store_g16(static_cast<uint16_t*>(row) + i, r.s);
 }
 
 template <int VEC>

@@ -51,3 +51,31 @@ NK_DEVICE float nk_div_rn(float a, float b) { return __fdiv_rn(a, b); }
 
 // Streaming store of a 16-byte vector (outputs are not re-read by this kernel).
 NK_DEVICE void nk_store_u128_stream(nk_u128* p, nk_u128 v) { __stcs(p, v); }
+
+// Global-memory accesses. The kernels receive plain 64-bit addresses, so without these the
+// compiler emits generic LD/ST; these pin the global-space instructions (LDG.E.128 / STG.E.128 for
+// the 16-byte forms). Loads are not `volatile` (the compiler may batch them ahead of use); every
+// store depends on the values it overwrites in place, so no load can move past a store to its
+// own address.
+NK_DEVICE nk_u128 nk_load_g128(const void* p) {
+    nk_u128 v;
+    asm("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+    return v;
+}
+NK_DEVICE void nk_store_g128(void* p, nk_u128 v) {
+    asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+}
+NK_DEVICE uint32_t nk_load_g32(const void* p) {
+    uint32_t v;
+    asm("ld.global.u32 %0, [%1];" : "=r"(v) : "l"(p));
+    return v;
+}
+NK_DEVICE uint32_t nk_load_g16(const void* p) {
+    unsigned short v;
+    asm("ld.global.u16 %0, [%1];" : "=h"(v) : "l"(p));
+    return (uint32_t)v;
+}
+NK_DEVICE void nk_store_g32(void* p, uint32_t v) { asm volatile("st.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory"); }
+NK_DEVICE void nk_store_g16(void* p, uint32_t v) {
+    asm volatile("st.global.u16 [%0], %1;" ::"l"(p), "h"((unsigned short)v) : "memory");
+}

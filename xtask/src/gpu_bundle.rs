@@ -1,7 +1,146 @@
-//! Placeholder until the CUDA helper's bundle task lands (this file is theirs to overwrite).
+//! `cargo xtask gpu-bundle`: everything a GPU host (no Rust there) needs to verify and benchmark
+//! the CUDA backend, in one folder:
+//!
+//! - `bin/cuda-tests`: the conformance suite and CUDA-specific tests (`tests/tests/cuda.rs`);
+//! - `bin/normkit-bench`: the benchmark runner, built with the `cuda` feature;
+//! - `peers/bench_peers.py` (from `../shared/peers` or `shared/peers`, when present) and any
+//!   wheels already in `OUT/wheels` (kept across runs: e.g. liger-kernel, fetched with `pip download`);
+//! - `run.sh`: tests, compute-sanitizer (memcheck, racecheck, initcheck) on the kernel tour,
+//!   the benchmark and the peers, writing under `$OUT` (or `./out`).
+//!
+//! Standard library only. Release builds in `$CARGO_TARGET_DIR` (default `target/`).
 
-use std::path::Path;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
-pub fn run(_root: &Path, _out: &Path) -> Result<(), String> {
-    Err("gpu-bundle is not written yet".into())
+/// Builds `args` with `--message-format=json` and returns the executables cargo reports,
+/// as (target name, path).
+fn cargo_executables(root: &Path, args: &[&str]) -> Result<Vec<(String, PathBuf)>, String> {
+    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .current_dir(root)
+        .args(args)
+        .arg("--message-format=json-render-diagnostics")
+        .output()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("cargo {} failed:\n{}", args.join(" "), String::from_utf8_lossy(&out.stderr)));
+    }
+    let mut v = Vec::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let (Some(exe), Some(name)) = (json_str(line, "\"executable\":"), json_target_name(line)) else { continue };
+        v.push((name, PathBuf::from(exe)));
+    }
+    Ok(v)
+}
+
+/// The string value after `key` on a JSON line (no escapes expected in paths and names).
+fn json_str(line: &str, key: &str) -> Option<String> {
+    let rest = &line[line.find(key)? + key.len()..];
+    let rest = rest.trim_start().strip_prefix('"')?;
+    Some(rest[..rest.find('"')?].to_string())
+}
+
+fn json_target_name(line: &str) -> Option<String> {
+    let t = &line[line.find("\"target\":")?..];
+    json_str(t, "\"name\":")
+}
+
+fn copy(from: &Path, to: &Path) -> Result<(), String> {
+    fs::copy(from, to).map(|_| ()).map_err(|e| format!("copy {} -> {}: {e}", from.display(), to.display()))
+}
+
+const RUN_SH: &str = r#"#!/usr/bin/env bash
+# normkit GPU bundle: tests, sanitizers, benchmark, peers. Results under $OUT (default ./out).
+# Usage: run.sh [tests] [sanitize] [bench] [peers]   (default: all four)
+set -u
+HERE="$(cd "$(dirname "$0")" && pwd)"
+OUT="${OUT:-$HERE/out}"
+mkdir -p "$OUT"
+STEPS="${*:-tests sanitize bench peers}"
+status=0
+has() { case " $STEPS " in *" $1 "*) return 0;; esac; return 1; }
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv 2>&1 | tee "$OUT/device.txt"
+if has tests; then
+  echo "== conformance + CUDA tests"
+  "$HERE/bin/cuda-tests" --test-threads=1 2>&1 | tee "$OUT/tests.log" | grep -E "^test |test result|FAIL|panicked" || true
+  grep -q "test result: ok" "$OUT/tests.log" || status=1
+fi
+if has sanitize; then
+  for tool in memcheck racecheck initcheck; do
+    echo "== compute-sanitizer --tool $tool (kernel tour)"
+    compute-sanitizer --tool $tool --error-exitcode 9 "$HERE/bin/cuda-tests" kernel_tour --test-threads=1 > "$OUT/sanitize-$tool.log" 2>&1
+    rc=$?; tail -n 3 "$OUT/sanitize-$tool.log"; echo "exit $rc"; [ $rc -eq 0 ] || status=1
+  done
+fi
+if has bench; then
+  echo "== normkit-bench"
+  "$HERE/bin/normkit-bench" run --backend cuda ${BENCH_ARGS:-} --out "$OUT/bench" 2>&1 | tail -n 60
+fi
+if has peers && [ -f "$HERE/peers/bench_peers.py" ]; then
+  echo "== peers"
+  if ls "$HERE"/wheels/*.whl >/dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/nk-site "$HERE"/wheels/*.whl && export PYTHONPATH=/tmp/nk-site
+  fi
+  PYTHONUNBUFFERED=1 python3 "$HERE/peers/bench_peers.py" ${PEERS_ARGS:-} --out "$OUT/peers" 2>&1 | tail -n 40
+fi
+exit $status
+"#;
+
+pub fn run(root: &Path, out: &Path) -> Result<(), String> {
+    let bin = out.join("bin");
+    fs::create_dir_all(&bin).map_err(|e| format!("create {}: {e}", bin.display()))?;
+
+    let tests = cargo_executables(
+        root,
+        &["test", "--release", "-p", "normkit-conformance", "--features", "cuda", "--test", "cuda", "--no-run"],
+    )?;
+    let (_, t) = tests.iter().find(|(n, _)| n == "cuda").ok_or("cargo reported no `cuda` test executable")?;
+    copy(t, &bin.join("cuda-tests"))?;
+
+    let benches = cargo_executables(
+        root,
+        &["build", "--release", "-p", "normkit-benches", "--features", "cuda", "--bin", "normkit-bench"],
+    )?;
+    let (_, b) = benches.iter().find(|(n, _)| n == "normkit-bench").ok_or("cargo reported no normkit-bench executable")?;
+    copy(b, &bin.join("normkit-bench"))?;
+
+    for cand in [root.join("../shared/peers/bench_peers.py"), root.join("shared/peers/bench_peers.py")] {
+        if cand.is_file() {
+            let d = out.join("peers");
+            fs::create_dir_all(&d).map_err(|e| format!("create {}: {e}", d.display()))?;
+            copy(&cand, &d.join("bench_peers.py"))?;
+            break;
+        }
+    }
+    fs::create_dir_all(out.join("wheels")).map_err(|e| format!("create wheels/: {e}"))?;
+
+    let run_sh = out.join("run.sh");
+    fs::write(&run_sh, RUN_SH).map_err(|e| format!("write {}: {e}", run_sh.display()))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&run_sh, fs::Permissions::from_mode(0o755)).map_err(|e| format!("chmod run.sh: {e}"))?;
+    }
+
+    let size = dir_size(out);
+    println!("gpu bundle in {} ({:.1} MiB): bin/cuda-tests, bin/normkit-bench, run.sh", out.display(), size as f64 / (1 << 20) as f64);
+    if size > 60 << 20 {
+        return Err(format!("the bundle is {} MiB, over the 60 MiB a device call can carry", size >> 20));
+    }
+    Ok(())
+}
+
+fn dir_size(p: &Path) -> u64 {
+    let Ok(rd) = fs::read_dir(p) else { return 0 };
+    rd.filter_map(|e| e.ok())
+        .map(|e| {
+            let path = e.path();
+            if path.is_dir() {
+                dir_size(&path)
+            } else {
+                e.metadata().map(|m| m.len()).unwrap_or(0)
+            }
+        })
+        .sum()
 }

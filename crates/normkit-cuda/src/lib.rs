@@ -147,7 +147,7 @@ fn align256(b: usize) -> usize {
 impl CudaBackend {
     /// Opens device `ordinal`. Errors, never panics: no driver library, no device, or a device
     /// the fatbin has no code for.
-    pub fn new(ordinal: usize) -> Result<Self> {
+    pub fn with_device(ordinal: usize) -> Result<Self> {
         // SAFETY: only probes for the driver library (dlopen); cudarc panics on first use otherwise.
         if !unsafe { sys::is_culib_present() } {
             return Err(NormError::BackendUnavailable {
@@ -207,8 +207,8 @@ impl CudaBackend {
     }
 
     /// Opens device 0.
-    pub fn default_device() -> Result<Self> {
-        Self::new(0)
+    pub fn new() -> Result<Self> {
+        Self::with_device(0)
     }
 
     /// Compute capability (major, minor).
