@@ -55,15 +55,43 @@ pub fn bits_at(buf: &HostBuf, i: usize) -> u32 {
 }
 
 /// A buffer of `len` elements of `fill_bits` with the dense `rows × cols` matrix `dense` placed at
-/// `layout`.
+/// `layout` (rows converted in parallel for large matrices).
 pub fn place_mat(dtype: DType, dense: &[f32], layout: &Layout, len: usize, fill_bits: u32) -> HostBuf {
     let mut b = buf_of_bits(dtype, len, fill_bits);
-    for i in 0..layout.rows {
-        for j in 0..layout.cols {
-            set_f32(&mut b, layout.offset + i * layout.stride + j, dense[i * layout.cols + j]);
-        }
+    match &mut b {
+        HostBuf::F32(v) => place_rows(v, dense, layout, |x| x),
+        HostBuf::F16(v) => place_rows(v, dense, layout, f16::from_f32),
+        HostBuf::BF16(v) => place_rows(v, dense, layout, bf16::from_f32),
     }
     b
+}
+
+fn place_rows<T: Copy + Send>(buf: &mut [T], dense: &[f32], l: &Layout, conv: fn(f32) -> T) {
+    if l.rows == 0 || l.cols == 0 {
+        return;
+    }
+    let body = &mut buf[l.offset..];
+    // Row i starts at i·stride of `body`; hand out disjoint row slices to the workers.
+    let mut rows: Vec<(&mut [T], &[f32])> = Vec::with_capacity(l.rows);
+    let mut rest = body;
+    for i in 0..l.rows {
+        let take = if i + 1 == l.rows { l.cols } else { l.stride };
+        let (row, tail) = rest.split_at_mut(take);
+        rows.push((&mut row[..l.cols], &dense[i * l.cols..(i + 1) * l.cols]));
+        rest = tail;
+    }
+    let per = rows.len().div_ceil(crate::par::workers(l.rows, l.cols));
+    std::thread::scope(|s| {
+        for chunk in rows.chunks_mut(per.max(1)) {
+            s.spawn(move || {
+                for (dst, src) in chunk.iter_mut() {
+                    for (d, &v) in dst.iter_mut().zip(src.iter()) {
+                        *d = conv(v);
+                    }
+                }
+            });
+        }
+    });
 }
 
 /// A buffer of `len` elements of `fill_bits` with `values` placed at `span`.

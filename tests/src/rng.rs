@@ -3,11 +3,15 @@
 
 /// SplitMix64: a 64-bit state advanced by a constant and scrambled. Good enough for test data.
 #[derive(Debug, Clone)]
-pub struct Rng(u64);
+pub struct Rng {
+    state: u64,
+    /// The second value of the last Box–Muller pair.
+    spare: Option<f64>,
+}
 
 impl Rng {
     pub fn new(seed: u64) -> Self {
-        Rng(seed ^ 0x6A09_E667_F3BC_C909)
+        Rng { state: seed ^ 0x6A09_E667_F3BC_C909, spare: None }
     }
 
     /// A generator for one element of a family of streams (row `i` of tensor `tag` of a case), so a
@@ -21,8 +25,8 @@ impl Rng {
     }
 
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
+        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.state;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         z ^ (z >> 31)
@@ -38,10 +42,16 @@ impl Rng {
         self.next_u64() % n
     }
 
-    /// Standard normal (Box–Muller, one value per call).
+    /// Standard normal (Box–Muller; both values of a pair are used).
     pub fn normal(&mut self) -> f64 {
+        if let Some(v) = self.spare.take() {
+            return v;
+        }
         let u1 = 1.0 - self.uniform(); // (0, 1]
         let u2 = self.uniform();
-        (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+        let r = (-2.0 * u1.ln()).sqrt();
+        let (s, c) = (std::f64::consts::TAU * u2).sin_cos();
+        self.spare = Some(r * s);
+        r * c
     }
 }
