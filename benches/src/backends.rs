@@ -94,7 +94,15 @@ pub fn run(name: &str, req: &Request, progress: &mut Progress, on_case: &mut dyn
             let b = normkit::hip::HipBackend::new().map_err(|e| format!("hip: {}", reason(&e)))?;
             Ok(runner::run(&b, &cases, &plan, label, progress, on_case))
         }
-        "cuda" | "hip" => Err(format!("{name}: this normkit-bench was built without the `{name}` feature (cargo xtask bench adds it when the toolchain is installed)")),
+        #[cfg(not(feature = "cuda"))]
+        "cuda" => Err(not_built(name)),
+        #[cfg(not(feature = "hip"))]
+        "hip" => Err(not_built(name)),
         other => Err(format!("unknown backend `{other}` (known: {})", NAMES.join(", "))),
     }
+}
+
+#[cfg(not(all(feature = "cuda", feature = "hip")))]
+fn not_built(name: &str) -> String {
+    format!("{name}: this normkit-bench was built without the `{name}` feature (cargo xtask bench adds it when the toolchain is installed)")
 }
