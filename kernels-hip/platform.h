@@ -1,17 +1,19 @@
-// normkit HIP platform layer: the vendor-specific half of the kernels, for AMD CDNA
-// (gfx90a, gfx942 = MI300X, gfx950 = MI355X).
+// normkit HIP platform header: the AMD half of the platform interface of kernels-common
+// (see kernels-common/README.md), for CDNA: gfx90a (MI200), gfx942 (MI300X), gfx950 (MI355X).
 //
-// Everything here is a clang AMDGPU builtin, so the same source builds two ways:
-//   - freestanding (Debian clang-22, `-nogpuinc -nogpulib`): no HIP headers, no device libraries;
-//     this header supplies the HIP keywords itself;
+// The only HIP file that names vendor builtins and the wavefront width. Everything is a clang
+// AMDGPU builtin, so the same source builds two ways:
+//   - freestanding (Debian clang-22, `-nogpuinc -nogpulib`): no HIP headers, no device
+//     libraries; the HIP keywords are defined below;
 //   - ROCm's `hipcc --genco`: the HIP headers are pre-included by the driver and already define
-//     `__device__` & co., so the fallbacks below are skipped.
-//
-// The wavefront size is a compile-time constant of the target (`__AMDGCN_WAVEFRONT_SIZE__` where
-// the compiler still defines it, else 64: every CDNA part normkit targets runs wave64 only).
-// Reductions are templated on it (`nk::WAVE`); the host checks it against
-// `hipDeviceAttributeWarpSize` before launching anything.
+//     `__device__` & co., so the fallbacks are skipped.
 #pragma once
+
+#if !defined(__AMDGCN__)
+#error "kernels-hip/platform.h is for AMDGPU device compilation only"
+#endif
+
+#include <stdint.h>
 
 #ifndef __device__
 #define __device__ __attribute__((device))
@@ -23,91 +25,110 @@
 #define __shared__ __attribute__((shared))
 #endif
 
-#if !defined(__AMDGCN__)
-#error "kernels-hip/platform.h is for AMDGPU device compilation only"
-#endif
-
 #define NK_DEVICE __device__ __attribute__((always_inline)) inline
-// Every kernel is launched with one-dimensional workgroups of 64..1024 work-items. Stating the
-// range lets the compiler budget registers for 1024 (16 waves per CU, at most 128 VGPRs each).
-#define NK_KERNEL(name) extern "C" __global__ __attribute__((amdgpu_flat_work_group_size(64, 1024))) void name
+#define NK_KERNEL_ATTR extern "C" __global__
+// Workgroups of 1..t work-items: the compiler budgets registers so a t-thread workgroup fits a
+// CU (t = 1024: 16 waves, 4 per SIMD, at most 128 VGPRs each).
+#define NK_LAUNCH_BOUNDS(t) __attribute__((amdgpu_flat_work_group_size(1, t)))
+#define NK_SHARED __shared__
+#define NK_DYN_SMEM(name) extern __shared__ __attribute__((aligned(16))) unsigned char name[]
 
-namespace nk {
-
+// Wavefront width of the target: 64 on every CDNA part (wave64 only). Taken from the compiler
+// where it still defines it, so a wave32 build would change it rather than silently disagree;
+// the host checks the device's hipDeviceAttributeWarpSize against the code object before use.
 #if defined(__AMDGCN_WAVEFRONT_SIZE__)
-constexpr int WAVE = __AMDGCN_WAVEFRONT_SIZE__;
+#define NK_WARP __AMDGCN_WAVEFRONT_SIZE__
 #else
-constexpr int WAVE = 64;
+#define NK_WARP 64
 #endif
-static_assert(WAVE == 64, "normkit's HIP kernels are built for wave64 (CDNA); the host checks the device agrees");
+// All lanes of a wavefront (unused by the AMD shuffles, which take no mask).
+#define NK_FULL_MASK (~0ull)
 
-// Upper bound on waves in a workgroup: 1024 work-items / wavefront size.
-constexpr int MAX_WAVES = 1024 / WAVE;
+// A 16-byte vector with .x .y .z .w members: loads and stores of it compile to
+// global_load_dwordx4 / global_store_dwordx4.
+typedef uint32_t nk_u128 __attribute__((ext_vector_type(4)));
 
-typedef long long i64;
-typedef unsigned int u32;
-typedef unsigned int u32x4 __attribute__((ext_vector_type(4)));
-typedef float f32x4 __attribute__((ext_vector_type(4)));
-
-// ---- work-item geometry -------------------------------------------------------------------
-NK_DEVICE int thread_idx() { return (int)__builtin_amdgcn_workitem_id_x(); }
-NK_DEVICE int block_dim() { return (int)__builtin_amdgcn_workgroup_size_x(); }
-NK_DEVICE i64 block_idx_x() { return (i64)__builtin_amdgcn_workgroup_id_x(); }
-NK_DEVICE i64 block_idx_y() { return (i64)__builtin_amdgcn_workgroup_id_y(); }
-
-// Lane within the wavefront: mbcnt counts the set bits of an all-ones mask below this lane.
-NK_DEVICE int lane_id() {
-  return (int)__builtin_amdgcn_mbcnt_hi(~0u, __builtin_amdgcn_mbcnt_lo(~0u, 0u));
+NK_DEVICE int nk_tid() { return (int)__builtin_amdgcn_workitem_id_x(); }
+NK_DEVICE int nk_bdim() { return (int)__builtin_amdgcn_workgroup_size_x(); }
+NK_DEVICE int64_t nk_bid() { return (int64_t)__builtin_amdgcn_workgroup_id_x(); }
+NK_DEVICE int64_t nk_bid_y() { return (int64_t)__builtin_amdgcn_workgroup_id_y(); }
+// Workgroups in the grid: the dispatch packet holds the grid size in work-items.
+NK_DEVICE int64_t nk_nblocks() {
+  const uint32_t g = __builtin_amdgcn_grid_size_x(), w = __builtin_amdgcn_workgroup_size_x();
+  return (int64_t)((g + w - 1) / w);
 }
-NK_DEVICE int wave_id() { return thread_idx() / WAVE; }
-
-// ---- cross-lane ---------------------------------------------------------------------------
-// `v` of lane `lane ^ mask`. ds_bpermute addresses lanes in bytes (lane * 4) and wraps within
-// the wavefront, so this works for any mask < WAVE.
-NK_DEVICE float shfl_xor(float v, int mask) {
-  const int src = (lane_id() ^ mask) << 2;
-  return __builtin_bit_cast(float, __builtin_amdgcn_ds_bpermute(src, __builtin_bit_cast(int, v)));
+NK_DEVICE int64_t nk_nblocks_y() {
+  const uint32_t g = __builtin_amdgcn_grid_size_y(), w = __builtin_amdgcn_workgroup_size_y();
+  return (int64_t)((g + w - 1) / w);
 }
 
-// Workgroup barrier with LDS visibility: release fence, s_barrier, acquire fence (what
-// __syncthreads() expands to in HIP).
-NK_DEVICE void sync_block() {
+// Workgroup barrier with LDS visibility (what __syncthreads() expands to in HIP).
+NK_DEVICE void nk_sync() {
   __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
   __builtin_amdgcn_s_barrier();
   __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
 }
 
-// ---- math ---------------------------------------------------------------------------------
-// v_rsq_f32: 1 ulp; inputs here are var + eps > 0, so no denormal / zero special cases matter.
-NK_DEVICE float rsqrt(float v) { return __builtin_amdgcn_rsqf(v); }
+// Lane index within the wavefront: mbcnt counts the lanes below this one.
+NK_DEVICE int nk_lane() { return (int)__builtin_amdgcn_mbcnt_hi(~0u, __builtin_amdgcn_mbcnt_lo(~0u, 0u)); }
 
-// ---- element types ------------------------------------------------------------------------
-// Storage types. bf16 is a distinct struct so that kernel pointer types cannot be confused.
-struct bf16 {
-  unsigned short bits;
-};
-typedef _Float16 f16;
-typedef float f32;
+// Butterfly exchange: `v` of lane (lane ^ lane_mask). ds_bpermute addresses source lanes in
+// bytes and stays within the wavefront, so every mask below NK_WARP works; every lane of the
+// wavefront must call it.
+NK_DEVICE float nk_shfl_xor(float v, int lane_mask) {
+  const int src = (nk_lane() ^ lane_mask) << 2;
+  return __builtin_bit_cast(float, __builtin_amdgcn_ds_bpermute(src, __builtin_bit_cast(int, v)));
+}
 
-template <class T> NK_DEVICE float to_f32(T v);
-template <> NK_DEVICE float to_f32<float>(float v) { return v; }
-template <> NK_DEVICE float to_f32<f16>(f16 v) { return (float)v; }
-template <> NK_DEVICE float to_f32<bf16>(bf16 v) { return __builtin_bit_cast(float, (u32)v.bits << 16); }
+NK_DEVICE float nk_u32_as_f32(uint32_t u) { return __builtin_bit_cast(float, u); }
+NK_DEVICE uint32_t nk_f32_as_u32(float f) { return __builtin_bit_cast(uint32_t, f); }
+// 16-bit conversions, round to nearest even; the 16 bits live in the low half of the uint32_t.
+// gfx950 converts to bf16 in hardware (v_cvt_pk_bf16_f32); gfx942 / gfx90a get clang's integer
+// RNE sequence (NaN kept quiet).
+NK_DEVICE float nk_f16_to_f32(uint32_t h) { return (float)__builtin_bit_cast(_Float16, (uint16_t)h); }
+NK_DEVICE uint32_t nk_f32_to_f16(float f) { return (uint32_t)__builtin_bit_cast(uint16_t, (_Float16)f); }
+NK_DEVICE float nk_bf16_to_f32(uint32_t h) { return __builtin_bit_cast(float, h << 16); }
+NK_DEVICE uint32_t nk_f32_to_bf16(float f) { return (uint32_t)__builtin_bit_cast(uint16_t, (__bf16)f); }
 
-// Round to nearest even. gfx950 has v_cvt_pk_bf16_f32; on gfx942/gfx90a clang emits the
-// integer RNE sequence (with NaN kept quiet).
-template <class T> NK_DEVICE T from_f32(float v);
-template <> NK_DEVICE float from_f32<float>(float v) { return v; }
-template <> NK_DEVICE f16 from_f32<f16>(float v) { return (f16)v; }
-template <> NK_DEVICE bf16 from_f32<bf16>(float v) { return bf16{__builtin_bit_cast(unsigned short, (__bf16)v)}; }
+// IEEE round-to-nearest operations the compiler may not contract into an FMA (HIP compiles with
+// -ffp-contract=fast-honor-pragmas, so the pragma holds even after inlining).
+NK_DEVICE float nk_mul_rn(float a, float b) {
+#pragma clang fp contract(off)
+  return a * b;
+}
+NK_DEVICE float nk_add_rn(float a, float b) {
+#pragma clang fp contract(off)
+  return a + b;
+}
+NK_DEVICE float nk_sub_rn(float a, float b) {
+#pragma clang fp contract(off)
+  return a - b;
+}
+// Correctly rounded division and square root: without fast-math flags clang emits the
+// div_scale/div_fmas/div_fixup and the scaled v_sqrt_f32 sequences, not v_rcp/v_rsq
+// approximations. The statistic is computed once per row, so exactness costs nothing, and it
+// matches the CPU reference bit for bit (v_rsq_f32, __builtin_amdgcn_rsqf, is 1 ulp).
+NK_DEVICE float nk_div_rn(float a, float b) {
+#pragma clang fp contract(off)
+  return a / b;
+}
+NK_DEVICE float nk_rsqrt_rn(float v) {
+#pragma clang fp contract(off)
+  return 1.0f / __builtin_sqrtf(v);
+}
 
-// The value a tensor of dtype T would hold.
-template <class T> NK_DEVICE float round_to(float v) { return to_f32<T>(from_f32<T>(v)); }
+// Global-memory accesses. The kernels receive plain 64-bit addresses, which clang treats as flat
+// (generic) pointers and would access with flat_load/flat_store; casting to address space 1
+// (global) pins global_load_dwordx4 / global_store_dwordx4 and the 32/16-bit forms. Plain (not
+// volatile) accesses: the compiler may hoist loads ahead of use; a store in place depends on the
+// value it overwrites, so no load moves past a store to its own address.
+#define NK_GLOBAL __attribute__((address_space(1)))
+NK_DEVICE nk_u128 nk_load_g128(const void* p) { return *(const NK_GLOBAL nk_u128*)p; }
+NK_DEVICE void nk_store_g128(void* p, nk_u128 v) { *(NK_GLOBAL nk_u128*)p = v; }
+NK_DEVICE uint32_t nk_load_g32(const void* p) { return *(const NK_GLOBAL uint32_t*)p; }
+NK_DEVICE uint32_t nk_load_g16(const void* p) { return (uint32_t)*(const NK_GLOBAL uint16_t*)p; }
+NK_DEVICE void nk_store_g32(void* p, uint32_t v) { *(NK_GLOBAL uint32_t*)p = v; }
+NK_DEVICE void nk_store_g16(void* p, uint32_t v) { *(NK_GLOBAL uint16_t*)p = (uint16_t)v; }
 
-// ---- 16-byte vector memory ----------------------------------------------------------------
-// Moving bytes through a 4 x u32 vector is what makes the backend emit global_load_dwordx4 /
-// global_store_dwordx4 (the ISA test checks it).
-NK_DEVICE u32x4 load16(const void* p) { return *reinterpret_cast<const u32x4*>(p); }
-NK_DEVICE void store16(void* p, u32x4 v) { *reinterpret_cast<u32x4*>(p) = v; }
-
-}  // namespace nk
+// Streaming store of a 16-byte vector (non-temporal: outputs are not re-read by the kernel).
+NK_DEVICE void nk_store_u128_stream(nk_u128* p, nk_u128 v) { __builtin_nontemporal_store(v, p); }

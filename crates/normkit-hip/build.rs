@@ -1,5 +1,6 @@
-//! Compiles kernels-hip/normkit.hip ahead of time, one code object per AMD target, and generates
-//! the Rust side of the kernel list (kernels-hip/kernels.def).
+//! Compiles kernels-hip/normkit.hip (the HIP platform header + the shared kernel bodies of
+//! kernels-common) ahead of time, one code object per AMD target, and generates the Rust side of
+//! the kernel list (kernels-hip/kernels.def). No run-time compilation.
 //!
 //! Compiler, first found wins:
 //! 1. `NORMKIT_HIP_CLANG=/path/to/clang++`: that clang, freestanding.
@@ -7,11 +8,12 @@
 //!    with `--genco`.
 //! 3. `clang++-22` on PATH, freestanding (`-nogpuinc -nogpulib`): Debian's clang-22 knows gfx942
 //!    and gfx950; `cargo xtask toolchains` installs it.
+//!
 //! None found: the build fails and says so.
 //!
 //! Outputs in OUT_DIR: `normkit_<arch>.hsaco` (raw ELF code objects, embedded by
-//! src/kernels.rs with `include_bytes!`) and `kernels.rs` (archs, the kernel table, the compiler
-//! used).
+//! src/kernels.rs with `include_bytes!`) and `kernels.rs` (code objects, NK_CONST constants, the
+//! kernel table, the compiler used).
 
 use std::env;
 use std::fmt::Write as _;
@@ -22,7 +24,6 @@ use std::process::Command;
 /// Targets: MI300X/MI300A/MI325X (gfx942), MI350X/MI355X (gfx950), MI200 (gfx90a).
 const ARCHS: &[&str] = &["gfx90a", "gfx942", "gfx950"];
 
-const SOURCES: &[&str] = &["normkit.hip", "platform.h", "params.h", "norm.h", "kernels.def"];
 
 enum Compiler {
     /// clang with no HIP headers and no device libraries.
@@ -72,7 +73,7 @@ fn find_compiler() -> Result<Compiler, String> {
         .into())
 }
 
-fn compile(compiler: &Compiler, arch: &str, src: &Path, out: &Path) -> Result<(), String> {
+fn compile(compiler: &Compiler, arch: &str, src: &Path, include: &Path, out: &Path) -> Result<(), String> {
     let mut cmd = match compiler {
         Compiler::Freestanding(c) => {
             let mut cmd = Command::new(c);
@@ -88,6 +89,8 @@ fn compile(compiler: &Compiler, arch: &str, src: &Path, out: &Path) -> Result<()
     // One raw ELF per target (no offload bundle), code object v5: loads on ROCm 5.x .. 7.
     cmd.args(["--no-gpu-bundle-output", "-mcode-object-version=5", "-O3", "-std=c++17"])
         .arg(format!("--offload-arch={arch}"))
+        .arg("-I")
+        .arg(include)
         .arg("-o")
         .arg(out)
         .arg(src);
@@ -102,9 +105,15 @@ fn compile(compiler: &Compiler, arch: &str, src: &Path, out: &Path) -> Result<()
     Ok(())
 }
 
-/// `(macro, args)` of every entry in kernels.def.
-fn parse_list(text: &str) -> Vec<(String, Vec<String>)> {
-    let mut v = Vec::new();
+/// The entries of kernels.def: `NK_CONST(name, value)` and
+/// `NK_KERNEL(symbol, impl, vec, params, max_threads)`.
+struct List {
+    consts: Vec<(String, i64)>,
+    kernels: Vec<(String, u32, String, u32)>,
+}
+
+fn parse_list(text: &str) -> List {
+    let mut list = List { consts: Vec::new(), kernels: Vec::new() };
     for line in text.lines() {
         let line = line.trim();
         if line.starts_with("//") || line.is_empty() {
@@ -113,36 +122,46 @@ fn parse_list(text: &str) -> Vec<(String, Vec<String>)> {
         let (Some(open), Some(close)) = (line.find('('), line.rfind(')')) else {
             panic!("kernels.def: cannot parse `{line}`");
         };
-        let mac = line[..open].trim().to_string();
-        let args: Vec<String> = line[open + 1..close].split(',').map(|a| a.trim().to_string()).collect();
-        let want = match mac.as_str() {
-            "NK_FWD" => 4,
-            "NK_BWD" => 3,
-            "NK_FIN" => 1,
-            other => panic!("kernels.def: unknown entry {other}"),
-        };
-        assert_eq!(args.len(), want, "kernels.def: `{line}` needs {want} dtypes");
-        for a in &args {
-            assert!(["f32", "f16", "bf16"].contains(&a.as_str()), "kernels.def: bad dtype {a}");
+        let args: Vec<&str> = line[open + 1..close].split(',').map(str::trim).collect();
+        match (&line[..open], args.as_slice()) {
+            ("NK_CONST", [name, value]) => {
+                let v = value.parse().unwrap_or_else(|_| panic!("kernels.def: `{line}`: not an integer"));
+                list.consts.push((name.to_string(), v));
+            }
+            ("NK_KERNEL", [sym, _imp, vec, params, max]) => {
+                let vec = vec.parse().unwrap_or_else(|_| panic!("kernels.def: `{line}`: bad vector width"));
+                let max = max.parse().unwrap_or_else(|_| panic!("kernels.def: `{line}`: bad thread count"));
+                list.kernels.push((sym.to_string(), vec, params.to_string(), max));
+            }
+            _ => panic!("kernels.def: cannot parse `{line}`"),
         }
-        v.push((mac, args));
     }
-    v
+    list
 }
 
 fn main() {
     let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let kdir = manifest.join("../../kernels-hip");
+    let common = manifest.join("../../kernels-common");
     let out_dir = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
-    for s in SOURCES {
-        println!("cargo:rerun-if-changed={}", kdir.join(s).display());
+    println!("cargo:rerun-if-changed=build.rs");
+    for dir in [&kdir, &common] {
+        println!("cargo:rerun-if-changed={}", dir.display());
+        let mut files: Vec<_> = fs::read_dir(dir)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .collect();
+        files.sort();
+        for f in files {
+            println!("cargo:rerun-if-changed={}", f.display());
+        }
     }
     for v in ["NORMKIT_HIP_CLANG", "ROCM_PATH"] {
         println!("cargo:rerun-if-env-changed={v}");
     }
 
-    let list = fs::read_to_string(kdir.join("kernels.def")).expect("kernels-hip/kernels.def is readable");
-    let entries = parse_list(&list);
+    let def = fs::read_to_string(kdir.join("kernels.def")).expect("kernels-hip/kernels.def is readable");
+    let list = parse_list(&def);
 
     let compiler = match find_compiler() {
         Ok(c) => c,
@@ -153,15 +172,15 @@ fn main() {
         Compiler::Hipcc(h) => ("hipcc --genco", h.display().to_string()),
     };
 
-    // One compiler process per target, in parallel (~20 s each for clang-22 at -O3).
+    // One compiler process per target, in parallel (~25 s each for clang-22 at -O3).
     let src = kdir.join("normkit.hip");
     let results: Vec<Result<(), String>> = std::thread::scope(|s| {
         let handles: Vec<_> = ARCHS
             .iter()
             .map(|arch| {
                 let out = out_dir.join(format!("normkit_{arch}.hsaco"));
-                let (compiler, src) = (&compiler, &src);
-                s.spawn(move || compile(compiler, arch, src, &out))
+                let (compiler, src, common) = (&compiler, &src, &common);
+                s.spawn(move || compile(compiler, arch, src, common, &out))
             })
             .collect();
         handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err("compiler thread panicked".into()))).collect()
@@ -182,41 +201,23 @@ fn main() {
         let _ = writeln!(rs, "    ({arch:?}, include_bytes!(concat!(env!(\"OUT_DIR\"), \"/normkit_{arch}.hsaco\"))),");
     }
     let _ = writeln!(rs, "];");
-    let ids = |a: &[String]| a.join("_");
-    let mut names = Vec::new();
-    let (mut fwd, mut bwd, mut fin) = (Vec::new(), Vec::new(), Vec::new());
-    for (mac, args) in &entries {
-        let tuple = args.iter().map(|a| format!("{a:?}")).collect::<Vec<_>>().join(", ");
-        match mac.as_str() {
-            "NK_FWD" => {
-                for k in ["fwd_row", "fwd_split_stats", "fwd_split_apply"] {
-                    names.push(format!("nk_{k}_{}", ids(args)));
-                }
-                fwd.push(format!("[{tuple}]"));
-            }
-            "NK_BWD" => {
-                for k in ["bwd_row", "bwd_split_sums", "bwd_split_apply"] {
-                    names.push(format!("nk_{k}_{}", ids(args)));
-                }
-                bwd.push(format!("[{tuple}]"));
-            }
-            _ => {
-                names.push(format!("nk_bwd_finalize_{}", ids(args)));
-                fin.push(format!("{tuple}"));
-            }
-        }
+    for (name, v) in &list.consts {
+        let _ = writeln!(rs, "pub const {name}: usize = {v};");
     }
-    let _ = writeln!(rs, "/// Forward dtype combos `[x, weight, residual, y]`.");
-    let _ = writeln!(rs, "pub const FWD_COMBOS: &[[&str; 4]] = &[{}];", fwd.join(", "));
-    let _ = writeln!(rs, "/// Backward dtype combos `[x, weight, dy]`.");
-    let _ = writeln!(rs, "pub const BWD_COMBOS: &[[&str; 3]] = &[{}];", bwd.join(", "));
-    let _ = writeln!(rs, "/// Finalize weight dtypes.");
-    let _ = writeln!(rs, "pub const FIN_DTYPES: &[&str] = &[{}];", fin.join(", "));
-    let _ = writeln!(rs, "/// Every kernel symbol every code object must export.");
-    let _ = writeln!(rs, "pub const KERNELS: &[&str] = &[");
-    for n in &names {
-        let _ = writeln!(rs, "    {n:?},");
+    for (i, (sym, vec, params, max)) in list.kernels.iter().enumerate() {
+        let bwd = match params.as_str() {
+            "NkFwdParams" => false,
+            "NkBwdParams" => true,
+            other => panic!("kernels.def: unknown parameter struct {other}"),
+        };
+        let _ = writeln!(
+            rs,
+            "pub const {}: Kernel = Kernel {{ index: {i}, name: {sym:?}, vec: {vec}, max_threads: {max}, bwd: {bwd} }};",
+            sym.to_uppercase()
+        );
     }
-    let _ = writeln!(rs, "];");
+    let _ = writeln!(rs, "/// Every kernel, in kernels.def order (`Kernel::index`).");
+    let names: Vec<String> = list.kernels.iter().map(|k| k.0.to_uppercase()).collect();
+    let _ = writeln!(rs, "pub const KERNELS: &[Kernel] = &[{}];", names.join(", "));
     fs::write(out_dir.join("kernels.rs"), rs).expect("OUT_DIR is writable");
 }

@@ -1,13 +1,14 @@
 //! `HipBackend`: device set-up, buffers, launches.
 
-use crate::config::{LaunchConfig, Path};
+use crate::config::{pick, LaunchConfig};
 use crate::elf;
 use crate::ffi::{self, attr, Api, DevicePtr, Event, Function, HipError, LoadError, Module, Stream};
-use crate::kernels;
+use crate::kernels::{self, Kernel};
 use crate::params::{self, BwdParams, FwdParams};
 use normkit_core::{
-    check_desc, check_dtypes, validate_backward, validate_forward, Backward, BenchBackend, Buffer, DType, DTypes,
-    DeviceInfo, Direction, Forward, HostBuf, InOut, Layout, NormDesc, NormError, NormKernel, NormKind, Operand, Result,
+    check_desc, check_dtypes, validate_backward, validate_forward, Backward, BenchBackend, Buffer, CastingMode, DType,
+    DTypes, DeviceInfo, Direction, Forward, HostBuf, InOut, Layout, NormDesc, NormError, NormKernel, NormKind, Operand,
+    Result, Span,
 };
 use std::collections::HashMap;
 use std::ffi::{c_void, CString};
@@ -113,16 +114,19 @@ pub fn check_code_object(arch: &'static str, bytes: &[u8], device_wave: i32) -> 
     if co.arch() != Some(arch) {
         return Err(InitError::CodeObject(format!("{arch}: the code object is for machine {:#x}", co.mach)));
     }
-    for name in kernels::KERNELS {
-        let Some(k) = co.kernel(name) else {
-            return Err(InitError::CodeObject(format!("{arch}: kernel {name} missing")));
+    for k in kernels::KERNELS {
+        let Some(info) = co.kernel(k.name) else {
+            return Err(InitError::CodeObject(format!("{arch}: kernel {} missing", k.name)));
         };
-        if i64::from(k.wavefront_size) != i64::from(device_wave) {
-            return Err(InitError::WavefrontMismatch { arch, device: device_wave, code_object: k.wavefront_size });
+        if i64::from(info.wavefront_size) != i64::from(device_wave) {
+            return Err(InitError::WavefrontMismatch { arch, device: device_wave, code_object: info.wavefront_size });
         }
-        let need = if name.starts_with("nk_fwd") { std::mem::size_of::<FwdParams>() } else { std::mem::size_of::<BwdParams>() };
-        if (k.kernarg_size as usize) < need {
-            return Err(InitError::CodeObject(format!("{arch}: {name} takes {} kernarg bytes, normkit passes {need}", k.kernarg_size)));
+        let need = if k.bwd { std::mem::size_of::<BwdParams>() } else { std::mem::size_of::<FwdParams>() };
+        if (info.kernarg_size as usize) < need {
+            return Err(InitError::CodeObject(format!(
+                "{arch}: {} takes {} kernarg bytes, normkit passes {need}",
+                k.name, info.kernarg_size
+            )));
         }
     }
     Ok(co)
@@ -249,15 +253,6 @@ fn addr(buf: &HipBuffer, offset: usize) -> u64 {
     buf.ptr + (offset as u64) * buf.dtype.size_bytes() as u64
 }
 
-fn aligned16(addr: u64, stride_elems: usize, es: usize) -> bool {
-    addr % 16 == 0 && (stride_elems * es) % 16 == 0
-}
-
-/// Largest x-dimension grid used; rows beyond it are visited by the kernels' row loop.
-const MAX_GRID_ROWS: usize = 1 << 20;
-/// Largest y-dimension grid (segments per row).
-const MAX_GRID_Y: usize = 65535;
-
 impl HipBackend {
     /// Opens device 0 with the default library list.
     pub fn new() -> Result<Self> {
@@ -352,32 +347,44 @@ impl HipBackend {
         &self.ctx.config
     }
 
-    fn function(&self, name: &'static str) -> Result<Function> {
+    fn function(&self, k: Kernel) -> Result<Function> {
         let mut cache = self.ctx.funcs.lock().map_err(|_| poisoned())?;
-        if let Some(&f) = cache.get(name) {
+        if let Some(&f) = cache.get(k.name) {
             return Ok(f as Function);
         }
-        let cname = CString::new(name).map_err(|_| NormError::Unsupported { backend: BACKEND, what: format!("kernel {name}") })?;
+        let cname = CString::new(k.name).map_err(|_| unsupported(format!("kernel {}", k.name)))?;
         let mut f: Function = std::ptr::null_mut();
         // SAFETY: module is loaded for the context's lifetime; the name is NUL-terminated.
         let st = unsafe { (self.ctx.api.module_get_function)(&mut f, self.ctx.module, cname.as_ptr()) };
         self.ctx.api.check(st, "hipModuleGetFunction").map_err(dev_err("kernel lookup"))?;
-        cache.insert(name, f as usize);
+        cache.insert(k.name, f as usize);
         Ok(f)
     }
 
-    /// Launches `name` with one by-value argument struct.
-    fn launch<P>(&self, name: &'static str, grid: (usize, usize), threads: u32, params: &mut P) -> Result<()> {
-        let f = self.function(name)?;
-        let (gx, gy) = (u32::try_from(grid.0), u32::try_from(grid.1));
-        let (Ok(gx), Ok(gy)) = (gx, gy) else {
-            return Err(NormError::ResourceLimit { resource: "grid size", requested: grid.0.max(grid.1) as u64, available: u32::MAX as u64 });
-        };
+    /// Launches `k` with one by-value argument struct and `lds` bytes of dynamic LDS.
+    fn launch<P>(&self, k: Kernel, grid: (u64, u64), threads: u32, lds: usize, params: &mut P) -> Result<()> {
+        let f = self.function(k)?;
+        let too_big = |v: u64| NormError::ResourceLimit { resource: "HIP grid size", requested: v, available: u32::MAX as u64 };
+        let gx = u32::try_from(grid.0).map_err(|_| too_big(grid.0))?;
+        let gy = u32::try_from(grid.1).map_err(|_| too_big(grid.1))?;
+        let lds = u32::try_from(lds).map_err(|_| NormError::ResourceLimit {
+            resource: "HIP LDS bytes",
+            requested: lds as u64,
+            available: self.ctx.config.lds_bytes as u64,
+        })?;
+        if threads > k.max_threads || threads == 0 {
+            return Err(NormError::ResourceLimit {
+                resource: "HIP workgroup size",
+                requested: threads as u64,
+                available: k.max_threads as u64,
+            });
+        }
         let mut args = [params as *mut P as *mut c_void];
         // SAFETY: `f` is a kernel of the loaded module whose single parameter has P's layout
-        // (checked sizes, params.rs mirrors params.h); every pointer inside `params` was derived
-        // from validated views of live device buffers or from the workspace, and the runtime
-        // copies the argument block before returning.
+        // (params.rs mirrors nk_params.h; sizes asserted on both sides and against the kernel
+        // descriptor at start-up); every address inside `params` was derived from validated views
+        // of live device buffers or from the workspace; the runtime copies the argument block
+        // before returning.
         let st = unsafe {
             (self.ctx.api.module_launch_kernel)(
                 f,
@@ -387,7 +394,7 @@ impl HipBackend {
                 threads,
                 1,
                 1,
-                0,
+                lds,
                 self.ctx.stream,
                 args.as_mut_ptr(),
                 std::ptr::null_mut(),
@@ -396,7 +403,7 @@ impl HipBackend {
         self.ctx.api.check(st, "hipModuleLaunchKernel").map_err(dev_err("kernel launch"))
     }
 
-    /// The workspace, grown to at least `bytes`; returns its device address.
+    /// The workspace, grown to at least `bytes` (> 0); returns its device address.
     fn workspace(&self, bytes: usize) -> Result<u64> {
         let mut ws = self.ctx.ws.lock().map_err(|_| poisoned())?;
         if ws.bytes >= bytes {
@@ -433,16 +440,6 @@ impl HipBackend {
         self.ctx.api.check(st, "hipStreamSynchronize").map_err(dev_err("synchronize"))
     }
 
-    fn kernel_dtypes_fwd(desc: &NormDesc, d: &DTypes) -> (DType, DType, DType, DType) {
-        let w = if desc.weight.is_some() || desc.bias { d.weight } else { d.x };
-        let r = if desc.residual { d.residual } else { d.x };
-        (d.x, w, r, d.y)
-    }
-
-    fn kernel_dtypes_bwd(desc: &NormDesc, d: &DTypes) -> (DType, DType, DType) {
-        let w = if desc.weight.is_some() || desc.bias { d.weight } else { d.x };
-        (d.x, w, d.y)
-    }
 }
 
 fn poisoned() -> NormError {
@@ -453,22 +450,51 @@ fn unsupported(what: String) -> NormError {
     NormError::Unsupported { backend: BACKEND, what }
 }
 
-fn cast_bits(desc: &NormDesc) -> u32 {
-    (match desc.casting {
-        normkit_core::CastingMode::Gemma => 0,
-        normkit_core::CastingMode::Llama => 1,
-        normkit_core::CastingMode::None => 2,
-    }) << params::F_CAST_SHIFT
+fn dt_code(d: DType) -> i32 {
+    match d {
+        DType::F32 => params::DT_F32,
+        DType::F16 => params::DT_F16,
+        _ => params::DT_BF16,
+    }
 }
 
-fn bytes_of(elems: usize, es: usize, what: &'static str) -> Result<usize> {
-    elems.checked_mul(es).ok_or(NormError::ResourceLimit { resource: what, requested: u64::MAX, available: usize::MAX as u64 })
+fn casting_code(c: CastingMode) -> i32 {
+    match c {
+        CastingMode::Gemma => params::CAST_GEMMA,
+        CastingMode::Llama => params::CAST_LLAMA,
+        _ => params::CAST_NONE,
+    }
+}
+
+fn in_out<'a>(io: &'a InOut<'_, HipBuffer>) -> (&'a HipBuffer, &'a HipBuffer) {
+    match io {
+        InOut::Separate { input, output } => (input.buf, &*output.buf),
+        InOut::InPlace(m) => (&*m.buf, &*m.buf),
+    }
+}
+
+/// Whether a 2-D view allows the 16-byte path: start 16-byte aligned, stride a multiple of 8
+/// elements. Checked whatever M is (also for one row), so the path never depends on M.
+fn mat_vec_ok(b: &HipBuffer, l: &Layout) -> bool {
+    addr(b, l.offset) % 16 == 0 && l.stride % 8 == 0
+}
+fn span_vec_ok(b: &HipBuffer, s: &Span) -> bool {
+    addr(b, s.offset) % 16 == 0
+}
+
+fn too_big() -> NormError {
+    NormError::ResourceLimit { resource: "HIP workspace bytes", requested: u64::MAX, available: usize::MAX as u64 }
 }
 
 /// Rounds a byte count up to 256 (sub-buffers of the workspace start 256-byte aligned).
-fn round256(b: usize) -> usize {
+fn align256(b: usize) -> usize {
     b.div_ceil(256) * 256
 }
+
+/// Elements of one split-path chunk.
+const SPLIT_CHUNK: usize = kernels::NK_SPLIT_THREADS * kernels::NK_SPLIT_ELEMS;
+/// Grid-stride kernels never need more workgroups than this; rows beyond are walked in a loop.
+const MAX_GRID: u64 = 1 << 20;
 
 impl NormKernel for HipBackend {
     type Buffer = HipBuffer;
@@ -481,264 +507,220 @@ impl NormKernel for HipBackend {
         format!("{} ({})", self.ctx.name, self.ctx.arch)
     }
 
+    /// Every op, option and dtype combination of the contract: the kernels take the dtypes at
+    /// run time.
     fn supports(&self, dir: Direction, desc: &NormDesc, dtypes: &DTypes) -> Result<()> {
         check_desc(desc)?;
-        check_dtypes(desc, dir, dtypes)?;
-        let ok = match dir {
-            Direction::Forward => {
-                let (x, w, r, y) = Self::kernel_dtypes_fwd(desc, dtypes);
-                kernels::fwd_kernel("fwd_row", x, w, r, y).is_some()
-            }
-            Direction::Backward => {
-                let (x, w, y) = Self::kernel_dtypes_bwd(desc, dtypes);
-                kernels::bwd_kernel("bwd_row", x, w, y).is_some() && kernels::fin_kernel(w).is_some()
-            }
-        };
-        if ok {
-            Ok(())
-        } else {
-            Err(unsupported(format!("{dir:?} with dtypes {dtypes:?}")))
-        }
+        check_dtypes(desc, dir, dtypes)
     }
 
     fn forward(&self, desc: &NormDesc, a: Forward<'_, HipBuffer>) -> Result<()> {
         let plan = validate_forward(desc, &a)?;
-        self.supports(Direction::Forward, desc, &plan.dtypes)?;
-        let (tx, tw, tr, ty) = Self::kernel_dtypes_fwd(desc, &plan.dtypes);
-        let missing = || unsupported(format!("forward with dtypes {:?}", plan.dtypes));
-        let k_row = kernels::fwd_kernel("fwd_row", tx, tw, tr, ty).ok_or_else(missing)?;
-        let k_stats = kernels::fwd_kernel("fwd_split_stats", tx, tw, tr, ty).ok_or_else(missing)?;
-        let k_apply = kernels::fwd_kernel("fwd_split_apply", tx, tw, tr, ty).ok_or_else(missing)?;
-
-        // Buffers and addresses.
-        let (xbuf, ybuf): (&HipBuffer, &HipBuffer) = match &a.x {
-            InOut::Separate { input, output } => (input.buf, &*output.buf),
-            InOut::InPlace(m) => (&*m.buf, &*m.buf),
+        let (xb, yb) = in_out(&a.x);
+        self.check_owner(Operand::X, xb)?;
+        self.check_owner(Operand::Y, yb)?;
+        let mut p = FwdParams {
+            x: addr(xb, plan.x.offset),
+            y: addr(yb, plan.y.offset),
+            m: plan.m as i64,
+            n: plan.n as i64,
+            sx: plan.x.stride as i64,
+            sy: plan.y.stride as i64,
+            eps: desc.eps,
+            offset: desc.weight.map_or(0.0, |w| w.offset),
+            dt_x: dt_code(plan.dtypes.x),
+            dt_y: dt_code(plan.dtypes.y),
+            dt_r: dt_code(plan.dtypes.residual),
+            dt_w: dt_code(plan.dtypes.weight),
+            casting: casting_code(desc.casting),
+            ..Default::default()
         };
-        self.check_owner(Operand::X, xbuf)?;
-        self.check_owner(Operand::Y, ybuf)?;
-        let mut p = params::fwd_zeroed();
-        let mut vec = true;
-        let mut mat = |buf: &HipBuffer, l: &Layout| -> (u64, i64) {
-            let ad = addr(buf, l.offset);
-            vec &= aligned16(ad, l.stride, buf.dtype.size_bytes());
-            (ad, l.stride as i64)
-        };
-        let (xa, xs) = mat(xbuf, &plan.x);
-        let (ya, ys) = mat(ybuf, &plan.y);
-        p.x = xa as *const c_void;
-        p.y = ya as *mut c_void;
-        p.x_stride = xs;
-        p.y_stride = ys;
-        let mut flags = cast_bits(desc);
-        if desc.kind == NormKind::Layer {
-            flags |= params::F_LAYER;
-        }
+        let mut vec_ok = plan.n % 8 == 0 && mat_vec_ok(xb, &plan.x) && mat_vec_ok(yb, &plan.y);
+        let mut flags = if desc.kind == NormKind::Layer { params::F_LN } else { 0 };
         if let (Some(r), Some((rl, rol, _))) = (&a.residual, plan.residual) {
-            let (rb, rob): (&HipBuffer, &HipBuffer) = match r {
-                InOut::Separate { input, output } => (input.buf, &*output.buf),
-                InOut::InPlace(m) => (&*m.buf, &*m.buf),
-            };
+            let (rb, rob) = in_out(r);
             self.check_owner(Operand::Residual, rb)?;
             self.check_owner(Operand::ResidualOut, rob)?;
-            let (ra, rs) = mat(rb, &rl);
-            let (roa, ros) = mat(rob, &rol);
-            p.res = ra as *const c_void;
-            p.res_out = roa as *mut c_void;
-            p.r_stride = rs;
-            p.ro_stride = ros;
+            p.r = addr(rb, rl.offset);
+            p.r_out = addr(rob, rol.offset);
+            p.sr = rl.stride as i64;
+            p.sro = rol.stride as i64;
+            vec_ok &= mat_vec_ok(rb, &rl) && mat_vec_ok(rob, &rol);
             flags |= params::F_RESIDUAL;
         }
         if let (Some(w), Some(s)) = (&a.weight, plan.weight) {
             self.check_owner(Operand::Weight, w.buf)?;
-            let wa = addr(w.buf, s.offset);
-            vec &= wa % 16 == 0;
-            p.w = wa as *const c_void;
-            p.w_offset = desc.weight.map(|w| w.offset).unwrap_or(0.0);
+            p.w = addr(w.buf, s.offset);
+            vec_ok &= span_vec_ok(w.buf, &s);
             flags |= params::F_WEIGHT;
         }
         if let (Some(b), Some(s)) = (&a.bias, plan.bias) {
             self.check_owner(Operand::Bias, b.buf)?;
-            let ba = addr(b.buf, s.offset);
-            vec &= ba % 16 == 0;
-            p.b = ba as *const c_void;
+            p.b = addr(b.buf, s.offset);
+            vec_ok &= span_vec_ok(b.buf, &s);
             flags |= params::F_BIAS;
         }
         if let (Some(r), Some(s)) = (&a.rstd, plan.rstd) {
             self.check_owner(Operand::Rstd, r.buf)?;
-            p.rstd = addr(r.buf, s.offset) as *mut f32;
+            p.rstd = addr(r.buf, s.offset);
             flags |= params::F_STATS;
         }
-        if let (Some(m), Some(s)) = (&a.mean, plan.mean) {
-            self.check_owner(Operand::Mean, m.buf)?;
-            p.mean = addr(m.buf, s.offset) as *mut f32;
-        }
-        if vec {
-            flags |= params::F_VEC;
+        if let (Some(mb), Some(s)) = (&a.mean, plan.mean) {
+            self.check_owner(Operand::Mean, mb.buf)?;
+            p.mean = addr(mb.buf, s.offset);
         }
         p.flags = flags;
-        p.m = plan.m as i64;
-        p.n = plan.n as i64;
-        p.eps = desc.eps;
         if plan.m == 0 {
             return Ok(());
         }
-        let grid_rows = plan.m.min(MAX_GRID_ROWS);
-        p.grid_rows = grid_rows as u32;
-        match self.ctx.config.fwd_path(plan.n, tx) {
-            Path::Row { threads } => self.launch(k_row, (grid_rows, 1), threads, &mut p),
-            Path::Split { threads, seg_len, nseg } => {
-                if nseg > MAX_GRID_Y {
-                    return Err(NormError::ResourceLimit { resource: "HIP split-row segments", requested: nseg as u64, available: MAX_GRID_Y as u64 });
-                }
-                let pairs = plan.m.checked_mul(nseg).and_then(|v| v.checked_mul(2));
-                let bytes = bytes_of(pairs.unwrap_or(usize::MAX), 4, "HIP workspace bytes")?;
-                p.ws = self.workspace(bytes)? as *mut f32;
-                p.nseg = nseg as u32;
-                p.seg_len = seg_len as i64;
-                self.launch(k_stats, (grid_rows, nseg), threads, &mut p)?;
-                self.launch(k_apply, (grid_rows, nseg), threads, &mut p)
-            }
+        let cfg = &self.ctx.config;
+        let table = if vec_ok { cfg.fwd_vec } else { cfg.fwd_scalar };
+        if let Some(rc) = pick(table, plan.n) {
+            p.group = rc.group as i32;
+            p.rpc = rc.rows_per_cta as i32;
+            let k = if vec_ok { kernels::NK_FWD_ROW_V8 } else { kernels::NK_FWD_ROW_V1 };
+            let blocks = (plan.m as u64).div_ceil(rc.rows_per_cta as u64).min(MAX_GRID);
+            return self.launch(k, (blocks, 1), rc.group * rc.rows_per_cta, 0, &mut p);
         }
+        // Split rows: (row, chunk) tiles; partial statistics in the workspace.
+        let s = plan.n.div_ceil(SPLIT_CHUNK);
+        let tiles = (plan.m as u64).checked_mul(s as u64).ok_or(NormError::Overflow { operand: Operand::X })?;
+        let bytes = tiles.checked_mul(8).and_then(|b| usize::try_from(b).ok()).ok_or_else(too_big)?;
+        p.ws = self.workspace(bytes)?;
+        p.nsplit = s as i64;
+        let blocks = tiles.min(MAX_GRID);
+        let threads = kernels::NK_SPLIT_THREADS as u32;
+        let (ks, ka) = if vec_ok {
+            (kernels::NK_FWD_SPLIT_STATS_V8, kernels::NK_FWD_SPLIT_APPLY_V8)
+        } else {
+            (kernels::NK_FWD_SPLIT_STATS_V1, kernels::NK_FWD_SPLIT_APPLY_V1)
+        };
+        self.launch(ks, (blocks, 1), threads, 0, &mut p)?;
+        self.launch(ka, (blocks, 1), threads, 0, &mut p)
     }
 
     fn backward(&self, desc: &NormDesc, a: Backward<'_, HipBuffer>) -> Result<()> {
         let plan = validate_backward(desc, &a)?;
-        self.supports(Direction::Backward, desc, &plan.dtypes)?;
-        let (tx, tw, ty) = Self::kernel_dtypes_bwd(desc, &plan.dtypes);
-        let missing = || unsupported(format!("backward with dtypes {:?}", plan.dtypes));
-        let k_row = kernels::bwd_kernel("bwd_row", tx, tw, ty).ok_or_else(missing)?;
-        let k_sums = kernels::bwd_kernel("bwd_split_sums", tx, tw, ty).ok_or_else(missing)?;
-        let k_apply = kernels::bwd_kernel("bwd_split_apply", tx, tw, ty).ok_or_else(missing)?;
-        let k_fin = kernels::fin_kernel(tw).ok_or_else(missing)?;
-
-        let (dyb, dxb): (&HipBuffer, &HipBuffer) = match &a.dy {
-            InOut::Separate { input, output } => (input.buf, &*output.buf),
-            InOut::InPlace(m) => (&*m.buf, &*m.buf),
-        };
+        let (dyb, dxb) = in_out(&a.dy);
         self.check_owner(Operand::X, a.x.buf)?;
         self.check_owner(Operand::Dy, dyb)?;
         self.check_owner(Operand::Dx, dxb)?;
         self.check_owner(Operand::Rstd, a.rstd.buf)?;
-        let mut p = params::bwd_zeroed();
-        let mut vec = true;
-        let mut mat = |buf: &HipBuffer, l: &Layout| -> (u64, i64) {
-            let ad = addr(buf, l.offset);
-            vec &= aligned16(ad, l.stride, buf.dtype.size_bytes());
-            (ad, l.stride as i64)
+        let mut p = BwdParams {
+            x: addr(a.x.buf, plan.x.offset),
+            dy: addr(dyb, plan.dy.offset),
+            dx: addr(dxb, plan.dx.offset),
+            rstd: addr(a.rstd.buf, plan.rstd.offset),
+            m: plan.m as i64,
+            n: plan.n as i64,
+            sx: plan.x.stride as i64,
+            sdy: plan.dy.stride as i64,
+            sdx: plan.dx.stride as i64,
+            offset: desc.weight.map_or(0.0, |w| w.offset),
+            dt_x: dt_code(plan.dtypes.x),
+            dt_y: dt_code(plan.dtypes.y),
+            dt_w: dt_code(plan.dtypes.weight),
+            ..Default::default()
         };
-        let (xa, xs) = mat(a.x.buf, &plan.x);
-        let (dya, dys) = mat(dyb, &plan.dy);
-        let (dxa, dxs) = mat(dxb, &plan.dx);
-        p.x = xa as *const c_void;
-        p.dy = dya as *const c_void;
-        p.dx = dxa as *mut c_void;
-        p.x_stride = xs;
-        p.dy_stride = dys;
-        p.dx_stride = dxs;
-        let mut flags = 0;
-        if desc.kind == NormKind::Layer {
-            flags |= params::F_LAYER;
-        }
+        let mut vec_ok =
+            plan.n % 8 == 0 && mat_vec_ok(a.x.buf, &plan.x) && mat_vec_ok(dyb, &plan.dy) && mat_vec_ok(dxb, &plan.dx);
+        let mut flags = if desc.kind == NormKind::Layer { params::F_LN } else { 0 };
         if let (Some(d), Some(l)) = (&a.d_residual_out, plan.d_residual_out) {
             self.check_owner(Operand::DResidualOut, d.buf)?;
-            let (da, ds) = mat(d.buf, &l);
-            p.dres = da as *const c_void;
-            p.dres_stride = ds;
+            p.dres = addr(d.buf, l.offset);
+            p.sdres = l.stride as i64;
+            vec_ok &= mat_vec_ok(d.buf, &l);
             flags |= params::F_RESIDUAL;
         }
         if let (Some(w), Some(s)) = (&a.weight, plan.weight) {
             self.check_owner(Operand::Weight, w.buf)?;
-            let wa = addr(w.buf, s.offset);
-            vec &= wa % 16 == 0;
-            p.w = wa as *const c_void;
-            p.w_offset = desc.weight.map(|w| w.offset).unwrap_or(0.0);
-            flags |= params::F_WEIGHT;
+            p.w = addr(w.buf, s.offset);
+            vec_ok &= span_vec_ok(w.buf, &s);
         }
-        if let (Some(m), Some(s)) = (&a.mean, plan.mean) {
-            self.check_owner(Operand::Mean, m.buf)?;
-            p.mean = addr(m.buf, s.offset) as *const f32;
+        if let (Some(mb), Some(s)) = (&a.mean, plan.mean) {
+            self.check_owner(Operand::Mean, mb.buf)?;
+            p.mean = addr(mb.buf, s.offset);
         }
-        p.rstd = addr(a.rstd.buf, plan.rstd.offset) as *const f32;
         if let (Some(d), Some(s)) = (&a.dw, plan.dw) {
             self.check_owner(Operand::Dw, d.buf)?;
-            p.dw = addr(d.buf, s.offset) as *mut c_void;
+            p.dw = addr(d.buf, s.offset);
+            flags |= params::F_WEIGHT;
         }
         if let (Some(d), Some(s)) = (&a.db, plan.db) {
             self.check_owner(Operand::Db, d.buf)?;
-            p.db = addr(d.buf, s.offset) as *mut c_void;
+            p.db = addr(d.buf, s.offset);
             flags |= params::F_BIAS;
         }
-        if vec {
-            flags |= params::F_VEC;
-        }
         p.flags = flags;
-        p.m = plan.m as i64;
-        p.n = plan.n as i64;
-        let (m, n) = (plan.m, plan.n);
-        let ws_stride = n.div_ceil(8) * 8;
-        p.ws_stride = ws_stride as i64;
-        let want_partials = flags & (params::F_WEIGHT | params::F_BIAS) != 0;
-        let cfg = self.ctx.config;
-        let cus = self.ctx.cus as usize;
+        let nacc = usize::from(flags & params::F_WEIGHT != 0) + usize::from(flags & params::F_BIAS != 0);
+        let n = plan.n;
+        let m = plan.m as u64;
+        let cfg = &self.ctx.config;
+        let cus = u64::from(self.ctx.cus);
+        let row = cfg.bwd_row(n, vec_ok, nacc);
+        let k_row = if vec_ok { kernels::NK_BWD_ROW_V8 } else { kernels::NK_BWD_ROW_V1 };
 
-        let path = cfg.bwd_path(n, tx);
-        // Persistent workgroups along rows (G): fill the GPU once at the designed occupancy; G
-        // may depend on M (it only changes how dW is split into partials; each run with the same
-        // inputs on the same device gives the same bits).
-        let g = match path {
-            Path::Row { threads } => (cus * cfg.bwd_blocks_per_cu(threads) as usize).min(m),
-            Path::Split { threads, nseg, .. } => (cus * cfg.bwd_blocks_per_cu(threads) as usize).div_ceil(nseg).min(m),
-        };
-        p.grid_rows = g as u32;
-        let nseg = match path {
-            Path::Split { nseg, .. } => nseg,
-            Path::Row { .. } => 0,
-        };
-        if nseg > MAX_GRID_Y {
-            return Err(NormError::ResourceLimit { resource: "HIP split-row segments", requested: nseg as u64, available: MAX_GRID_Y as u64 });
-        }
-        // Workspace: [dw partials | db partials | per-row split sums], each 256-byte aligned.
-        let part = round256(bytes_of(g.checked_mul(ws_stride).unwrap_or(usize::MAX), 4, "HIP workspace bytes")?);
-        let rows = round256(bytes_of(m.checked_mul(nseg * 2).unwrap_or(usize::MAX), 4, "HIP workspace bytes")?);
-        let total = part.checked_mul(2).and_then(|v| v.checked_add(rows)).unwrap_or(usize::MAX);
-        if total > 0 && (want_partials || nseg > 0) {
-            let ws = self.workspace(total)?;
-            if flags & params::F_WEIGHT != 0 {
-                p.ws_dw = ws as *mut f32;
+        // Plan the grid and the workspace: [split stats | dW parts | dB parts]. The number of
+        // parts (persistent workgroups) may depend on M and the CU count: it only changes how dW
+        // is cut into partials, and the same inputs on the same device give the same bits.
+        let (parts, stats_bytes, s) = match row {
+            Some((rc, lds)) if m > 0 => {
+                let per_cu = cfg.bwd_row_ctas_per_cu(k_row.name, rc.group * rc.rows_per_cta, lds);
+                let blocks = m.div_ceil(rc.rows_per_cta as u64).min(cus * u64::from(per_cu));
+                (blocks, 0usize, 0usize)
             }
-            if flags & params::F_BIAS != 0 {
-                p.ws_db = (ws + part as u64) as *mut f32;
+            Some(_) => (0, 0, 0),
+            None => {
+                let s = n.div_ceil(SPLIT_CHUNK);
+                let target = cus * u64::from(cfg.split_bwd_ctas_per_cu);
+                let parts = if m == 0 { 0 } else { target.div_ceil(s as u64).clamp(1, m.min(65535)) };
+                let stats = m.checked_mul(s as u64 * 8).and_then(|b| usize::try_from(b).ok()).ok_or_else(too_big)?;
+                (parts, stats, s)
             }
-            p.ws_rows = (ws + 2 * part as u64) as *mut f32;
-        }
+        };
+        let part_bytes = (parts as usize).checked_mul(n.checked_mul(4).ok_or_else(too_big)?).ok_or_else(too_big)?;
+        let total = align256(stats_bytes)
+            .checked_add(align256(part_bytes).checked_mul(nacc).ok_or_else(too_big)?)
+            .ok_or_else(too_big)?;
+        let ws = if total > 0 { self.workspace(total)? } else { 0 };
+        p.ws_stats = ws;
+        p.ws_dw = ws + align256(stats_bytes) as u64;
+        p.ws_db = p.ws_dw + if flags & params::F_WEIGHT != 0 { align256(part_bytes) as u64 } else { 0 };
+        p.nparts = parts as i64;
+        p.nsplit = s as i64;
 
         if m > 0 {
-            match path {
-                Path::Row { threads } => self.launch(k_row, (g, 1), threads, &mut p)?,
-                Path::Split { threads, seg_len, nseg } => {
-                    p.nseg = nseg as u32;
-                    p.seg_len = seg_len as i64;
-                    let grid_rows = m.min(MAX_GRID_ROWS);
-                    // The sums kernel visits rows with stride grid_rows; the apply kernel with G.
-                    let mut ps = p;
-                    ps.grid_rows = grid_rows as u32;
-                    self.launch(k_sums, (grid_rows, nseg), threads, &mut ps)?;
-                    self.launch(k_apply, (g, nseg), threads, &mut p)?;
+            match row {
+                Some((rc, lds)) => {
+                    p.group = rc.group as i32;
+                    p.rpc = rc.rows_per_cta as i32;
+                    self.launch(k_row, (parts, 1), rc.group * rc.rows_per_cta, lds, &mut p)?;
+                }
+                None => {
+                    let tiles = m.checked_mul(s as u64).ok_or(NormError::Overflow { operand: Operand::X })?;
+                    let threads = kernels::NK_SPLIT_THREADS as u32;
+                    let (ks, ka) = if vec_ok {
+                        (kernels::NK_BWD_SPLIT_STATS_V8, kernels::NK_BWD_SPLIT_APPLY_V8)
+                    } else {
+                        (kernels::NK_BWD_SPLIT_STATS_V1, kernels::NK_BWD_SPLIT_APPLY_V1)
+                    };
+                    self.launch(ks, (tiles.min(MAX_GRID), 1), threads, 0, &mut p)?;
+                    self.launch(ka, (s as u64, parts), threads, 0, &mut p)?;
                 }
             }
         }
-        if want_partials {
-            // M = 0 runs the finalize over zero partials: dw and db become zeros.
-            let ft = cfg.finalize_threads as usize;
-            let groups = n.div_ceil(4).div_ceil(ft);
-            self.launch(k_fin, (groups, 1), cfg.finalize_threads, &mut p)?;
+        if nacc > 0 {
+            // M = 0 runs the finalize over zero parts: dw and db become zeros (an empty sum).
+            let blocks = (n as u64).div_ceil(kernels::NK_WARP_WIDTH as u64).min(MAX_GRID);
+            self.launch(kernels::NK_BWD_FINALIZE, (blocks, 1), kernels::NK_SPLIT_THREADS as u32, 0, &mut p)?;
         }
         Ok(())
     }
 
     fn alloc(&self, dtype: DType, len: usize) -> Result<HipBuffer> {
-        let bytes = bytes_of(len, dtype.size_bytes(), "HIP allocation bytes")?;
+        let bytes = len
+            .checked_mul(dtype.size_bytes())
+            .ok_or(NormError::ResourceLimit { resource: "HIP allocation bytes", requested: u64::MAX, available: 0 })?;
         let mut p: DevicePtr = std::ptr::null_mut();
         if bytes > 0 {
             // SAFETY: writes one device pointer.
