@@ -29,6 +29,9 @@ pub struct Grid {
     /// Hidden sizes and batch sizes of the batch-invariance check.
     pub invariance_ns: Vec<usize>,
     pub invariance_ms: Vec<usize>,
+    /// Batch-invariance batches above this many elements are skipped (the row under test is
+    /// compared bitwise, so a huge batch adds dispatch paths but mostly costs time).
+    pub max_batch_elems: usize,
     /// Shapes of the determinism check.
     pub determinism_shapes: Vec<(usize, usize)>,
 }
@@ -51,6 +54,7 @@ impl Grid {
             view_shapes: vec![(1, 1), (3, 7), (17, 127), (17, 769), (128, 4096), (4, 16384), (1000, 1024), (2, 65536)],
             invariance_ns: vec![7, 769, 4096, 16384, 65536],
             invariance_ms: vec![2, 17, 128, 1000, 4099],
+            max_batch_elems: 1 << 26,
             determinism_shapes: vec![(4099, 128), (1000, 769), (1000, 4096), (128, 65536)],
         }
     }
@@ -70,6 +74,7 @@ impl Grid {
             view_shapes: vec![(1, 1), (3, 7), (17, 127), (17, 769), (128, 1024), (4, 16384)],
             invariance_ns: vec![7, 769, 4096],
             invariance_ms: vec![2, 17, 128, 1000],
+            max_batch_elems: 1 << 22,
             determinism_shapes: vec![(4099, 128), (1000, 769), (64, 16384)],
         }
     }
@@ -87,6 +92,7 @@ impl Grid {
             view_shapes: vec![(1, 1), (3, 7), (5, 129)],
             invariance_ns: vec![7, 129],
             invariance_ms: vec![2, 17],
+            max_batch_elems: 1 << 14,
             determinism_shapes: vec![(17, 129)],
         }
     }

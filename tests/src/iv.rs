@@ -33,6 +33,19 @@
 //! `(x − μ)·rstd·w`, not of the result) plus the statistics' `acc_rel(N)` relative error".
 //! For f32 outputs that is ~`(16 + 2√N)·u₃₂` relative; for f16/bf16 outputs it is in practice
 //! one ulp of the output dtype (the stored value is `R(exact)` or, near a tie, its neighbour).
+//!
+//! What that comes to, per output dtype (`s` = the row's scale `|x̂|·|w + offset|`, `N` = 4096,
+//! `M` = 4099):
+//!
+//! | output | allowed deviation from the exact value | why |
+//! |---|---|---|
+//! | y, dx in f32 | ≈ 150·u₃₂·s ≈ 9e-6·s | fp32 statistics over N terms (`acc_rel`), a few fp32 ops |
+//! | y, dx in f16 | the exact value rounded to f16, or its neighbour only when the exact value is within ≈ 9e-6·s of a tie | rounding once to f16 (`u` = 4.9e-4) dominates the fp32 error |
+//! | y, dx in bf16 | as f16, for bf16 (`u` = 3.9e-3) | likewise |
+//! | llama / none modes | as above, but the intermediate roundings too: a flip allowed only where the fp32 value can fall on either side | the contract names those rounding points |
+//! | residual_out | exact (bitwise) | one fp32 add rounded once; fp32 is wide enough that rounding twice (f32, then f16/bf16) equals rounding once (24 ≥ 2p + 2) |
+//! | mean, rstd (f32) | ≈ 150·u₃₂ relative (mean: of `mean|x|`) | one fp32 reduction each |
+//! | dw, db | ≈ (16 + 2√M)·u₃₂ ≈ 144·u₃₂ of `Σ|dy·x̂|` (or `Σ|dy|`), then the store's rounding | fp32 sum over M rows |
 
 use normkit_core::{round_to, DType};
 

@@ -327,7 +327,7 @@ fn batch_invariance<K: NormKernel>(k: &K, grid: &Grid) -> Result<Summary, String
     ];
     let mut run = Runner::new();
     for (ni, &n) in grid.invariance_ns.iter().enumerate() {
-        let ms: Vec<usize> = grid.invariance_ms.iter().copied().filter(|&m| m.saturating_mul(n) <= grid.max_elems.max(1 << 22)).collect();
+        let ms: Vec<usize> = grid.invariance_ms.iter().copied().filter(|&m| m.saturating_mul(n) <= grid.max_batch_elems).collect();
         for (ci, (desc, dtypes)) in configs.iter().enumerate() {
             let base = FwdCase::new(*desc, *dtypes, 1, n, seed(19, ni * 8 + ci));
             // Three rows of different kinds (unit, large mean, small scale).
