@@ -1,0 +1,199 @@
+//! ISA checks of every embedded code object (gfx90a, gfx942, gfx950), run on every CI run, no
+//! GPU needed: build.rs compiled every kernel for every target; this test reads the results.
+//!
+//! Two independent readers:
+//! - normkit-hip's own std-only ELF reader (kernel descriptors: wavefront size, scratch,
+//!   allocated VGPRs, kernarg size), the one the backend uses at start-up;
+//! - LLVM's tools: `llvm-readelf --notes` (the code-object metadata: `.vgpr_count`,
+//!   `.agpr_count`, `.private_segment_fixed_size`, spill counts, `.wavefront_size`) and
+//!   `llvm-objdump -d` (the instructions of each kernel).
+//!
+//! Fails if any kernel regresses: scratch or VGPR spills appear, the wavefront is not 64, VGPRs exceed
+//! the budget of the occupancy the kernel is designed for (`config::OCCUPANCY`), or a 16-byte
+//! kernel stops moving its tensors with `global_load_dwordx4` / `global_store_dwordx4`.
+//!
+//! Tools: `NORMKIT_LLVM_OBJDUMP` / `NORMKIT_LLVM_READELF`, else `llvm-objdump-22` /
+//! `llvm-readelf-22` (installed with clang-22 by `cargo xtask toolchains`), else
+//! `$ROCM_PATH/llvm/bin/llvm-objdump` / `llvm-readelf`.
+
+use normkit_hip::config::{occupancy, vgpr_budget};
+use normkit_hip::{elf, kernels};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::Command;
+
+/// Least number of 16-byte global loads / stores each vector-path kernel must contain: one per
+/// 16-byte chunk of each tensor it streams, at the chunk counts of kernels.def (KC = 4 forward
+/// row, 2 backward row, NK_SPLIT_ELEMS / 8 = 2 split). The f32 variants need two per chunk, and
+/// clang duplicates code per dtype, so real counts are higher; these are the floors below which
+/// a tensor has fallen off the vector path.
+const VECTOR_ACCESS: &[(&str, usize, usize)] = &[
+    // x and residual chunks in; y and residual_out chunks out.
+    ("nk_fwd_row_v8", 8, 8),
+    // x and residual in; residual_out out.
+    ("nk_fwd_split_stats_v8", 4, 2),
+    // h, weight, bias in; y out.
+    ("nk_fwd_split_apply_v8", 6, 2),
+    // x, dy, weight, d_residual_out in; dx out.
+    ("nk_bwd_row_v8", 8, 2),
+    // x, dy, weight in; nothing but per-row sums out.
+    ("nk_bwd_split_stats_v8", 6, 0),
+    // x, dy, weight, d_residual_out in; dx and the dW/dB partials out.
+    ("nk_bwd_split_apply_v8", 8, 6),
+];
+
+fn tool(env: &str, versioned: &str, rocm: &str) -> PathBuf {
+    if let Some(p) = std::env::var_os(env) {
+        return PathBuf::from(p);
+    }
+    if Command::new(versioned).arg("--version").output().map(|o| o.status.success()).unwrap_or(false) {
+        return PathBuf::from(versioned);
+    }
+    if let Some(r) = std::env::var_os("ROCM_PATH") {
+        let p = PathBuf::from(r).join("llvm/bin").join(rocm);
+        if p.is_file() {
+            return p;
+        }
+    }
+    panic!("{versioned} not found (set {env}, or run `cargo xtask toolchains` to install clang-22 and its LLVM tools)");
+}
+
+fn run(cmd: &PathBuf, args: &[&str], file: &PathBuf) -> String {
+    let out = Command::new(cmd).args(args).arg(file).output().unwrap_or_else(|e| panic!("cannot run {}: {e}", cmd.display()));
+    assert!(out.status.success(), "{} {args:?} failed: {}", cmd.display(), String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The metadata of each kernel: `key -> value` of the `amdhsa.kernels` entries (flat keys).
+fn metadata(notes: &str) -> HashMap<String, HashMap<String, String>> {
+    let mut all = HashMap::new();
+    let Some(start) = notes.find("amdhsa.kernels:") else { return all };
+    for entry in notes[start..].split("\n  - ").skip(1) {
+        let mut kv = HashMap::new();
+        for line in entry.lines() {
+            let l = line.trim_start_matches([' ', '-']);
+            if let Some((k, v)) = l.split_once(':') {
+                if k.starts_with('.') && !v.trim().is_empty() {
+                    kv.entry(k.to_string()).or_insert_with(|| v.trim().to_string());
+                }
+            }
+        }
+        if let Some(name) = kv.get(".name").cloned() {
+            all.insert(name, kv);
+        }
+    }
+    all
+}
+
+/// The disassembly of each function.
+fn functions(disasm: &str) -> HashMap<String, String> {
+    let mut map: HashMap<String, String> = HashMap::new();
+    let mut cur: Option<String> = None;
+    for line in disasm.lines() {
+        if let Some(name) = line.strip_suffix(">:").and_then(|l| l.split_once(" <")).map(|(_, n)| n.to_string()) {
+            cur = Some(name);
+            continue;
+        }
+        if let Some(c) = &cur {
+            let body = map.entry(c.clone()).or_default();
+            body.push_str(line);
+            body.push('\n');
+        }
+    }
+    map
+}
+
+fn count(body: &str, insn: &str) -> usize {
+    body.lines().filter(|l| l.split_whitespace().next() == Some(insn)).count()
+}
+
+#[test]
+fn every_kernel_of_every_target_passes_the_isa_checks() {
+    let objdump = tool("NORMKIT_LLVM_OBJDUMP", "llvm-objdump-22", "llvm-objdump");
+    let readelf = tool("NORMKIT_LLVM_READELF", "llvm-readelf-22", "llvm-readelf");
+    let dir = std::env::temp_dir().join(format!("normkit-hip-isa-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let mut failures = Vec::new();
+    let mut report = String::new();
+    assert!(kernels::CODE_OBJECTS.len() >= 2, "gfx942 and gfx950 at least");
+    for want in ["gfx942", "gfx950"] {
+        assert!(kernels::code_object(want).is_some(), "no code object for {want}");
+    }
+    for &(arch, bytes) in kernels::CODE_OBJECTS {
+        let co = elf::parse(bytes).unwrap_or_else(|e| panic!("{arch}: {e}"));
+        assert_eq!(co.arch(), Some(arch), "{arch}: e_flags machine");
+        let path = dir.join(format!("{arch}.hsaco"));
+        std::fs::write(&path, bytes).expect("write code object");
+        let meta = metadata(&run(&readelf, &["--notes"], &path));
+        let funcs = functions(&run(&objdump, &["-d"], &path));
+        report.push_str(&format!("{arch} ({})\n", kernels::COMPILER));
+        for k in kernels::KERNELS {
+            let mut fail = |msg: String| failures.push(format!("{arch} {}: {msg}", k.name));
+            let Some(desc) = co.kernel(k.name) else {
+                fail("missing from the symbol table".into());
+                continue;
+            };
+            let Some(md) = meta.get(k.name) else {
+                fail("missing from the metadata notes".into());
+                continue;
+            };
+            let num = |key: &str| md.get(key).and_then(|v| v.parse::<u32>().ok());
+            let (vgpr, agpr) = (num(".vgpr_count").unwrap_or(u32::MAX), num(".agpr_count").unwrap_or(0));
+            let waves = occupancy(k.name).unwrap_or(1);
+            let budget = vgpr_budget(waves);
+            // Descriptor (the hardware's view) and metadata must agree and both be within budget.
+            if desc.wavefront_size != 64 || num(".wavefront_size") != Some(64) {
+                fail(format!("wavefront {} / {:?}, want 64", desc.wavefront_size, md.get(".wavefront_size")));
+            }
+            if desc.private_segment_fixed_size != 0 || num(".private_segment_fixed_size") != Some(0) {
+                fail(format!("scratch {} bytes per work-item (spills or stack)", desc.private_segment_fixed_size));
+            }
+            if num(".vgpr_spill_count").unwrap_or(0) != 0 {
+                fail(format!(".vgpr_spill_count = {:?}", md.get(".vgpr_spill_count")));
+            }
+            // SGPR spills are allowed only into VGPR lanes (v_writelane / v_readlane, no memory):
+            // the scratch check above fails if any reaches memory. The shared bodies keep every
+            // dtype code, flag, stride and pointer in SGPRs, so clang-22 spills 8-75 of them on
+            // the larger kernels; reported, not failed.
+            let sgpr_spills = num(".sgpr_spill_count").unwrap_or(0);
+            if desc.vgprs_allocated > budget || vgpr + agpr > budget {
+                fail(format!(
+                    "{vgpr} VGPRs + {agpr} AGPRs ({} allocated) exceed the budget {budget} of {waves} waves/SIMD",
+                    desc.vgprs_allocated
+                ));
+            }
+            if desc.vgprs_allocated < vgpr {
+                fail(format!("descriptor allocates {} VGPRs but the metadata says {vgpr}", desc.vgprs_allocated));
+            }
+            let param_bytes = if k.bwd { 192 } else { 168 };
+            if (desc.kernarg_size as usize) < param_bytes {
+                fail(format!("kernarg {} bytes < {param_bytes}", desc.kernarg_size));
+            }
+            let body = funcs.get(k.name).map(String::as_str).unwrap_or("");
+            let (ld, st) = (count(body, "global_load_dwordx4"), count(body, "global_store_dwordx4"));
+            if body.contains("scratch_store") || body.contains("scratch_load") {
+                fail("scratch instructions in the body".into());
+            }
+            if let Some(&(_, min_ld, min_st)) = VECTOR_ACCESS.iter().find(|(n, ..)| *n == k.name) {
+                if ld < min_ld || st < min_st {
+                    fail(format!("{ld} global_load_dwordx4 / {st} global_store_dwordx4, want >= {min_ld} / {min_st}"));
+                }
+            } else if k.vec == 8 {
+                fail("vector kernel without an entry in VECTOR_ACCESS".into());
+            }
+            if k.name.contains("row") || k.name.contains("stats") {
+                // Cross-lane reductions go through ds_bpermute (the 64-lane xor shuffle).
+                if count(body, "ds_bpermute_b32") == 0 {
+                    fail("no ds_bpermute_b32: the wavefront reduction is gone".into());
+                }
+            }
+            report.push_str(&format!(
+                "  {:24} vgpr {vgpr:>3} agpr {agpr:>2} alloc {:>3}/{budget:<3} ({waves} w/SIMD) scratch {} sgpr-spill-to-vgpr {sgpr_spills:>2} lds {:>4} dwordx4 ld {ld:>3} st {st:>3}\n",
+                k.name, desc.vgprs_allocated, desc.private_segment_fixed_size, desc.group_segment_fixed_size
+            ));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    println!("{report}");
+    assert!(failures.is_empty(), "ISA checks failed:\n{}\n\n{report}", failures.join("\n"));
+}
