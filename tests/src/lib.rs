@@ -6,7 +6,7 @@
 //! uploads, `download` and `synchronize`, so device backends work unchanged) and instantiated per
 //! backend with [`conformance_suite!`]:
 //!
-//! ```ignore
+//! ```text
 //! // tests/tests/cuda.rs
 //! normkit_conformance::conformance_suite!(normkit::cuda::CudaBackend::new(0), normkit_conformance::Grid::full());
 //! ```
@@ -45,7 +45,7 @@ pub use suite::{run_category, run_test, Category, Summary};
 /// Expands to one `#[test]` per [`Category`] for the backend built by `$ctor`
 /// (an expression of type `Result<K, NormError>`, evaluated in each test) on `$grid` (a [`Grid`]).
 ///
-/// ```ignore
+/// ```text
 /// normkit_conformance::conformance_suite!(normkit_core::cpu::CpuBackend::try_new(), normkit_conformance::Grid::cpu());
 /// ```
 #[macro_export]

@@ -5,7 +5,7 @@
 //! real CPU backend.
 
 use normkit_conformance::data::{gather_mat, set_f32};
-use normkit_conformance::{run_category, Category, Grid, OracleBackend};
+use normkit_conformance::{oracle, run_category, Category, Grid, OracleBackend};
 use normkit_core::{
     round_to, validate_backward, validate_forward, Backward, Buffer, CastingMode, DTypes, Direction, DType, Forward, HostBuf, InOut, Layout, MatMut,
     MatRef, NormDesc, NormError, NormKernel, NormKind, Operand, VecMut,
@@ -51,6 +51,13 @@ enum Fault {
     BackwardSkipsLastElement,
     /// dB computed as Σ dy·x̂ (dW's formula).
     DbUsesDwFormula,
+    /// Every y one unit in the last place off (how tight the tolerance is).
+    OneUlpOff,
+    /// eps ten times too large.
+    TenTimesEps,
+    /// Fused add: normalises `x + residual` before it is rounded to the residual's dtype (instead of
+    /// the value as stored in residual_out).
+    NormalizesUnroundedSum,
 }
 
 #[derive(Debug)]
@@ -156,6 +163,7 @@ impl<K: NormKernel<Buffer = HostBuf>> NormKernel for Mutant<K> {
                 return self.inner.forward(desc, args);
             }
             ForgetsWeightOffset if desc.weight.is_some() => return self.inner.forward(&desc.with_weight_offset(0.0), args),
+            TenTimesEps => return self.inner.forward(&NormDesc { eps: desc.eps * 10.0, ..*desc }, args),
             LlamaRoundsLate if desc.casting == CastingMode::Llama => return self.inner.forward(&desc.with_casting(CastingMode::Gemma), args),
             ReadsXWithOutputLayout => {
                 if let InOut::Separate { input, output } = args.x {
@@ -168,6 +176,7 @@ impl<K: NormKernel<Buffer = HostBuf>> NormKernel for Mutant<K> {
         }
         let plan = validate_forward(desc, &args)?;
         let x_before = input_vals(&args.x);
+        let r_before = args.residual.as_ref().map(input_vals);
         let (y_before, _) = output(&mut args.x);
         let y_before = y_before.clone();
         let rstd_before = args.rstd.as_ref().map(|r| r.buf.clone());
@@ -226,6 +235,30 @@ impl<K: NormKernel<Buffer = HostBuf>> NormKernel for Mutant<K> {
                 let (buf, l) = output(&mut args.x);
                 for i in 0..m {
                     flip_last_bit(buf, l.offset + i * l.stride);
+                }
+            }
+            OneUlpOff => {
+                let (buf, l) = output(&mut args.x);
+                for i in 0..m {
+                    for j in 0..n {
+                        flip_last_bit(buf, l.offset + i * l.stride + j);
+                    }
+                }
+            }
+            NormalizesUnroundedSum => {
+                if let Some(r) = &r_before {
+                    let w = args.weight.map(|w| w.buf.to_f32_vec()[w.span.offset..w.span.offset + n].to_vec());
+                    let b = args.bias.map(|b| b.buf.to_f32_vec()[b.span.offset..b.span.offset + n].to_vec());
+                    // The oracle with an f32 residual stream: h = x + r kept in f32.
+                    let consts = oracle::FwdConsts { desc, residual: DType::F32, compute: plan.dtypes.x, weight: w.as_deref(), bias: b.as_deref() };
+                    let (buf, l) = output(&mut args.x);
+                    let ydt = buf.dtype();
+                    for i in 0..m {
+                        let row = oracle::forward_row(&consts, &x_before[i * n..(i + 1) * n], Some(&r[i * n..(i + 1) * n]));
+                        for (j, iv) in row.y.iter().enumerate() {
+                            set_f32(buf, l.offset + i * l.stride + j, oracle::store(ydt, iv));
+                        }
+                    }
                 }
             }
             NanLeaksToNextRow => {
@@ -381,6 +414,9 @@ mutant_tests! {
     nan_leaks_to_next_row: NanLeaksToNextRow => [NonFiniteRows];
     backward_skips_last_element: BackwardSkipsLastElement => [BwdShapes];
     db_uses_dw_formula: DbUsesDwFormula => [BwdLayer];
+    one_ulp_off: OneUlpOff => [FwdShapes];
+    ten_times_eps: TenTimesEps => [FwdShapes];
+    normalizes_unrounded_sum: NormalizesUnroundedSum => [FwdAddRms];
 }
 
 /// The headline mutants also around the real CPU backend.
@@ -397,4 +433,18 @@ fn mutants_of_the_cpu_backend_are_caught() {
     ] {
         caught(CpuBackend::new(), fault, cats);
     }
+}
+
+/// `E[x²] − μ²` in fp32 is caught where it matters: on the row with a large mean (1e3 + noise) of an
+/// f32 LayerNorm, where it cancels catastrophically — the worst element is on that row (row 1 of a
+/// case whose seed is a multiple of 5, see `FwdData::generate`).
+#[test]
+fn one_pass_variance_fails_on_the_large_mean_row() {
+    use normkit_conformance::{check_forward, FwdCase};
+    let k = Mutant { inner: OracleBackend, fault: Fault::OnePassVariance, calls: AtomicU64::new(0) };
+    let case = FwdCase::new(NormDesc::layer(1e-5), DTypes::uniform(DType::F32), 5, 4096, 10);
+    let err = check_forward(&k, &case).expect_err("one-pass variance must fail");
+    assert!(err.contains("worst: y[1,"), "the worst element should be on the large-mean row 1: {err}");
+    // And the same case passes on the correct backend.
+    check_forward(&OracleBackend, &case).expect("the oracle passes");
 }
