@@ -29,6 +29,8 @@ svg .title{font-size:14px;font-weight:600;fill:#1d2433}svg .tick{font-size:11px;
 svg .axis{font-size:12px;fill:#3a4252}svg .frame{fill:none;stroke:#c9ced6}
 svg .grid{stroke:#eceff3;stroke-width:1}svg .line{fill:none;stroke-width:2.4;stroke-linejoin:round}
 svg .ceiling{stroke-width:1.6;stroke-dasharray:2 4}svg .ceiling-label{font-size:11px}
+div.scroll{overflow-x:auto;max-width:100%}
+table.machines td{white-space:normal}
 ul.notes{margin:4px 0;padding-left:20px;font-size:13px}
 "#;
 
@@ -41,6 +43,7 @@ document.querySelectorAll('svg.chart').forEach(function(svg){
   var n = 0; svg.querySelectorAll('g.series').forEach(function(g){ var r = g.getBBox(); if (r.width > 0 && r.height > 0) n++; });
   svg.setAttribute('data-series', String(n));
 });
+document.body.setAttribute('data-scroll-width', String(document.documentElement.scrollWidth));
 document.body.setAttribute('data-measured', 'yes');
 "#;
 
@@ -174,7 +177,7 @@ fn series(op: Op, runs: &[&Run], colors: &[&'static str], idx: &[usize]) -> (Vec
 }
 
 fn table(s: &mut String, op: Op, runs: &[&Run], idx: &[usize]) {
-    s.push_str("<table class=\"results\"><thead><tr><th rowspan=\"2\">shape (M×N)</th><th rowspan=\"2\">dtype</th>");
+    s.push_str("<div class=\"scroll\"><table class=\"results\"><thead><tr><th rowspan=\"2\">shape (M×N)</th><th rowspan=\"2\">dtype</th>");
     for &i in idx {
         let _ = write!(s, "<th class=\"run\" colspan=\"3\">{}</th>", esc(&runs[i].display_label()));
     }
@@ -210,11 +213,11 @@ fn table(s: &mut String, op: Op, runs: &[&Run], idx: &[usize]) {
         }
         s.push_str("</tr>");
     }
-    s.push_str("</tbody></table>");
+    s.push_str("</tbody></table></div>");
 }
 
 fn machines(s: &mut String, runs: &[&Run]) {
-    s.push_str("<section id=\"machines\"><h2>Machines</h2><table><thead><tr><th>run</th><th>device</th><th>driver</th><th>compute units</th><th>clocks</th><th>memory</th><th>last-level cache</th><th>copy ceiling GB/s</th><th>measured</th><th>host and versions</th></tr></thead><tbody>");
+    s.push_str("<section id=\"machines\"><h2>Machines</h2><div class=\"scroll\"><table class=\"machines\"><thead><tr><th>run</th><th>device</th><th>driver</th><th>compute units</th><th>clocks</th><th>memory</th><th>last-level cache</th><th>copy ceiling GB/s</th><th>measured</th><th>host and versions</th></tr></thead><tbody>");
     for r in runs {
         let m = &r.machine;
         let mut host = Vec::new();
@@ -239,7 +242,7 @@ fn machines(s: &mut String, runs: &[&Run]) {
             esc(&host.join("; "))
         );
     }
-    s.push_str("</tbody></table></section>");
+    s.push_str("</tbody></table></div></section>");
 }
 
 fn problems(s: &mut String, runs: &[&Run]) {

@@ -138,6 +138,8 @@ fn html_renders_in_headless_chromium() {
     let dom = chromium_cmd(&bin, &profile).arg("--dump-dom").arg(&page).output().expect("run chromium --dump-dom");
     let dom = String::from_utf8_lossy(&dom.stdout);
     assert!(dom.contains("data-measured=\"yes\""), "the measuring script did not run:\n{}", &dom[..dom.len().min(2000)]);
+    let scroll = dom.split("data-scroll-width=\"").nth(1).and_then(|r| r.split('"').next()).and_then(|w| w.parse::<u32>().ok());
+    assert!(scroll.is_some_and(|w| w <= 1400), "the page is wider than the window: {scroll:?}");
     let charts: Vec<&str> = dom.split("<svg class=\"chart\"").skip(1).collect();
     assert_eq!(charts.len(), 4, "two charts for each of rms_fwd and ln_bwd");
     for c in &charts {
