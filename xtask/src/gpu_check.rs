@@ -75,22 +75,31 @@ pub fn hip(target: &Path, objdump: Option<&Path>) -> String {
         let bytes = std::fs::read(obj).unwrap_or_default();
         let text = String::from_utf8_lossy(&bytes);
         let arch = ["gfx942", "gfx950", "gfx90a", "gfx1100"].into_iter().find(|a| text.contains(&format!("amdhsa--{a}"))).unwrap_or("unknown arch");
-        let wave64 = text.contains(".wavefront_size") && !text.contains("wavefront_size: 32");
         let Some(objdump) = objdump else {
             parts.push(format!("{arch} ({} KiB, not disassembled: llvm-objdump-22 missing)", file_kib(obj)));
             continue;
         };
         let asm = util::output(Command::new(objdump).arg("-d").arg(obj)).unwrap_or_default();
+        // llvm-readelf sits beside llvm-objdump (same LLVM version suffix).
+        let readelf = objdump.to_string_lossy().replace("llvm-objdump", "llvm-readelf");
+        let notes = util::output(Command::new(readelf).arg("--notes").arg(obj)).unwrap_or_default();
+        let waves: Vec<&str> = notes.lines().filter_map(|l| l.trim().strip_prefix(".wavefront_size:")).map(str::trim).collect();
+        let wave = match (waves.first(), waves.iter().all(|w| Some(w) == waves.first())) {
+            (Some(w), true) => format!(", wavefront {w} in all {} kernels", waves.len()),
+            (Some(_), false) => format!(", mixed wavefront sizes {waves:?}"),
+            (None, _) => String::new(),
+        };
         parts.push(format!(
-            "{arch}: {} global_load_dwordx4, {} global_store_dwordx4, {} ds_bpermute/DPP, {} v_rsq_f32{}",
+            "{arch}: {} global_load_dwordx4, {} global_store_dwordx4, {} ds_bpermute/DPP, {} v_rsq_f32, {} v_sqrt_f32{}",
             count(&asm, "global_load_dwordx4"),
             count(&asm, "global_store_dwordx4"),
             count(&asm, "ds_bpermute_b32") + count(&asm, "row_shr") + count(&asm, "row_bcast") + count(&asm, "quad_perm") + count(&asm, "DPP"),
             count(&asm, "v_rsq_f32"),
-            if wave64 { ", wavefront 64" } else { "" }
+            count(&asm, "v_sqrt_f32"),
+            wave
         ));
     }
-    format!("code objects for {}: ISA {}", objs.len(), parts.join("; "))
+    format!("{} code objects — {}", objs.len(), parts.join("; "))
 }
 
 fn file_kib(p: &Path) -> u64 {
