@@ -1,6 +1,7 @@
 //! `HipBackend`: device set-up, buffers, launches.
 
-use crate::config::{pick, LaunchConfig};
+use crate::config::LaunchConfig;
+use crate::plan::{self, align256, BwdPath, FwdLaunch};
 use crate::elf;
 use crate::ffi::{self, attr, Api, DevicePtr, Event, Function, HipError, LoadError, Module, Stream};
 use crate::kernels::{self, Kernel};
@@ -191,11 +192,14 @@ impl fmt::Debug for HipBackend {
 }
 
 /// Device memory: owned (from [`NormKernel::alloc`]/[`NormKernel::upload`], freed on drop) or
-/// borrowed from a raw pointer ([`HipBuffer::from_raw`]).
+/// borrowed from a raw device pointer ([`HipBackend::buffer_from_raw`], [`HipBuffer::from_raw`]).
 pub struct HipBuffer {
     ptr: u64,
     len: usize,
     dtype: DType,
+    /// The backend context the memory belongs to; 0 for [`HipBuffer::from_raw`] (any context).
+    ctx_id: u64,
+    /// Set for memory this buffer frees on drop.
     owner: Option<Arc<Ctx>>,
 }
 
@@ -206,7 +210,9 @@ impl fmt::Debug for HipBuffer {
 }
 
 impl HipBuffer {
-    /// A view of device memory normkit does not own (not freed on drop).
+    /// A view of device memory normkit does not own (not freed on drop), usable with any
+    /// [`HipBackend`]. Prefer [`HipBackend::buffer_from_raw`], which also checks alignment and
+    /// ties the buffer to its backend.
     ///
     /// # Safety
     /// `ptr` must be a device address valid for `len` elements of `dtype` on the device of the
@@ -215,7 +221,7 @@ impl HipBuffer {
     /// while a call that writes it is in flight. Overlaps with other operands are detected from
     /// [`Buffer::base_addr`] by validation.
     pub unsafe fn from_raw(ptr: u64, dtype: DType, len: usize) -> Self {
-        HipBuffer { ptr, len, dtype, owner: None }
+        HipBuffer { ptr, len, dtype, ctx_id: 0, owner: None }
     }
 
     /// The device address of element 0.
@@ -428,10 +434,30 @@ impl HipBackend {
     }
 
     fn check_owner(&self, operand: Operand, buf: &HipBuffer) -> Result<()> {
-        match &buf.owner {
-            Some(o) if o.id != self.ctx.id => Err(NormError::ForeignBuffer { backend: BACKEND, operand }),
-            _ => Ok(()),
+        if buf.ctx_id != 0 && buf.ctx_id != self.ctx.id {
+            return Err(NormError::ForeignBuffer { backend: BACKEND, operand });
         }
+        Ok(())
+    }
+
+    /// A buffer over device memory this backend does not own (not freed on drop): `len`
+    /// elements of `dtype` at device address `ptr`. The address must be aligned to the element
+    /// size ([`NormError::Alignment`] otherwise); overlaps with other operands are rejected by
+    /// validation ([`Buffer::base_addr`]).
+    ///
+    /// # Safety
+    /// `ptr` must be valid for `len` elements on this backend's device for as long as the
+    /// buffer is used, and not be accessed by other code while a normkit call that uses it is in
+    /// flight (see [`HipBuffer::from_raw`]).
+    pub unsafe fn buffer_from_raw(&self, ptr: u64, len: usize, dtype: DType) -> Result<HipBuffer> {
+        let es = dtype.size_bytes();
+        if ptr % es as u64 != 0 {
+            return Err(NormError::Alignment { operand: Operand::X, required: es, offset_bytes: (ptr % es as u64) as usize });
+        }
+        if len.checked_mul(es).and_then(|b| ptr.checked_add(b as u64)).is_none() {
+            return Err(NormError::Overflow { operand: Operand::X });
+        }
+        Ok(HipBuffer { ptr, len, dtype, ctx_id: self.ctx.id, owner: None })
     }
 
     fn sync(&self) -> Result<()> {
@@ -481,20 +507,6 @@ fn mat_vec_ok(b: &HipBuffer, l: &Layout) -> bool {
 fn span_vec_ok(b: &HipBuffer, s: &Span) -> bool {
     addr(b, s.offset) % 16 == 0
 }
-
-fn too_big() -> NormError {
-    NormError::ResourceLimit { resource: "HIP workspace bytes", requested: u64::MAX, available: usize::MAX as u64 }
-}
-
-/// Rounds a byte count up to 256 (sub-buffers of the workspace start 256-byte aligned).
-fn align256(b: usize) -> usize {
-    b.div_ceil(256) * 256
-}
-
-/// Elements of one split-path chunk.
-const SPLIT_CHUNK: usize = kernels::NK_SPLIT_THREADS * kernels::NK_SPLIT_ELEMS;
-/// Grid-stride kernels never need more workgroups than this; rows beyond are walked in a loop.
-const MAX_GRID: u64 = 1 << 20;
 
 impl NormKernel for HipBackend {
     type Buffer = HipBuffer;
@@ -573,30 +585,19 @@ impl NormKernel for HipBackend {
         if plan.m == 0 {
             return Ok(());
         }
-        let cfg = &self.ctx.config;
-        let table = if vec_ok { cfg.fwd_vec } else { cfg.fwd_scalar };
-        if let Some(rc) = pick(table, plan.n) {
-            p.group = rc.group as i32;
-            p.rpc = rc.rows_per_cta as i32;
-            let k = if vec_ok { kernels::NK_FWD_ROW_V8 } else { kernels::NK_FWD_ROW_V1 };
-            let blocks = (plan.m as u64).div_ceil(rc.rows_per_cta as u64).min(MAX_GRID);
-            return self.launch(k, (blocks, 1), rc.group * rc.rows_per_cta, 0, &mut p);
+        match plan::forward(&self.ctx.config, plan.m, plan.n, vec_ok)? {
+            FwdLaunch::Row { kernel, group, rows_per_cta, blocks } => {
+                p.group = group as i32;
+                p.rpc = rows_per_cta as i32;
+                self.launch(kernel, (blocks, 1), group * rows_per_cta, 0, &mut p)
+            }
+            FwdLaunch::Split { stats, apply, nsplit, blocks, threads, ws_bytes } => {
+                p.ws = self.workspace(ws_bytes)?;
+                p.nsplit = nsplit as i64;
+                self.launch(stats, (blocks, 1), threads, 0, &mut p)?;
+                self.launch(apply, (blocks, 1), threads, 0, &mut p)
+            }
         }
-        // Split rows: (row, chunk) tiles; partial statistics in the workspace.
-        let s = plan.n.div_ceil(SPLIT_CHUNK);
-        let tiles = (plan.m as u64).checked_mul(s as u64).ok_or(NormError::Overflow { operand: Operand::X })?;
-        let bytes = tiles.checked_mul(8).and_then(|b| usize::try_from(b).ok()).ok_or_else(too_big)?;
-        p.ws = self.workspace(bytes)?;
-        p.nsplit = s as i64;
-        let blocks = tiles.min(MAX_GRID);
-        let threads = kernels::NK_SPLIT_THREADS as u32;
-        let (ks, ka) = if vec_ok {
-            (kernels::NK_FWD_SPLIT_STATS_V8, kernels::NK_FWD_SPLIT_APPLY_V8)
-        } else {
-            (kernels::NK_FWD_SPLIT_STATS_V1, kernels::NK_FWD_SPLIT_APPLY_V1)
-        };
-        self.launch(ks, (blocks, 1), threads, 0, &mut p)?;
-        self.launch(ka, (blocks, 1), threads, 0, &mut p)
     }
 
     fn backward(&self, desc: &NormDesc, a: Backward<'_, HipBuffer>) -> Result<()> {
@@ -653,66 +654,29 @@ impl NormKernel for HipBackend {
         }
         p.flags = flags;
         let nacc = usize::from(flags & params::F_WEIGHT != 0) + usize::from(flags & params::F_BIAS != 0);
-        let n = plan.n;
-        let m = plan.m as u64;
-        let cfg = &self.ctx.config;
-        let cus = u64::from(self.ctx.cus);
-        let row = cfg.bwd_row(n, vec_ok, nacc);
-        let k_row = if vec_ok { kernels::NK_BWD_ROW_V8 } else { kernels::NK_BWD_ROW_V1 };
-
-        // Plan the grid and the workspace: [split stats | dW parts | dB parts]. The number of
-        // parts (persistent workgroups) may depend on M and the CU count: it only changes how dW
-        // is cut into partials, and the same inputs on the same device give the same bits.
-        let (parts, stats_bytes, s) = match row {
-            Some((rc, lds)) if m > 0 => {
-                let per_cu = cfg.bwd_row_ctas_per_cu(k_row.name, rc.group * rc.rows_per_cta, lds);
-                let blocks = m.div_ceil(rc.rows_per_cta as u64).min(cus * u64::from(per_cu));
-                (blocks, 0usize, 0usize)
-            }
-            Some(_) => (0, 0, 0),
-            None => {
-                let s = n.div_ceil(SPLIT_CHUNK);
-                let target = cus * u64::from(cfg.split_bwd_ctas_per_cu);
-                let parts = if m == 0 { 0 } else { target.div_ceil(s as u64).clamp(1, m.min(65535)) };
-                let stats = m.checked_mul(s as u64 * 8).and_then(|b| usize::try_from(b).ok()).ok_or_else(too_big)?;
-                (parts, stats, s)
-            }
-        };
-        let part_bytes = (parts as usize).checked_mul(n.checked_mul(4).ok_or_else(too_big)?).ok_or_else(too_big)?;
-        let total = align256(stats_bytes)
-            .checked_add(align256(part_bytes).checked_mul(nacc).ok_or_else(too_big)?)
-            .ok_or_else(too_big)?;
-        let ws = if total > 0 { self.workspace(total)? } else { 0 };
+        let l = plan::backward(&self.ctx.config, self.ctx.cus, plan.m, plan.n, vec_ok, nacc)?;
+        let ws = if l.ws_bytes > 0 { self.workspace(l.ws_bytes)? } else { 0 };
         p.ws_stats = ws;
-        p.ws_dw = ws + align256(stats_bytes) as u64;
-        p.ws_db = p.ws_dw + if flags & params::F_WEIGHT != 0 { align256(part_bytes) as u64 } else { 0 };
-        p.nparts = parts as i64;
-        p.nsplit = s as i64;
-
-        if m > 0 {
-            match row {
-                Some((rc, lds)) => {
-                    p.group = rc.group as i32;
-                    p.rpc = rc.rows_per_cta as i32;
-                    self.launch(k_row, (parts, 1), rc.group * rc.rows_per_cta, lds, &mut p)?;
-                }
-                None => {
-                    let tiles = m.checked_mul(s as u64).ok_or(NormError::Overflow { operand: Operand::X })?;
-                    let threads = kernels::NK_SPLIT_THREADS as u32;
-                    let (ks, ka) = if vec_ok {
-                        (kernels::NK_BWD_SPLIT_STATS_V8, kernels::NK_BWD_SPLIT_APPLY_V8)
-                    } else {
-                        (kernels::NK_BWD_SPLIT_STATS_V1, kernels::NK_BWD_SPLIT_APPLY_V1)
-                    };
-                    self.launch(ks, (tiles.min(MAX_GRID), 1), threads, 0, &mut p)?;
-                    self.launch(ka, (s as u64, parts), threads, 0, &mut p)?;
-                }
+        p.ws_dw = ws + align256(l.stats_bytes) as u64;
+        p.ws_db = p.ws_dw + if flags & params::F_WEIGHT != 0 { align256(l.part_bytes) as u64 } else { 0 };
+        p.nparts = l.parts as i64;
+        p.nsplit = l.nsplit as i64;
+        match l.path {
+            BwdPath::Row { kernel, group, rows_per_cta, lds } => {
+                p.group = group as i32;
+                p.rpc = rows_per_cta as i32;
+                self.launch(kernel, (l.parts, 1), group * rows_per_cta, lds, &mut p)?;
             }
+            BwdPath::Split { stats, apply, tiles } => {
+                let threads = kernels::NK_SPLIT_THREADS as u32;
+                self.launch(stats, (tiles.min(plan::MAX_GRID), 1), threads, 0, &mut p)?;
+                self.launch(apply, (l.nsplit as u64, l.parts), threads, 0, &mut p)?;
+            }
+            BwdPath::Empty => {}
         }
-        if nacc > 0 {
-            // M = 0 runs the finalize over zero parts: dw and db become zeros (an empty sum).
-            let blocks = (n as u64).div_ceil(kernels::NK_WARP_WIDTH as u64).min(MAX_GRID);
-            self.launch(kernels::NK_BWD_FINALIZE, (blocks, 1), kernels::NK_SPLIT_THREADS as u32, 0, &mut p)?;
+        if l.finalize_blocks > 0 {
+            // With M = 0 the finalize sums zero parts: dw and db become zeros (an empty sum).
+            self.launch(kernels::NK_BWD_FINALIZE, (l.finalize_blocks, 1), kernels::NK_SPLIT_THREADS as u32, 0, &mut p)?;
         }
         Ok(())
     }
@@ -730,7 +694,7 @@ impl NormKernel for HipBackend {
                 .check(st, "hipMalloc")
                 .map_err(|_| NormError::ResourceLimit { resource: "HIP device memory bytes", requested: bytes as u64, available: 0 })?;
         }
-        Ok(HipBuffer { ptr: p as u64, len, dtype, owner: Some(self.ctx.clone()) })
+        Ok(HipBuffer { ptr: p as u64, len, dtype, ctx_id: self.ctx.id, owner: Some(self.ctx.clone()) })
     }
 
     fn upload(&self, src: &HostBuf) -> Result<HipBuffer> {

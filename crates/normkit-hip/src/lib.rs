@@ -40,6 +40,7 @@ pub mod elf;
 pub mod ffi;
 pub mod kernels;
 pub mod params;
+pub mod plan;
 
 pub use backend::{check_code_object, HipBackend, HipBuffer, HipOptions, InitError, LIBRARY_ENV};
 pub use config::LaunchConfig;
