@@ -202,3 +202,34 @@ fn merge(args: &[String]) -> Result<ExitCode, String> {
     println!("merged {n_runs} runs and {n_peers} peer runs from {n_files} files; wrote {dir}/results.json, {dir}/report.md, {dir}/report.html");
     Ok(ExitCode::SUCCESS)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn bad_command_lines_are_explained() {
+        let err = |s: &str| parse_run(&args(s)).err().unwrap_or_default();
+        assert!(err("--backend cpu,rocm").contains("unknown backend `rocm` (known: cpu, cuda, hip)"));
+        assert!(err("--ops rms_fwd,softmax").contains("unknown op `softmax`"));
+        assert!(err("--dtypes bf16,f8").contains("unknown dtype `f8`"));
+        assert!(err("--shapes 4096x").contains("bad shape `4096x`"));
+        assert!(err("--out").contains("--out needs a value"));
+        assert!(err("--fast").contains("unknown option `--fast`"));
+        let ok = parse_run(&args("--backend cpu --ops ln_bwd --shapes 8x4096 --dtypes f32 --quick --out x")).unwrap();
+        assert_eq!(ok.req.cases(normkit_benches::grid::DeviceKind::Cpu).len(), 1);
+    }
+
+    #[test]
+    fn unwritable_output_fails_before_measuring() {
+        let file = std::env::temp_dir().join(format!("normkit-bench-not-a-dir-{}", std::process::id()));
+        std::fs::write(&file, b"").unwrap();
+        let e = run(&args(&format!("--backend cpu --quick --out {}/sub", file.display()))).unwrap_err();
+        assert!(e.contains("cannot create output folder"), "{e}");
+        let _ = std::fs::remove_file(file);
+    }
+}
