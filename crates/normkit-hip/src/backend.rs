@@ -272,17 +272,17 @@ impl HipBackend {
         let rt = |status, call| api.check(status, call).map_err(InitError::Runtime);
 
         // SAFETY: hipInit takes flags (0) and has no other preconditions.
-        let st = unsafe { (api.init)(0) };
-        if st == ffi::HIP_ERROR_NO_DEVICE {
-            return Err(InitError::NoDevice);
-        }
-        rt(st, "hipInit")?;
+        let init = unsafe { (api.init)(0) };
         let mut count = 0;
         // SAFETY: writes one int through a valid pointer.
         let st = unsafe { (api.get_device_count)(&mut count) };
-        if st == ffi::HIP_ERROR_NO_DEVICE || (st == ffi::HIP_SUCCESS && count == 0) {
+        // Without an AMD GPU, Debian's 5.2 runtime answers hipInit with hipErrorInvalidDevice and
+        // hipGetDeviceCount with hipErrorNoDevice; either call reporting "no device" (or a count
+        // of zero) means there is nothing to run on.
+        if init == ffi::HIP_ERROR_NO_DEVICE || st == ffi::HIP_ERROR_NO_DEVICE || (st == ffi::HIP_SUCCESS && count == 0) {
             return Err(InitError::NoDevice);
         }
+        rt(init, "hipInit")?;
         rt(st, "hipGetDeviceCount")?;
         if opts.device < 0 || opts.device >= count {
             return Err(InitError::BadDevice { requested: opts.device, count });
