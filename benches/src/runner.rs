@@ -253,7 +253,9 @@ pub fn median(v: &[f64]) -> f64 {
 
 /// Builds the sets, estimates the time of one call, then times `calls` calls `plan.reps` times.
 fn time_case<B: BenchBackend>(backend: &B, case: &Case, desc: &NormDesc, n_sets: usize, plan: &Plan) -> normkit_core::Result<(Vec<f64>, usize)> {
-    let mut sets = (0..n_sets).map(|_| InputSet::new(backend, case)).collect::<normkit_core::Result<Vec<_>>>()?;
+    let host = HostInputs::new(case);
+    let mut sets = (0..n_sets).map(|_| InputSet::new(backend, case, &host)).collect::<normkit_core::Result<Vec<_>>>()?;
+    drop(host);
     let (m, n) = (case.m, case.n);
     let mut call = |i: usize| sets[i % n_sets].call(backend, case.op, desc, m, n);
     // One pass over every set: first-touch page faults, lazy module loading and caches warm up.
@@ -263,6 +265,34 @@ fn time_case<B: BenchBackend>(backend: &B, case: &Case, desc: &NormDesc, n_sets:
     let times = backend.time_calls(calls, plan.reps.max(1), &mut call)?;
     backend.synchronize()?;
     Ok((times, calls))
+}
+
+/// Host copies of a case's inputs, generated once and uploaded into every set.
+struct HostInputs {
+    x: HostBuf,
+    dy: HostBuf,
+    res: HostBuf,
+    w: HostBuf,
+    b: HostBuf,
+    mean: HostBuf,
+    rstd: HostBuf,
+}
+
+impl HostInputs {
+    fn new(case: &Case) -> Self {
+        let (m, n, dt) = (case.m, case.n, case.dtype);
+        let bwd = case.op.direction() == Direction::Backward;
+        let mat = |seed, used: bool| if used { random(dt, m * n, seed, -2.0, 2.0) } else { HostBuf::zeros(dt, 0) };
+        HostInputs {
+            x: mat(1, true),
+            dy: mat(2, bwd),
+            res: mat(3, case.op.has_residual()),
+            w: random(dt, n, 4, 0.5, 1.5),
+            b: random(dt, n, 5, -0.5, 0.5),
+            mean: random(DType::F32, m, 6, -0.1, 0.1),
+            rstd: random(DType::F32, m, 7, 0.5, 2.0),
+        }
+    }
 }
 
 /// The buffers of one call. Inputs are random and non-zero; outputs are uninitialised.
@@ -288,23 +318,22 @@ struct InputSet<Buf> {
 }
 
 impl<Buf: normkit_core::Buffer> InputSet<Buf> {
-    fn new<B: NormKernel<Buffer = Buf>>(backend: &B, case: &Case) -> normkit_core::Result<Self> {
+    fn new<B: NormKernel<Buffer = Buf>>(backend: &B, case: &Case, host: &HostInputs) -> normkit_core::Result<Self> {
         let (m, n, dt) = (case.m, case.n, case.dtype);
         let (op, bwd) = (case.op, case.op.direction() == Direction::Backward);
-        let mat = |seed| backend.upload(&random(dt, m * n, seed, -2.0, 2.0));
+        let up = |h: &HostBuf| backend.upload(h);
         let out = |dtype, len| backend.alloc(dtype, len);
-        let stat = |seed, lo, hi| backend.upload(&random(DType::F32, m, seed, lo, hi));
         let opt = |cond: bool, f: &dyn Fn() -> normkit_core::Result<Buf>| if cond { f().map(Some) } else { Ok(None) };
         Ok(InputSet {
-            x: mat(1)?,
+            x: up(&host.x)?,
             out: out(dt, m * n)?,
-            dy: opt(bwd, &|| mat(2))?,
-            res: opt(op.has_residual(), &|| mat(3))?,
+            dy: opt(bwd, &|| up(&host.dy))?,
+            res: opt(op.has_residual(), &|| up(&host.res))?,
             res_out: opt(op.has_residual() && !bwd, &|| out(dt, m * n))?,
-            w: backend.upload(&random(dt, n, 4, 0.5, 1.5))?,
-            b: opt(op.is_layer() && !bwd, &|| backend.upload(&random(dt, n, 5, -0.5, 0.5)))?,
-            mean: opt(op.is_layer(), &|| if bwd { stat(6, -0.1, 0.1) } else { out(DType::F32, m) })?,
-            rstd: if bwd { stat(7, 0.5, 2.0)? } else { out(DType::F32, m)? },
+            w: up(&host.w)?,
+            b: opt(op.is_layer() && !bwd, &|| up(&host.b))?,
+            mean: opt(op.is_layer(), &|| if bwd { up(&host.mean) } else { out(DType::F32, m) })?,
+            rstd: if bwd { up(&host.rstd)? } else { out(DType::F32, m)? },
             dw: opt(bwd, &|| out(dt, n))?,
             db: opt(bwd && op.is_layer(), &|| out(dt, n))?,
         })
@@ -350,11 +379,11 @@ impl<Buf: normkit_core::Buffer> InputSet<Buf> {
 pub fn random(dtype: DType, len: usize, seed: u64, lo: f32, hi: f32) -> HostBuf {
     const BLOCK: usize = (1 << 20) - 3;
     let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xD1B5_4A32_D192_ED03;
-    let block: Vec<f32> = (0..BLOCK.min(len))
+    let floor = (hi - lo) / 16.0;
+    let values: Vec<f32> = (0..BLOCK.min(len))
         .map(|_| {
             let u = (splitmix64(&mut state) >> 40) as f32 / (1u64 << 24) as f32;
             let v = lo + (hi - lo) * u;
-            let floor = (hi - lo) / 16.0;
             if v.abs() < floor {
                 floor.copysign(if v == 0.0 { 1.0 } else { v })
             } else {
@@ -362,8 +391,16 @@ pub fn random(dtype: DType, len: usize, seed: u64, lo: f32, hi: f32) -> HostBuf 
             }
         })
         .collect();
-    let values: Vec<f32> = block.iter().copied().cycle().take(len).collect();
-    HostBuf::from_f32(dtype, &values)
+    let block = HostBuf::from_f32(dtype, &values);
+    if len <= BLOCK {
+        return block;
+    }
+    let mut out = HostBuf::zeros(dtype, len);
+    let src = block.as_bytes();
+    for chunk in out.as_bytes_mut().chunks_mut(src.len()) {
+        chunk.copy_from_slice(&src[..chunk.len()]);
+    }
+    out
 }
 
 fn splitmix64(state: &mut u64) -> u64 {
@@ -384,6 +421,10 @@ mod tests {
         assert!(v.iter().all(|&x| x != 0.0 && x.abs() >= 0.25 && (-2.0..=2.0).contains(&x)));
         let pos = random(DType::BF16, 1000, 2, 0.5, 1.5).to_f32_vec();
         assert!(pos.iter().all(|&x| (0.5..=1.5).contains(&x)));
+        let tiled = random(DType::BF16, (1 << 21) + 5, 3, -1.0, 1.0).to_f32_vec();
+        let block = (1 << 20) - 3;
+        assert_eq!(tiled[block + 7], tiled[7]);
+        assert!(tiled.iter().all(|&x| x != 0.0));
     }
 
     /// A host backend that does nothing, fails every LayerNorm backward with a device error and
