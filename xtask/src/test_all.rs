@@ -4,7 +4,7 @@
 
 use crate::{gpu_check, toolchains, util};
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Instant;
 
 /// Test counts summed over every `test result:` line.
@@ -60,22 +60,66 @@ fn selection(tools: &toolchains::Tools) -> (Vec<String>, Vec<String>) {
     (args, left_out)
 }
 
+/// Counts per test binary or doctest run, keyed by what cargo printed after `Running` or
+/// `Doc-tests` (`tests/cuda.rs (target/release/deps/cuda-…)`, `normkit_hip`).
+#[derive(Debug, Default)]
+pub struct Suites {
+    pub total: Counts,
+    pub per_suite: Vec<(String, Counts)>,
+    current: String,
+}
+
+impl Suites {
+    pub fn add_line(&mut self, line: &str) {
+        let t = line.trim();
+        if let Some(src) = t.strip_prefix("Running ").or_else(|| t.strip_prefix("Doc-tests ")) {
+            self.current = src.to_string();
+        }
+        if t.starts_with("test result: ") {
+            let mut c = Counts::default();
+            c.add_line(t);
+            self.total.add_line(t);
+            self.per_suite.push((self.current.clone(), c));
+        }
+    }
+
+    /// The tests of suites whose source names `backend` (`tests/cuda.rs`, `crates/normkit-cuda/…`,
+    /// `normkit_cuda` doctests).
+    pub fn for_backend(&self, backend: &str) -> Counts {
+        let keys = [format!("/{backend}.rs"), format!("normkit-{backend}/"), format!("normkit_{backend}")];
+        let mut c = Counts::default();
+        for (src, s) in &self.per_suite {
+            if keys.iter().any(|k| src.contains(k.as_str())) {
+                c.passed += s.passed;
+                c.failed += s.failed;
+                c.ignored += s.ignored;
+                c.suites += 1;
+            }
+        }
+        c
+    }
+}
+
 /// Runs `cargo test` with the selection, echoing its output and counting results.
-fn run_tests(sel: &[String]) -> Result<(Counts, bool), String> {
+fn run_tests(sel: &[String]) -> Result<(Suites, bool), String> {
+    // cargo prints `Running …` / `Doc-tests …` on stderr and the results on stdout: one pipe for
+    // both keeps them in order, so each result is attributed to its test binary.
+    let (reader, writer) = std::io::pipe().map_err(|e| format!("cannot create a pipe: {e}"))?;
+    let writer2 = writer.try_clone().map_err(|e| format!("cannot create a pipe: {e}"))?;
     let mut c = util::cargo();
-    c.arg("test").args(sel).arg("--no-fail-fast").stdout(Stdio::piped());
+    c.arg("test").args(sel).arg("--no-fail-fast").stdout(writer).stderr(writer2);
     eprintln!("$ {}", util::show(&c));
     let mut child = c.spawn().map_err(|e| format!("cannot run cargo test: {e}"))?;
-    let mut counts = Counts::default();
-    let stdout = child.stdout.take().ok_or("no stdout from cargo test")?;
+    drop(c); // closes our copies of the write ends, so the reader sees EOF when cargo exits
+    let mut suites = Suites::default();
     let mut out = std::io::stdout();
-    for line in BufReader::new(stdout).lines() {
+    for line in BufReader::new(reader).lines() {
         let line = line.map_err(|e| format!("reading cargo test output: {e}"))?;
-        counts.add_line(&line);
+        suites.add_line(&line);
         let _ = writeln!(out, "{line}");
     }
     let status = child.wait().map_err(|e| format!("cargo test: {e}"))?;
-    Ok((counts, status.success()))
+    Ok((suites, status.success()))
 }
 
 /// `normkit-bench probe` from the release build: `(backend, Ok(device) | Err(reason))`.
@@ -115,7 +159,8 @@ pub fn run() -> Result<(), String> {
 
     util::phase("tests (unit, integration, conformance, doctests)");
     let t = Instant::now();
-    let (counts, tests_ok) = if build.is_ok() { run_tests(&sel)? } else { (Counts::default(), false) };
+    let (suites, tests_ok) = if build.is_ok() { run_tests(&sel)? } else { (Suites::default(), false) };
+    let counts = suites.total;
     eprintln!("tests: {}", util::elapsed(t));
 
     util::phase("backends");
@@ -123,9 +168,11 @@ pub fn run() -> Result<(), String> {
     let statuses = probe();
     let mut lines = Vec::new();
     for (name, status) in &statuses {
+        let own = suites.for_backend(name);
+        let tests = if own.suites > 0 { format!(" [{} tests of its own: {} passed, {} failed]", own.passed + own.failed, own.passed, own.failed) } else { String::new() };
         let mut line = match status {
-            Ok(dev) => format!("{name}: ran ({dev})"),
-            Err(reason) => format!("{name}: skipped — {reason}"),
+            Ok(dev) => format!("{name}: ran ({dev}){tests}"),
+            Err(reason) => format!("{name}: skipped — {reason}{tests}"),
         };
         let device_free = match name.as_str() {
             "cuda" if tools.nvcc.is_some() => Some(gpu_check::cuda(&target, tools.cuobjdump.as_deref())),
@@ -163,5 +210,24 @@ mod tests {
         c.add_line("test result: FAILED. 3 passed; 2 failed; 0 ignored; 0 measured; 0 filtered out");
         c.add_line("running 5 tests");
         assert_eq!(c, Counts { passed: 15, failed: 2, ignored: 1, suites: 2 });
+    }
+
+    #[test]
+    fn attributes_results_to_backends() {
+        let mut s = Suites::default();
+        for l in [
+            "     Running tests/cuda.rs (target/release/deps/cuda-0123)",
+            "test result: ok. 7 passed; 0 failed; 2 ignored; 0 measured; 0 filtered out",
+            "     Running unittests src/lib.rs (target/release/deps/normkit_hip-4567)",
+            "test result: ok. 3 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out",
+            "   Doc-tests normkit_core",
+            "test result: ok. 5 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out",
+        ] {
+            s.add_line(l);
+        }
+        assert_eq!(s.total.passed, 15);
+        assert_eq!(s.for_backend("cuda"), Counts { passed: 7, failed: 0, ignored: 2, suites: 1 });
+        assert_eq!(s.for_backend("hip"), Counts { passed: 3, failed: 1, ignored: 0, suites: 1 });
+        assert_eq!(s.for_backend("cpu").suites, 0);
     }
 }
