@@ -91,10 +91,14 @@ pub fn render(file: &ResultsFile) -> String {
     for op in &ops {
         let _ = write!(s, "<a href=\"#op-{op}\">{op}</a>");
     }
+    if !file.peers.is_empty() {
+        s.push_str("<a href=\"#peers\">peers</a>");
+    }
     s.push_str("<a href=\"#machines\">machines</a></nav>");
     for &op in &ops {
         op_section(&mut s, op, &runs, &colors);
     }
+    peers(&mut s, file);
     machines(&mut s, &runs);
     problems(&mut s, &runs);
     let _ = write!(s, "</main><script>{SCRIPT}</script></body></html>\n");
@@ -261,4 +265,33 @@ fn problems(s: &mut String, runs: &[&Run]) {
         let _ = write!(s, "<li>{i}</li>");
     }
     s.push_str("</ul></section>");
+}
+
+/// The fastest peer per case beside normkit on the same device (peers also appear in every chart).
+fn peers(s: &mut String, file: &ResultsFile) {
+    let rows = super::peer_rows(file);
+    if file.peers.is_empty() {
+        return;
+    }
+    s.push_str("<section id=\"peers\"><h2>Peers</h2><p class=\"desc\">Measured by <code>peers/bench_peers.py</code> \
+        (CUDA-graph replay, the same byte model); they are drawn in the charts above. Below: the fastest peer per case and \
+        normkit on the same device (µs for latency-bound shapes, GB/s otherwise).</p>");
+    s.push_str("<div class=\"scroll\"><table class=\"peers\"><thead><tr><th>op</th><th>shape (M×N)</th><th>dtype</th><th>fastest peer</th><th></th><th>normkit</th></tr></thead><tbody>");
+    for r in rows {
+        let fmt = |gbps: f64, us: f64| if r.latency { format!("{} µs", fmt_us(us)) } else { format!("{} GB/s", fmt_gbps(gbps)) };
+        let nk: Vec<String> = r.normkit.iter().map(|(l, g, u)| format!("{} ({})", fmt(*g, *u), esc(l))).collect();
+        let _ = write!(
+            s,
+            "<tr><td>{}</td><td>{}×{}</td><td>{}</td><td class=\"num\" data-v=\"{}\">{}</td><td>{}</td><td>{}</td></tr>",
+            r.op,
+            r.key.1,
+            r.key.0,
+            esc(&r.key.2),
+            if r.latency { r.best.2 } else { r.best.1 },
+            fmt(r.best.1, r.best.2),
+            esc(&r.best.0),
+            if nk.is_empty() { "–".into() } else { nk.join(", ") }
+        );
+    }
+    s.push_str("</tbody></table></div></section>");
 }

@@ -46,8 +46,35 @@ pub fn render(file: &ResultsFile) -> String {
             s.push('\n');
         }
     }
+    peers(&mut s, file);
     problems(&mut s, &runs);
     s
+}
+
+/// The fastest peer per case beside normkit on the same device.
+fn peers(s: &mut String, file: &ResultsFile) {
+    let rows = super::peer_rows(file);
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "\n## Peers: the fastest per case, and normkit on the same device\n");
+    let _ = writeln!(s, "Peers measured by `peers/bench_peers.py` (CUDA-graph replay, the same byte model). µs for latency-bound shapes, GB/s otherwise.\n");
+    let _ = writeln!(s, "| op | shape | dtype | fastest peer | normkit |\n|---|---|---|---|---|");
+    for r in rows {
+        let fmt = |gbps: f64, us: f64| if r.latency { format!("{} µs", fmt_us(us)) } else { format!("{} GB/s", fmt_gbps(gbps)) };
+        let nk: Vec<String> = r.normkit.iter().map(|(l, g, u)| format!("{} ({l})", fmt(*g, *u))).collect();
+        let _ = writeln!(
+            s,
+            "| {} | {}x{} | {} | {} ({}) | {} |",
+            r.op,
+            r.key.1,
+            r.key.0,
+            r.key.2,
+            fmt(r.best.1, r.best.2),
+            r.best.0,
+            if nk.is_empty() { "–".into() } else { nk.join(", ") }
+        );
+    }
 }
 
 fn machines(s: &mut String, runs: &[&Run]) {

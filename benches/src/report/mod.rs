@@ -128,3 +128,38 @@ pub fn fmt_bytes(b: u64) -> String {
 pub(crate) fn short_date(iso: &str) -> String {
     iso.get(..16).map_or_else(|| iso.to_string(), |s| s.replace('T', " ") + " UTC")
 }
+
+/// One line of the peer comparison: the best peer on a case, and normkit on the same device.
+#[derive(Debug, Clone)]
+pub(crate) struct PeerRow {
+    pub op: Op,
+    pub key: RowKey,
+    pub latency: bool,
+    /// (peer label, GB/s, µs) of the fastest peer.
+    pub best: (String, f64, f64),
+    /// (run label, GB/s, µs) of each normkit run on the peers' device that measured the case.
+    pub normkit: Vec<(String, f64, f64)>,
+}
+
+/// The fastest peer per (op, shape, dtype), beside normkit's runs on the same device name.
+pub(crate) fn peer_rows(file: &ResultsFile) -> Vec<PeerRow> {
+    let peers: Vec<&Run> = file.peers.iter().collect();
+    let mut rows = Vec::new();
+    for op in ops_present(&peers) {
+        for key in row_keys(op, &peers) {
+            let cells: Vec<(&Run, &ResultRow)> = peers.iter().filter_map(|p| find(p, op, &key).map(|x| (*p, x))).collect();
+            let Some(&(first_run, first)) = cells.first() else { continue };
+            let latency = is_latency(first);
+            let faster = |a: &ResultRow, b: &ResultRow| if latency { a.us < b.us } else { a.gbps > b.gbps };
+            let (best_run, best) = cells.iter().fold((first_run, first), |acc, &(r, x)| if faster(x, acc.1) { (r, x) } else { acc });
+            let normkit = file
+                .runs
+                .iter()
+                .filter(|r| r.device == best_run.device)
+                .filter_map(|r| find(r, op, &key).map(|x| (r.display_label(), x.gbps, x.us)))
+                .collect();
+            rows.push(PeerRow { op, key, latency, best: (best_run.display_label(), best.gbps, best.us), normkit });
+        }
+    }
+    rows
+}

@@ -61,6 +61,8 @@ fn markdown_carries_the_input_numbers() {
     assert!(md.contains("| **3019** |") && md.contains("| **28.3** |"), "copy ceilings in the machine table");
     assert!(md.contains("ERROR ln_bwd 256x65536 bf16: device error <boom>"));
     assert!(md.contains("## ln_bwd") && !md.contains("## addrms_fwd"));
+    // peers section: QuACK is the fastest on 32768x4096, the cuda run is on the same device
+    assert!(md.contains("| rms_fwd | 32768x4096 | bf16 | 2970 GB/s (QuACK · H100 80GB HBM3) | 2961 GB/s (cuda · NVIDIA H100 80GB HBM3) |"), "{md}");
 }
 
 #[test]
