@@ -13,11 +13,15 @@
 //!   `.so.7`, `.so.6`, `.so.5`); only the functions used are declared; a missing library or
 //!   `hipErrorNoDevice` become [`normkit_core::NormError::BackendUnavailable`]. Nothing panics.
 //! - [`kernels`]: the code objects (one per target, built by build.rs from `kernels-hip/` and
-//!   embedded with `include_bytes!`) and the kernel table generated from
-//!   `kernels-hip/kernels.def`, the same list the C++ side instantiates.
+//!   `kernels-common/`, embedded with `include_bytes!`, loaded from memory with
+//!   `hipModuleLoadData`) and the kernel table generated from `kernels-hip/kernels.def`, the same
+//!   list the C++ side expands into its entry points.
 //! - [`elf`]: a std-only reader of AMDGPU code objects (kernel descriptors: wavefront size,
 //!   scratch, VGPRs), used at start-up to check the code object against the device.
-//! - [`config`]: launch configuration per target, as data ([`LaunchConfig::for_gfx942`], ...).
+//! - [`config`]: launch configuration per target, as data ([`LaunchConfig::for_gfx942`], ...),
+//!   and the occupancy each kernel is designed for (its VGPR budget).
+//! - [`plan`]: kernels, groups, grids and workspace of a call, as pure functions.
+//! - [`params`]: the kernel argument structs, mirrored from kernels-common/nk_params.h.
 //! - [`HipBackend`]: implements [`normkit_core::NormKernel`] and
 //!   [`normkit_core::BenchBackend`] over [`HipBuffer`]s.
 //!
@@ -27,12 +31,17 @@
 //! that object was built for, else [`InitError::WavefrontMismatch`].
 //!
 //! ## Kernels (see `kernels-hip/README.md`)
-//! Forward: one workgroup per row with the row in registers up to 32768 (f16/bf16) / 16384 (f32)
-//! elements; longer rows take a split-row two-pass path (CDNA has no thread-block clusters).
-//! Backward: a persistent grid writes one fp32 partial dW/dB row per workgroup into a
-//! (G x N) workspace and a finalize kernel sums them in a fixed order: deterministic, no atomics.
-//! The path depends on N and the dtypes only, never on M (batch-invariant forward). All indexing
-//! is 64-bit.
+//! The kernel bodies are kernels-common's, shared with the CUDA backend; `kernels-hip/platform.h`
+//! maps their platform interface onto clang AMDGPU builtins (wave64 `ds_bpermute` butterflies,
+//! address-space-1 `global_load_dwordx4`, correctly rounded `1/sqrt`), and
+//! `kernels-hip/kernels.def` sets the HIP constants. Forward: a group of threads per row with the
+//! row in registers up to 16384 elements (16-byte path) / 8192 (scalar); longer rows take the
+//! split-row two-pass path (CDNA has no thread-block clusters). Backward: a persistent grid keeps
+//! dW/dB partials in LDS (row path, bounded by 64 KiB on gfx942 and 160 KiB on gfx950) or in
+//! registers (split path) and writes one fp32 partial row per workgroup into a (parts x N)
+//! workspace; a finalize kernel sums them in a fixed order: deterministic, no atomics. The path
+//! depends on N, the dtypes and the layout only, never on M (batch-invariant forward; see
+//! [`plan`]). All indexing is 64-bit.
 
 pub mod backend;
 pub mod config;
