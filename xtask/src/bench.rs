@@ -20,7 +20,12 @@ fn features() -> Vec<&'static str> {
 fn runner(args: &[String]) -> Result<(), String> {
     let feats = features();
     let mut c = util::cargo();
-    c.args(["run", "--release", "--quiet", "-p", "normkit-benches", "--bin", "normkit-bench"]);
+    // Run from the caller's folder, so that relative --out and input paths mean what they typed.
+    if let Ok(cwd) = std::env::current_dir() {
+        c.current_dir(cwd);
+    }
+    c.args(["run", "--release", "--quiet", "--manifest-path"]).arg(util::root().join("Cargo.toml"));
+    c.args(["-p", "normkit-benches", "--bin", "normkit-bench"]);
     if !feats.is_empty() {
         c.arg("--features").arg(feats.join(","));
     }
