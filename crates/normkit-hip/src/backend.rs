@@ -143,6 +143,8 @@ struct Workspace {
 
 struct Ctx {
     api: Api,
+    /// Device index (HIP's current device is per host thread; set before allocating).
+    device: i32,
     stream: Stream,
     module: Module,
     arch: &'static str,
@@ -319,7 +321,13 @@ impl HipBackend {
         let mut module: Module = std::ptr::null_mut();
         // SAFETY: `bytes` is a complete code object embedded in the binary ('static); the runtime
         // copies what it needs during the call.
-        rt(unsafe { (api.module_load_data)(&mut module, bytes.as_ptr().cast()) }, "hipModuleLoadData")?;
+        let st = unsafe { (api.module_load_data)(&mut module, bytes.as_ptr().cast()) };
+        if let Err(e) = api.check(st, "hipModuleLoadData") {
+            // E.g. an MI100 (gfx908) also reports compute capability 9.0 but cannot run gfx90a code.
+            return Err(InitError::CodeObject(format!(
+                "the {arch} code object was rejected by the runtime on {name} (compute capability {major}.{minor}): {e}"
+            )));
+        }
         let mut stream: Stream = std::ptr::null_mut();
         // SAFETY: writes one handle.
         let st = unsafe { (api.stream_create)(&mut stream) };
@@ -330,6 +338,7 @@ impl HipBackend {
         }
         let ctx = Ctx {
             api,
+            device: dev,
             stream,
             module,
             arch,
@@ -341,6 +350,14 @@ impl HipBackend {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
         };
         Ok(HipBackend { ctx: Arc::new(ctx) })
+    }
+
+    /// Makes this backend's device current on the calling thread (allocations go to the current
+    /// device; launches and copies follow the stream's device).
+    fn bind(&self) -> Result<()> {
+        // SAFETY: the index was validated at start-up.
+        let st = unsafe { (self.ctx.api.set_device)(self.ctx.device) };
+        self.ctx.api.check(st, "hipSetDevice").map_err(dev_err("hipSetDevice"))
     }
 
     /// The target the device was matched to (`gfx942`, `gfx950`, `gfx90a`).
@@ -425,6 +442,7 @@ impl HipBackend {
             }
             *ws = Workspace { ptr: 0, bytes: 0 };
         }
+        self.bind()?;
         let mut p: DevicePtr = std::ptr::null_mut();
         // SAFETY: writes one device pointer.
         let st = unsafe { (api.malloc)(&mut p, bytes) };
@@ -687,6 +705,7 @@ impl NormKernel for HipBackend {
             .ok_or(NormError::ResourceLimit { resource: "HIP allocation bytes", requested: u64::MAX, available: 0 })?;
         let mut p: DevicePtr = std::ptr::null_mut();
         if bytes > 0 {
+            self.bind()?;
             // SAFETY: writes one device pointer.
             let st = unsafe { (self.ctx.api.malloc)(&mut p, bytes) };
             self.ctx
@@ -784,16 +803,16 @@ impl BenchBackend for HipBackend {
         let api = &self.ctx.api;
         let attribute = |a: i32| -> i32 {
             let mut v = 0;
-            // SAFETY: writes one int for the current device; on failure v stays 0.
-            unsafe { (api.device_get_attribute)(&mut v, a, 0) };
+            // SAFETY: writes one int for this backend's device; on failure v stays 0.
+            unsafe { (api.device_get_attribute)(&mut v, a, self.ctx.device) };
             v
         };
         let mut rt = 0;
         // SAFETY: writes one int.
         unsafe { (api.runtime_get_version)(&mut rt) };
         let mut mem = 0usize;
-        // SAFETY: writes one size_t for device 0.
-        unsafe { (api.device_total_mem)(&mut mem, 0) };
+        // SAFETY: writes one size_t for this backend's device.
+        unsafe { (api.device_total_mem)(&mut mem, self.ctx.device) };
         DeviceInfo {
             backend: BACKEND.into(),
             name: format!("{} ({})", self.ctx.name, self.ctx.arch),

@@ -63,12 +63,12 @@ fn new_reports_why_it_cannot_run() {
 /// every declared function resolves and hipInit's hipErrorNoDevice becomes `NoDevice`.
 #[test]
 fn installed_runtime_without_a_gpu_is_no_device() {
-    let Ok(api) = Api::load(&ffi::LIB_NAMES) else {
+    let Ok(api) = Api::load(ffi::LIB_NAMES) else {
         println!("SKIP: no libamdhip64 on this machine (install libamdhip64-5 to run this test)");
         return;
     };
     println!("loaded {}", api.soname);
-    match HipBackend::try_with_options(&options(&ffi::LIB_NAMES)) {
+    match HipBackend::try_with_options(&options(ffi::LIB_NAMES)) {
         Err(InitError::NoDevice) => {
             let n: NormError = InitError::NoDevice.into();
             assert!(matches!(n, NormError::BackendUnavailable { backend: "hip", ref reason } if reason == "no AMD GPU (hipErrorNoDevice)"));
