@@ -1,11 +1,14 @@
-//! `cargo xtask bench` and `cargo xtask report merge`: build the runner in release mode (with
-//! the `cuda` / `hip` features when their toolchains are installed) and hand it the arguments.
+//! `cargo xtask bench` and `cargo xtask report merge`: build the runner in release mode and hand
+//! it the arguments. `bench` adds the `cuda` / `hip` features when their toolchains are installed
+//! (and falls back to a CPU-only runner, saying why, when that build fails); `report merge` needs
+//! no GPU code and builds without them.
 
 use crate::{toolchains, util};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
-/// The runner's features that this machine can build.
-fn features() -> Vec<&'static str> {
+/// The runner's GPU features that this machine has the toolchains for.
+fn gpu_features() -> Vec<&'static str> {
     let mut f = Vec::new();
     if toolchains::nvcc_path().is_file() {
         f.push("cuda");
@@ -16,30 +19,41 @@ fn features() -> Vec<&'static str> {
     f
 }
 
-/// `cargo run --release -p normkit-benches --bin normkit-bench [--features ...] -- args`.
-fn runner(args: &[String]) -> Result<(), String> {
-    let feats = features();
+/// Builds `normkit-bench` (release) with `features`; returns the binary.
+fn build(features: &[&str]) -> Result<PathBuf, String> {
     let mut c = util::cargo();
-    // Run from the caller's folder, so that relative --out and input paths mean what they typed.
-    if let Ok(cwd) = std::env::current_dir() {
-        c.current_dir(cwd);
+    c.args(["build", "--release", "--quiet", "-p", "normkit-benches", "--bin", "normkit-bench"]);
+    if !features.is_empty() {
+        c.arg("--features").arg(features.join(","));
     }
-    c.args(["run", "--release", "--quiet", "--manifest-path"]).arg(util::root().join("Cargo.toml"));
-    c.args(["-p", "normkit-benches", "--bin", "normkit-bench"]);
-    if !feats.is_empty() {
-        c.arg("--features").arg(feats.join(","));
-    }
-    c.arg("--").args(args);
+    util::run(&mut c)?;
+    Ok(util::target_dir().join("release").join("normkit-bench"))
+}
+
+/// Runs the built runner from the caller's folder, so relative paths mean what they typed.
+fn exec(bin: &Path, args: &[String]) -> Result<(), String> {
+    let mut c = Command::new(bin);
+    c.args(args);
+    util::with_tools_env(&mut c);
     util::run(&mut c)
 }
 
 pub fn bench(args: &[String]) -> Result<(), String> {
     if args.iter().any(|a| a == "--help" || a == "-h") {
-        return runner(&["help".to_string()]);
+        return exec(&build(&[])?, &["help".to_string()]);
     }
+    let feats = gpu_features();
+    let bin = match build(&feats) {
+        Ok(bin) => bin,
+        Err(e) if !feats.is_empty() => {
+            eprintln!("xtask: warning: building the runner with {} failed ({e}); benchmarking without GPU backends", feats.join(", "));
+            build(&[])?
+        }
+        Err(e) => return Err(e),
+    };
     let mut full = vec!["run".to_string()];
     full.extend(args.iter().cloned());
-    runner(&full)
+    exec(&bin, &full)
 }
 
 pub fn report(args: &[String]) -> Result<(), String> {
@@ -47,7 +61,7 @@ pub fn report(args: &[String]) -> Result<(), String> {
         Some("merge") => {
             let mut full = vec!["merge".to_string()];
             full.extend(args[1..].iter().cloned());
-            runner(&full)
+            exec(&build(&[])?, &full)
         }
         _ => Err("usage: cargo xtask report merge A.json [B.json ...] [--peers peers.json] --out DIR".into()),
     }
