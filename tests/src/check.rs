@@ -634,6 +634,29 @@ fn fwd_row_bits(out: &FwdOut, i: usize) -> Vec<u32> {
     v
 }
 
+/// Names element `j` of [`fwd_row_bits`]'s vector.
+fn fwd_output_name(out: &FwdOut, j: usize) -> String {
+    let n = out.y_layout.cols;
+    let mut names = vec![("y", n)];
+    if out.residual_out.is_some() {
+        names.push(("residual_out", n));
+    }
+    if out.mean.is_some() {
+        names.push(("mean", 1));
+    }
+    if out.rstd.is_some() {
+        names.push(("rstd", 1));
+    }
+    let mut k = j;
+    for (name, len) in names {
+        if k < len {
+            return if len == 1 { name.to_string() } else { format!("{name}[{k}]") };
+        }
+        k -= len;
+    }
+    format!("output element {j}")
+}
+
 /// Batch invariance: each of `targets` (row identities) is computed alone (M = 1), then inside
 /// batches of each size in `batch_ms` at the first, middle and last positions surrounded by other
 /// rows (and once more in a strided batch); every output of the row must be bitwise identical.
@@ -675,8 +698,9 @@ pub fn check_batch_invariance<K: NormKernel>(k: &K, base: &FwdCase, targets: &[u
                 if got != alone[ti] {
                     let j = got.iter().zip(&alone[ti]).position(|(a, b)| a != b).unwrap_or(0);
                     return Err(ctx(format!(
-                        "row {t} at position {p} of a batch of M={bm} ({}) differs from the same row computed alone: output element {j} bits {:#x} vs {:#x}",
-                        if vi == 0 { "contiguous" } else { "strided" },
+                        "row {t} at position {p} of a batch of M={bm} ({}) differs from the same row computed alone (contiguous, M=1): {} bits {:#x} vs {:#x}",
+                        if vi == 0 { "contiguous" } else { "strided, odd offsets" },
+                        fwd_output_name(&out, j),
                         got[j],
                         alone[ti][j]
                     )));
