@@ -30,8 +30,8 @@ struct Ctx {
     rstd: Stat,
     want_dw: bool,
     want_db: bool,
-    /// Whether the CPU has AVX2 (runtime detection).
-    avx2: bool,
+    /// The instruction set of the block kernel.
+    isa: super::Isa,
     /// Whether `dx` is written with streaming stores (AVX2 and a large output).
     stream: bool,
 }
@@ -76,7 +76,7 @@ pub(super) fn run(desc: &NormDesc, plan: &BackwardPlan, mut args: Backward<'_, H
         _ => None,
     };
     let (dy, dx) = in_out(&mut args.dy);
-    let avx2 = super::has_avx2();
+    let isa = super::Isa::detect();
     let ctx = Ctx {
         kind: desc.kind,
         n,
@@ -90,8 +90,8 @@ pub(super) fn run(desc: &NormDesc, plan: &BackwardPlan, mut args: Backward<'_, H
         rstd: Stat { ptr: Ptr::of(args.rstd.buf), offset: args.rstd.span.offset },
         want_dw: args.dw.is_some(),
         want_db: args.db.is_some(),
-        avx2,
-        stream: avx2 && m * n * plan.dtypes.y.size_bytes() >= super::STREAM_MIN_BYTES,
+        isa,
+        stream: isa.has_avx2() && m * n * plan.dtypes.y.size_bytes() >= super::STREAM_MIN_BYTES,
     };
 
     let blocks = m.div_ceil(BLOCK_ROWS);
@@ -116,6 +116,16 @@ unsafe fn block_avx2(ctx: &Ctx, blk: usize) -> Partial {
     ctx.block_body(blk)
 }
 
+/// [`Ctx::block_body`] compiled for AVX-512.
+///
+/// # Safety
+/// The CPU must support AVX-512 F, BW and VL.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,avx512f,avx512bw,avx512vl")]
+unsafe fn block_avx512(ctx: &Ctx, blk: usize) -> Partial {
+    ctx.block_body(blk)
+}
+
 impl Ctx {
     fn empty_partial(&self) -> Partial {
         let z = |want: bool| if want { vec![0.0f32; self.n] } else { Vec::new() };
@@ -136,12 +146,15 @@ impl Ctx {
 
     /// [`Ctx::block_body`] on the widest instruction set available.
     fn block(&self, blk: usize) -> Partial {
-        #[cfg(target_arch = "x86_64")]
-        if self.avx2 {
-            // SAFETY: `avx2` was set from `is_x86_feature_detected!("avx2")`.
-            return unsafe { block_avx2(self, blk) };
+        match self.isa {
+            // SAFETY: `isa` comes from `Isa::detect`, which checked these features.
+            #[cfg(target_arch = "x86_64")]
+            super::Isa::Avx512 => unsafe { block_avx512(self, blk) },
+            // SAFETY: as above.
+            #[cfg(target_arch = "x86_64")]
+            super::Isa::Avx2 => unsafe { block_avx2(self, blk) },
+            _ => self.block_body(blk),
         }
-        self.block_body(blk)
     }
 
     /// `dx` of the rows of block `blk`, and the block's dW/dB partial (rows added in order).

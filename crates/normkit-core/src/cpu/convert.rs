@@ -155,6 +155,30 @@ impl Ptr {
         }
     }
 
+    /// Asks the cache hierarchy for elements `at..at + len` (into L2), so that a later
+    /// [`Ptr::load`] finds them there. A hint only: it reads nothing and never faults.
+    #[inline(always)]
+    pub(crate) fn prefetch(self, at: usize, len: usize) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T1};
+            let (base, es) = match self {
+                Ptr::F32(p) => (p.cast::<u8>(), 4),
+                Ptr::F16(p) => (p.cast::<u8>(), 2),
+                Ptr::BF16(p) => (p.cast::<u8>(), 2),
+            };
+            let start = base.wrapping_add(at * es) as usize & !63;
+            let end = base.wrapping_add((at + len) * es) as usize;
+            for line in (start..end).step_by(64) {
+                // SAFETY: a prefetch is a hint with no architectural effect; it never faults,
+                // whatever the address.
+                unsafe { _mm_prefetch::<_MM_HINT_T1>(line as *const i8) };
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = (at, len);
+    }
+
     /// Reads one element, widened.
     ///
     /// # Safety
@@ -197,14 +221,21 @@ impl Ptr {
         use std::arch::x86_64::{__m256i, _mm256_load_si256, _mm256_stream_si256, _mm_sfence};
 
         /// Stores `src` at `dst`: plain stores up to the first 32-byte boundary and for the
-        /// tail, streaming stores of `K` elements (32 bytes) in between, each converted by `conv`.
+        /// tail, streaming stores of `K` elements (32 bytes) in between. `conv` converts a slice,
+        /// `conv_line` one line (a fixed length, so the compiler vectorises it fully; a slice loop
+        /// over 16 elements would run entirely in its scalar epilogue).
         ///
         /// # Safety
         /// `dst..dst + src.len()` is valid for writes and owned by the caller's thread; `T` is
         /// 32/K bytes; the CPU supports AVX2.
         #[target_feature(enable = "avx2")]
         #[inline]
-        unsafe fn run<T: Copy + Default, const K: usize>(dst: *mut T, src: &[f32], conv: impl Fn(&[f32], &mut [T])) {
+        unsafe fn run<T: Copy + Default, const K: usize>(
+            dst: *mut T,
+            src: &[f32],
+            conv: impl Fn(&[f32], &mut [T]),
+            conv_line: impl Fn(&[f32; K], &mut [T; K]),
+        ) {
             let es = std::mem::size_of::<T>();
             let n = src.len();
             let head = ((32 - (dst as usize) % 32) % 32) / es;
@@ -225,7 +256,8 @@ impl Ptr {
             let mut p = unsafe { dst.add(head) };
             let mut line = Line([T::default(); K]);
             for c in &mut chunks {
-                conv(c, &mut line.0);
+                let c: &[f32; K] = c.try_into().expect("chunks_exact yields K elements");
+                conv_line(c, &mut line.0);
                 // SAFETY: as above; `line` is 32-byte aligned and 32 bytes long.
                 unsafe {
                     _mm256_stream_si256(p.cast::<__m256i>(), _mm256_load_si256((&raw const line).cast::<__m256i>()));
@@ -243,9 +275,15 @@ impl Ptr {
         // SAFETY: forwarded from the caller (range in bounds, owned, AVX2 present).
         unsafe {
             match self {
-                Ptr::F32(p) => run::<f32, 8>(p.add(at), src, |s, d| d.copy_from_slice(s)),
-                Ptr::F16(p) => run::<f16, 16>(p.add(at), src, |s, d| d.convert_from_f32_slice(s)),
-                Ptr::BF16(p) => run::<u16, 16>(p.add(at).cast::<u16>(), src, f32_to_bf16_slice),
+                Ptr::F32(p) => run::<f32, 8>(p.add(at), src, |s, d| d.copy_from_slice(s), |s, d| *d = *s),
+                Ptr::F16(p) => {
+                    run::<f16, 16>(p.add(at), src, |s, d| d.convert_from_f32_slice(s), |s, d| d.convert_from_f32_slice(s))
+                }
+                Ptr::BF16(p) => run::<u16, 16>(p.add(at).cast::<u16>(), src, f32_to_bf16_slice, |s, d| {
+                    for j in 0..16 {
+                        d[j] = f32_to_bf16_bits(s[j]);
+                    }
+                }),
             }
         }
     }

@@ -12,6 +12,9 @@ use crate::{CastingMode, DType, ForwardPlan, Forward, HostBuf, InOut, Layout, No
 /// Grouping changes only which thread runs a row, never how the row is computed.
 pub(super) const TASK_ELEMS: usize = 1 << 15;
 
+/// Whether each row prefetches the next one.
+const PREFETCH: bool = true;
+
 /// A row-major operand located in its buffer.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Rows {
@@ -79,6 +82,7 @@ struct Ctx {
     kind: NormKind,
     casting: CastingMode,
     eps: f32,
+    m: usize,
     n: usize,
     /// The dtype `Llama` and `None` round to: x's dtype.
     xdt: DType,
@@ -91,8 +95,8 @@ struct Ctx {
     b: Option<Vec<f32>>,
     mean: Option<Stat>,
     rstd: Option<Stat>,
-    /// Whether the CPU has AVX2 (runtime detection).
-    avx2: bool,
+    /// The instruction set of the row kernel.
+    isa: super::Isa,
     /// Whether outputs are written with streaming stores (AVX2 and a large output).
     stream: bool,
 }
@@ -131,10 +135,10 @@ pub(super) fn run(desc: &NormDesc, plan: &ForwardPlan, mut args: Forward<'_, Hos
     let stat = |v: &mut Option<crate::VecMut<'_, HostBuf>>| v.as_mut().map(|v| Stat { ptr: Ptr::of_mut(v.buf), offset: v.span.offset });
     let mean = if desc.has_mean() { stat(&mut args.mean) } else { None };
     let rstd = stat(&mut args.rstd);
-    let avx2 = super::has_avx2();
+    let isa = super::Isa::detect();
     let out_bytes = m * n * (plan.dtypes.y.size_bytes() + residual.map_or(0, |r| r.2.size_bytes()));
-    let stream = avx2 && out_bytes >= super::STREAM_MIN_BYTES;
-    let ctx = Ctx { kind: desc.kind, casting: desc.casting, eps: desc.eps, n, xdt, x, y, residual, w, b, mean, rstd, avx2, stream };
+    let stream = isa.has_avx2() && out_bytes >= super::STREAM_MIN_BYTES;
+    let ctx = Ctx { kind: desc.kind, casting: desc.casting, eps: desc.eps, m, n, xdt, x, y, residual, w, b, mean, rstd, isa, stream };
 
     let min_rows = (TASK_ELEMS / n).max(1);
     let has_res = ctx.residual.is_some();
@@ -169,17 +173,29 @@ unsafe fn row_avx2(ctx: &Ctx, i: usize, h: &mut [f32], r: &mut [f32]) {
     ctx.row(i, h, r)
 }
 
+/// [`Ctx::row`] compiled for AVX-512.
+///
+/// # Safety
+/// The CPU must support AVX-512 F, BW and VL.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,avx512f,avx512bw,avx512vl")]
+unsafe fn row_avx512(ctx: &Ctx, i: usize, h: &mut [f32], r: &mut [f32]) {
+    ctx.row(i, h, r)
+}
+
 impl Ctx {
     /// Row `i` on the widest instruction set available.
     #[inline]
     fn row_dispatch(&self, i: usize, h: &mut [f32], r: &mut [f32]) {
-        #[cfg(target_arch = "x86_64")]
-        if self.avx2 {
-            // SAFETY: `avx2` was set from `is_x86_feature_detected!("avx2")`.
-            unsafe { row_avx2(self, i, h, r) };
-            return;
+        match self.isa {
+            // SAFETY: `isa` comes from `Isa::detect`, which checked these features.
+            #[cfg(target_arch = "x86_64")]
+            super::Isa::Avx512 => unsafe { row_avx512(self, i, h, r) },
+            // SAFETY: as above.
+            #[cfg(target_arch = "x86_64")]
+            super::Isa::Avx2 => unsafe { row_avx2(self, i, h, r) },
+            _ => self.row(i, h, r),
         }
-        self.row(i, h, r)
     }
 
     /// Normalises row `i`. `h` has length `n`; `r` too when there is a residual.
@@ -193,6 +209,14 @@ impl Ctx {
         // input; its row is fully loaded into scratch before it is stored.
         // SAFETY: as just said.
         unsafe { self.x.ptr.load(self.x.at(i), h) };
+        // Fetch the next row while this one is reduced and stored: the hardware prefetcher only
+        // runs ahead of demand loads, so without this the memory idles during the compute passes.
+        if PREFETCH && i + 1 < self.m {
+            self.x.ptr.prefetch(self.x.at(i + 1), self.n);
+            if let Some((res, _, _)) = &self.residual {
+                res.ptr.prefetch(res.at(i + 1), self.n);
+            }
+        }
         if let Some((res, res_out, rdt)) = &self.residual {
             // SAFETY: as above.
             unsafe { res.ptr.load(res.at(i), r) };

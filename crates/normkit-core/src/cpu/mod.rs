@@ -32,17 +32,64 @@ use crate::{
 /// soon from the cache, so plain stores win. 64 MiB: 8192×4096 bf16, the smallest benchmark size.
 const STREAM_MIN_BYTES: usize = 64 << 20;
 
-/// Whether the row kernels may use their AVX2 build (checked once per call; the instruction set
-/// changes vector width only, never the order or rounding of any operation).
+/// The instruction set the row kernels are compiled for, detected once per call.
+///
+/// Every build performs the same correctly rounded f32 operations in the same order (Rust never
+/// contracts a multiply and an add into an FMA, and the reductions fix their lane order, see
+/// `reduce.rs`), so the choice changes speed only, never a bit of the result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Isa {
+    Portable,
+    /// AVX2: 256-bit vectors.
+    Avx2,
+    /// AVX-512 F/BW/VL: 512-bit vectors for the elementwise passes and conversions.
+    Avx512,
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Tests cap the instruction set of the calls made from their thread, to compare the builds.
+    static MAX_ISA: std::cell::Cell<Isa> = const { std::cell::Cell::new(Isa::Avx512) };
+}
+
+impl Isa {
+    fn detect() -> Isa {
+        let isa = Isa::detect_cpu();
+        #[cfg(test)]
+        let isa = match (isa, MAX_ISA.with(|m| m.get())) {
+            (_, Isa::Portable) => Isa::Portable,
+            (Isa::Avx512, Isa::Avx2) => Isa::Avx2,
+            (isa, _) => isa,
+        };
+        isa
+    }
+
+    fn detect_cpu() -> Isa {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::is_x86_feature_detected!("avx512f")
+                && std::is_x86_feature_detected!("avx512bw")
+                && std::is_x86_feature_detected!("avx512vl")
+            {
+                return Isa::Avx512;
+            }
+            if std::is_x86_feature_detected!("avx2") {
+                return Isa::Avx2;
+            }
+        }
+        Isa::Portable
+    }
+
+    /// Whether AVX2 (and so streaming stores through `Ptr::store_stream`) is available.
+    fn has_avx2(self) -> bool {
+        self != Isa::Portable
+    }
+}
+
+/// Whether the CPU has AVX2.
+#[cfg(test)]
 fn has_avx2() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::is_x86_feature_detected!("avx2")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    Isa::detect().has_avx2()
 }
 
 /// The CPU backend: every op, forward and backward, on [`HostBuf`]s, parallel over the current

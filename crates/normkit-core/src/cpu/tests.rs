@@ -351,3 +351,51 @@ fn streaming_store_matches_plain_store() {
         }
     }
 }
+
+#[test]
+fn every_instruction_set_gives_the_same_bits() {
+    use super::{Isa, MAX_ISA};
+    let (m, n) = (5, 777);
+    let x = data(m * n, 21);
+    let r = data(m * n, 22);
+    let w = data(n, 23);
+    let dy = data(m * n, 24);
+    for dt in DType::ALL {
+        for casting in CastingMode::ALL {
+            for layer in [false, true] {
+                let desc = if layer { NormDesc::layer(1e-5) } else { NormDesc::rms(1e-5).with_bias(true) }
+                    .with_casting(casting)
+                    .with_weight_offset(0.5)
+                    .with_residual(true)
+                    .with_save_stats(true);
+                let run = |isa: Isa| {
+                    MAX_ISA.with(|c| c.set(isa));
+                    let xb = HostBuf::from_f32(dt, &x);
+                    let rb = HostBuf::from_f32(DType::F32, &r);
+                    let wb = HostBuf::from_f32(dt, &w);
+                    let mut y = HostBuf::zeros(dt, m * n);
+                    let mut ro = HostBuf::zeros(DType::F32, m * n);
+                    let mut mean = HostBuf::zeros(DType::F32, m);
+                    let mut rstd = HostBuf::zeros(DType::F32, m);
+                    let a = Forward::new(InOut::separate(MatRef::new(&xb, m, n), MatMut::new(&mut y, m, n)))
+                        .residual(InOut::separate(MatRef::new(&rb, m, n), MatMut::new(&mut ro, m, n)))
+                        .weight(vref(&wb))
+                        .bias(vref(&wb))
+                        .rstd(vmut(&mut rstd));
+                    let a = if layer { a.mean(vmut(&mut mean)) } else { a };
+                    CpuBackend::new().forward(&desc, a).unwrap();
+                    let (dx, dw, db) = bwd(&desc.with_residual(false), DType::F32, m, n, &ro, &dy, &w, (&mean, &rstd));
+                    MAX_ISA.with(|c| c.set(Isa::Avx512));
+                    [y, ro, mean, rstd, dx, dw, db]
+                };
+                let base = run(Isa::Portable);
+                for isa in [Isa::Avx2, Isa::Avx512] {
+                    let other = run(isa);
+                    for (k, (a, b)) in base.iter().zip(&other).enumerate() {
+                        assert!(a.bits_eq(b), "{dt} {casting:?} layer={layer} {isa:?}: output {k} differs");
+                    }
+                }
+            }
+        }
+    }
+}
