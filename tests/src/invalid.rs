@@ -115,8 +115,11 @@ fn output_buf(dtype: DType, len: usize) -> HostBuf {
     buf_of_bits(dtype, len, poison_bits(dtype))
 }
 
+/// What running a spec gives: the call's result, every output buffer before and after, their names.
+type SpecRun = (normkit_core::Result<()>, Vec<HostBuf>, Vec<HostBuf>, Vec<&'static str>);
+
 /// Runs a forward spec: `(result, outputs before, outputs after, output names)`.
-fn run_fwd_spec<K: NormKernel>(k: &K, s: &FwdSpec) -> Result<(normkit_core::Result<()>, Vec<HostBuf>, Vec<HostBuf>, Vec<&'static str>), String> {
+fn run_fwd_spec<K: NormKernel>(k: &K, s: &FwdSpec) -> Result<SpecRun, String> {
     let upl = |h: &HostBuf| k.upload(h).map_err(|e| format!("upload failed: {e}"));
     let h_x = input_buf(&s.x);
     let h_y = s.y.map(|y| output_buf(y.dtype, y.len));
@@ -230,7 +233,7 @@ fn base_bwd_desc() -> NormDesc {
     NormDesc::layer(1e-5).with_residual(true)
 }
 
-fn run_bwd_spec<K: NormKernel>(k: &K, s: &BwdSpec) -> Result<(normkit_core::Result<()>, Vec<HostBuf>, Vec<HostBuf>, Vec<&'static str>), String> {
+fn run_bwd_spec<K: NormKernel>(k: &K, s: &BwdSpec) -> Result<SpecRun, String> {
     let upl = |h: &HostBuf| k.upload(h).map_err(|e| format!("upload failed: {e}"));
     let h_x = input_buf(&s.x);
     let h_dy = input_buf(&s.dy);

@@ -99,17 +99,17 @@ impl Iv {
     }
 
     /// fp32 `self + o`.
-    pub fn add(self, o: Iv) -> Iv {
+    pub fn add32(self, o: Iv) -> Iv {
         Iv::widened(self.lo + o.lo, self.hi + o.hi, self.mid + o.mid)
     }
 
     /// fp32 `self − o`.
-    pub fn sub(self, o: Iv) -> Iv {
+    pub fn sub32(self, o: Iv) -> Iv {
         Iv::widened(self.lo - o.hi, self.hi - o.lo, self.mid - o.mid)
     }
 
     /// fp32 `self · o`.
-    pub fn mul(self, o: Iv) -> Iv {
+    pub fn mul32(self, o: Iv) -> Iv {
         let p = [self.lo * o.lo, self.lo * o.hi, self.hi * o.lo, self.hi * o.hi];
         let lo = p.iter().copied().fold(f64::INFINITY, f64::min);
         let hi = p.iter().copied().fold(f64::NEG_INFINITY, f64::max);
@@ -165,7 +165,7 @@ mod tests {
     fn cancellation_keeps_the_error_of_the_operands() {
         let a = Iv::around(1000.5, 1e-3);
         let b = Iv::exact(1000.0);
-        let d = a.sub(b);
+        let d = a.sub32(b);
         assert!(d.hi - d.lo >= 2e-3);
         assert!((d.mid - 0.5).abs() < 1e-12);
     }

@@ -86,18 +86,18 @@ pub fn forward_row(c: &FwdConsts<'_>, x: &[f32], residual: Option<&[f32]>) -> Fw
             for (j, &hv) in h.iter().enumerate() {
                 let hv = Iv::exact(hv as f64);
                 let centred = match mean {
-                    Some(mu) => hv.sub(mu),
+                    Some(mu) => hv.sub32(mu),
                     None => hv,
                 };
-                let mut v = centred.mul(rstd);
+                let mut v = centred.mul32(rstd);
                 if c.desc.casting == CastingMode::Llama {
                     v = v.round(cd);
                 }
                 if let Some(w) = c.weight {
-                    v = v.mul(Iv::exact(w[j] as f64).add(Iv::exact(offset)));
+                    v = v.mul32(Iv::exact(w[j] as f64).add32(Iv::exact(offset)));
                 }
                 if let Some(b) = c.bias {
-                    v = v.add(Iv::exact(b[j] as f64));
+                    v = v.add32(Iv::exact(b[j] as f64));
                 }
                 y.push(v);
             }
@@ -110,16 +110,16 @@ pub fn forward_row(c: &FwdConsts<'_>, x: &[f32], residual: Option<&[f32]>) -> Fw
             for (j, &hv) in h.iter().enumerate() {
                 let hv = Iv::exact(hv as f64);
                 let centred = match mu_c {
-                    Some(mu) => hv.sub(mu).round(cd),
+                    Some(mu) => hv.sub32(mu).round(cd),
                     None => hv,
                 };
-                let mut v = centred.mul(rstd_c).round(cd);
+                let mut v = centred.mul32(rstd_c).round(cd);
                 if let Some(w) = c.weight {
-                    let we = Iv::exact(w[j] as f64).add(Iv::exact(offset)).round(cd);
-                    v = v.mul(we).round(cd);
+                    let we = Iv::exact(w[j] as f64).add32(Iv::exact(offset)).round(cd);
+                    v = v.mul32(we).round(cd);
                 }
                 if let Some(b) = c.bias {
-                    v = v.add(Iv::exact(b[j] as f64)).round(cd);
+                    v = v.add32(Iv::exact(b[j] as f64)).round(cd);
                 }
                 y.push(v);
             }
@@ -204,8 +204,8 @@ pub fn backward_row(
         .map(|&v| {
             let v = Iv::exact(v as f64);
             match mean {
-                Some(m) if c.desc.kind == NormKind::Layer => v.sub(Iv::exact(m as f64)).mul(rstd_i),
-                _ => v.mul(rstd_i),
+                Some(m) if c.desc.kind == NormKind::Layer => v.sub32(Iv::exact(m as f64)).mul32(rstd_i),
+                _ => v.mul32(rstd_i),
             }
         })
         .collect();
@@ -213,7 +213,7 @@ pub fn backward_row(
         .iter()
         .enumerate()
         .map(|(j, &d)| match c.weight {
-            Some(w) => Iv::exact(d as f64).mul(Iv::exact(w[j] as f64).add(Iv::exact(offset))),
+            Some(w) => Iv::exact(d as f64).mul32(Iv::exact(w[j] as f64).add32(Iv::exact(offset))),
             None => Iv::exact(d as f64),
         })
         .collect();
@@ -230,7 +230,7 @@ pub fn backward_row(
         let e = a * mag;
         Iv { lo: (lo - e) / nf, hi: (hi + e) / nf, mid: mid / nf }
     };
-    let c1 = row_mean(&mut g.iter().zip(&xhat).map(|(g, xh)| g.mul(*xh)));
+    let c1 = row_mean(&mut g.iter().zip(&xhat).map(|(g, xh)| g.mul32(*xh)));
     let c2 = match c.desc.kind {
         NormKind::Layer => Some(row_mean(&mut g.iter().copied())),
         NormKind::Rms => None,
@@ -239,17 +239,17 @@ pub fn backward_row(
     for j in 0..n {
         let mut inner = g[j];
         if let Some(c2) = c2 {
-            inner = inner.sub(c2);
+            inner = inner.sub32(c2);
         }
-        let mut v = rstd_i.mul(inner.sub(xhat[j].mul(c1)));
+        let mut v = rstd_i.mul32(inner.sub32(xhat[j].mul32(c1)));
         if let Some(d) = d_residual_out {
-            v = v.add(Iv::exact(d[j] as f64));
+            v = v.add32(Iv::exact(d[j] as f64));
         }
         dx.push(v);
     }
     if let Some(dw) = dw {
         for j in 0..n {
-            dw.push(j, Iv::exact(dy[j] as f64).mul(xhat[j]));
+            dw.push(j, Iv::exact(dy[j] as f64).mul32(xhat[j]));
         }
         dw.rows += 1;
     }

@@ -291,7 +291,7 @@ impl<K: NormKernel<Buffer = HostBuf>> NormKernel for Mutant<K> {
         let (m, n) = (plan.m, plan.n);
         // dW over rows 1..M: a first call on the sub-views, into scratch outputs.
         let mut shifted_dw = None;
-        if self.fault == DwOffByOneRow && args.dw.is_some() && m > 0 {
+        if let (DwOffByOneRow, Some(dw), true) = (self.fault, args.dw.as_ref(), m > 0) {
             let sub = |l: Layout| Layout { rows: l.rows - 1, offset: l.offset + l.stride, ..l };
             let dy_in = match &args.dy {
                 InOut::Separate { input, .. } => input.buf.clone(),
@@ -299,7 +299,7 @@ impl<K: NormKernel<Buffer = HostBuf>> NormKernel for Mutant<K> {
             };
             let dyl = args.dy.input_layout();
             let mut dx_tmp = HostBuf::zeros(dy_in.dtype(), (m - 1) * n);
-            let mut dw_tmp = HostBuf::zeros(args.dw.as_ref().expect("dw").buf.dtype(), n);
+            let mut dw_tmp = HostBuf::zeros(dw.buf.dtype(), n);
             let mut db_tmp = args.db.as_ref().map(|d| HostBuf::zeros(d.buf.dtype(), n));
             let mut a = Backward::new(
                 MatRef::with_layout(args.x.buf, sub(args.x.layout)),
