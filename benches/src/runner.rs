@@ -84,6 +84,9 @@ fn start_run<B: BenchBackend>(backend: &B, plan: &Plan, label: Option<&str>) -> 
     let mem_cap = if info.memory_bytes > 0 { (info.memory_bytes / 8) as usize } else { usize::MAX };
     let copy_bytes = plan.copy_bytes.min(mem_cap).max(1 << 20);
     let mut notes = Vec::new();
+    if let Some(load) = sysinfo::load_average() {
+        notes.push(format!("host load average {load:.1} (1 min) at the start, on {} cores", sysinfo::cores()));
+    }
     let copy_gbps = match backend.copy_gbps(copy_bytes) {
         Ok(g) => g,
         Err(e) => {
@@ -177,6 +180,9 @@ pub fn run<B: BenchBackend>(
 /// Measures the copy ceiling again after the cases and keeps the higher reading (a busy machine
 /// depresses one of them), recomputing every `%`. Both readings are noted in the run.
 fn remeasure_ceiling<B: BenchBackend>(backend: &B, run: &mut Run) {
+    if let Some(load) = sysinfo::load_average() {
+        run.notes.push(format!("host load average {load:.1} (1 min) at the end"));
+    }
     let Ok(end) = backend.copy_gbps(run.copy_bytes as usize) else { return };
     run.notes.push(format!("copy ceiling {:.1} GB/s before the cases, {end:.1} GB/s after; the higher is used", run.copy_gbps));
     if end > run.copy_gbps {

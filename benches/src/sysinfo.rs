@@ -59,6 +59,11 @@ pub fn memory_bytes() -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
+/// The 1-minute load average from `/proc/loadavg` (other work on the machine skews timings).
+pub fn load_average() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg").ok()?.split_whitespace().next()?.parse().ok()
+}
+
 /// The first line printed by `cmd args`, or empty.
 pub fn command_line(cmd: &str, args: &[&str]) -> String {
     Command::new(cmd)
@@ -76,7 +81,7 @@ pub fn versions() -> Vec<(String, String)> {
     let mut v = vec![("normkit-bench".to_string(), env!("CARGO_PKG_VERSION").to_string())];
     let rustc = command_line("rustc", &["--version"]);
     if !rustc.is_empty() {
-        v.push(("rustc".into(), rustc));
+        v.push(("rustc".into(), rustc.trim_start_matches("rustc ").to_string()));
     }
     let git = command_line("git", &["rev-parse", "--short=12", "HEAD"]);
     if !git.is_empty() {
