@@ -8,7 +8,7 @@
 //! of `dw`/`db` therefore depend on `M`, `N` and the data only. Memory stays bounded: a partial
 //! lives only until its parent adds it, so at most about `threads × depth` partials exist.
 
-use super::convert::Ptr;
+use super::convert::{stream_fence, Ptr};
 use super::forward::{in_out, read_span, store_row, Rows, Stat};
 use super::reduce;
 use crate::{Backward, BackwardPlan, HostBuf, NormDesc, NormKind, VecMut};
@@ -91,7 +91,7 @@ pub(super) fn run(desc: &NormDesc, plan: &BackwardPlan, mut args: Backward<'_, H
         want_dw: args.dw.is_some(),
         want_db: args.db.is_some(),
         isa,
-        stream: isa.has_avx2() && m * n * plan.dtypes.y.size_bytes() >= super::STREAM_MIN_BYTES,
+        stream: super::use_stream(isa, m * n * plan.dtypes.y.size_bytes()),
     };
 
     let blocks = m.div_ceil(BLOCK_ROWS);
@@ -205,6 +205,9 @@ impl Ctx {
             }
             // SAFETY: as above.
             unsafe { store_row(self.dx.ptr, self.dx.at(i), &g, self.stream) };
+            if self.stream {
+                stream_fence();
+            }
         }
         part
     }

@@ -202,6 +202,17 @@ impl Ptr {
     }
 }
 
+/// Orders this thread's streaming stores before its later stores (an `sfence`): called after a
+/// row written with [`Ptr::store_stream`], before rayon can signal the task's completion.
+#[inline(always)]
+pub(crate) fn stream_fence() {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `sfence` has no preconditions (SSE, part of x86_64).
+    unsafe {
+        std::arch::x86_64::_mm_sfence()
+    };
+}
+
 /// 32 bytes of output, aligned for a 256-bit streaming store.
 #[cfg(target_arch = "x86_64")]
 #[repr(C, align(32))]
@@ -210,7 +221,8 @@ struct Line<T, const K: usize>([T; K]);
 #[cfg(target_arch = "x86_64")]
 impl Ptr {
     /// [`Ptr::store`] with non-temporal (streaming) stores for the 32-byte-aligned body of the
-    /// range, then an `sfence`. Streaming stores skip the read-for-ownership of the destination
+    /// range. The caller must call [`stream_fence`] before the stores may be observed by another
+    /// thread (before its task completes). Streaming stores skip the read-for-ownership of the destination
     /// lines and leave the cache alone, as a large memcpy does: without them a large output costs
     /// an extra read of itself. The values stored are bitwise those of [`Ptr::store`].
     ///
@@ -218,7 +230,7 @@ impl Ptr {
     /// As [`Ptr::store`], and the CPU must support AVX2.
     #[target_feature(enable = "avx2")]
     pub(crate) unsafe fn store_stream(self, at: usize, src: &[f32]) {
-        use std::arch::x86_64::{__m256i, _mm256_load_si256, _mm256_stream_si256, _mm_sfence};
+        use std::arch::x86_64::{__m256i, _mm256_load_si256, _mm256_stream_si256};
 
         /// Stores `src` at `dst`: plain stores up to the first 32-byte boundary and for the
         /// tail, streaming stores of `K` elements (32 bytes) in between. `conv` converts a slice,
@@ -267,9 +279,6 @@ impl Ptr {
             let tail = chunks.remainder();
             // SAFETY: as above.
             conv(tail, unsafe { std::slice::from_raw_parts_mut(p, tail.len()) });
-            // Order the streaming stores before anything this thread does next (in particular
-            // before rayon signals completion to the caller).
-            _mm_sfence();
         }
 
         // SAFETY: forwarded from the caller (range in bounds, owned, AVX2 present).

@@ -3,7 +3,7 @@
 
 use rayon::prelude::*;
 
-use super::convert::{round_scalar, round_slice, Ptr};
+use super::convert::{round_scalar, round_slice, stream_fence, Ptr};
 use super::reduce;
 use crate::{CastingMode, DType, ForwardPlan, Forward, HostBuf, InOut, Layout, NormDesc, NormKind};
 
@@ -12,8 +12,12 @@ use crate::{CastingMode, DType, ForwardPlan, Forward, HostBuf, InOut, Layout, No
 /// Grouping changes only which thread runs a row, never how the row is computed.
 pub(super) const TASK_ELEMS: usize = 1 << 15;
 
-/// Whether each row prefetches the next one.
+/// Whether each row prefetches the next one while it finishes.
 const PREFETCH: bool = true;
+
+/// Elements per chunk of the output pass (a multiple of 16, so chunk starts keep the 32-byte
+/// alignment of the row for streaming stores).
+const OUT_CHUNK: usize = 256;
 
 /// A row-major operand located in its buffer.
 #[derive(Debug, Clone, Copy)]
@@ -137,7 +141,7 @@ pub(super) fn run(desc: &NormDesc, plan: &ForwardPlan, mut args: Forward<'_, Hos
     let rstd = stat(&mut args.rstd);
     let isa = super::Isa::detect();
     let out_bytes = m * n * (plan.dtypes.y.size_bytes() + residual.map_or(0, |r| r.2.size_bytes()));
-    let stream = isa.has_avx2() && out_bytes >= super::STREAM_MIN_BYTES;
+    let stream = super::use_stream(isa, out_bytes);
     let ctx = Ctx { kind: desc.kind, casting: desc.casting, eps: desc.eps, m, n, xdt, x, y, residual, w, b, mean, rstd, isa, stream };
 
     let min_rows = (TASK_ELEMS / n).max(1);
@@ -184,6 +188,39 @@ unsafe fn row_avx512(ctx: &Ctx, i: usize, h: &mut [f32], r: &mut [f32]) {
 }
 
 impl Ctx {
+    /// `y` from `h` for a part of a row, with `w`/`b` the same part: `(h − μ)·rstd·(w + offset) + b`
+    /// rounded as the casting mode says. Every step is one correctly rounded f32 operation (Rust
+    /// never contracts a multiply and an add into an FMA), so the split into passes and chunks
+    /// gives the same bits as one fused loop, on every instruction set.
+    #[inline(always)]
+    fn finish(&self, h: &mut [f32], mu: f32, rstd: f32, w: Option<&[f32]>, b: Option<&[f32]>) {
+        match self.casting {
+            // One pass (μ = 0 for RMSNorm: `h − 0` is exactly `h`).
+            CastingMode::Gemma => affine(h, mu, rstd, w, b),
+            CastingMode::Llama => {
+                affine(h, mu, rstd, None, None);
+                round_slice(self.xdt, h);
+                affine(h, 0.0, 1.0, w, b);
+            }
+            CastingMode::None => {
+                if self.kind == NormKind::Layer {
+                    h.iter_mut().for_each(|v| *v -= mu);
+                    round_slice(self.xdt, h);
+                }
+                h.iter_mut().for_each(|v| *v *= rstd);
+                round_slice(self.xdt, h);
+                if let Some(w) = w {
+                    h.iter_mut().zip(w).for_each(|(v, &w)| *v *= w);
+                    round_slice(self.xdt, h);
+                }
+                if let Some(b) = b {
+                    h.iter_mut().zip(b).for_each(|(v, &b)| *v += b);
+                    round_slice(self.xdt, h);
+                }
+            }
+        }
+    }
+
     /// Row `i` on the widest instruction set available.
     #[inline]
     fn row_dispatch(&self, i: usize, h: &mut [f32], r: &mut [f32]) {
@@ -209,14 +246,6 @@ impl Ctx {
         // input; its row is fully loaded into scratch before it is stored.
         // SAFETY: as just said.
         unsafe { self.x.ptr.load(self.x.at(i), h) };
-        // Fetch the next row while this one is reduced and stored: the hardware prefetcher only
-        // runs ahead of demand loads, so without this the memory idles during the compute passes.
-        if PREFETCH && i + 1 < self.m {
-            self.x.ptr.prefetch(self.x.at(i + 1), self.n);
-            if let Some((res, _, _)) = &self.residual {
-                res.ptr.prefetch(res.at(i + 1), self.n);
-            }
-        }
         if let Some((res, res_out, rdt)) = &self.residual {
             // SAFETY: as above.
             unsafe { res.ptr.load(res.at(i), r) };
@@ -243,37 +272,27 @@ impl Ctx {
             rstd = round_scalar(self.xdt, rstd);
         }
 
-        // y, rounded as the casting mode says. Every step is one correctly rounded f32 operation
-        // (Rust never contracts a multiply and an add into an FMA), so splitting the elementwise
-        // work into passes gives the same bits as one fused loop, on every instruction set.
+        // y, rounded as the casting mode says, chunk by chunk: each chunk is finished and stored
+        // while the same part of the next row is prefetched. The hardware prefetcher only runs
+        // ahead of demand loads, so without this the memory would idle while a row is finished;
+        // spreading the prefetches keeps few misses in flight at a time.
         let (w, b) = (self.w.as_deref(), self.b.as_deref());
-        match self.casting {
-            // `(h − μ)·rstd·w + b` in one pass (μ = 0 for RMSNorm: `h − 0` is exactly `h`).
-            CastingMode::Gemma => affine(h, mu, rstd, w, b),
-            CastingMode::Llama => {
-                affine(h, mu, rstd, None, None);
-                round_slice(self.xdt, h);
-                affine(h, 0.0, 1.0, w, b);
-            }
-            CastingMode::None => {
-                if self.kind == NormKind::Layer {
-                    h.iter_mut().for_each(|v| *v -= mu);
-                    round_slice(self.xdt, h);
-                }
-                h.iter_mut().for_each(|v| *v *= rstd);
-                round_slice(self.xdt, h);
-                if let Some(w) = w {
-                    h.iter_mut().zip(w).for_each(|(v, &w)| *v *= w);
-                    round_slice(self.xdt, h);
-                }
-                if let Some(b) = b {
-                    h.iter_mut().zip(b).for_each(|(v, &b)| *v += b);
-                    round_slice(self.xdt, h);
+        let next = (PREFETCH && i + 1 < self.m).then(|| (self.x.at(i + 1), self.residual.as_ref().map(|(r, _, _)| (r.ptr, r.at(i + 1)))));
+        for (k, hc) in h.chunks_mut(OUT_CHUNK).enumerate() {
+            let (off, len) = (k * OUT_CHUNK, hc.len());
+            if let Some((x_next, r_next)) = next {
+                self.x.ptr.prefetch(x_next + off, len);
+                if let Some((rp, r_next)) = r_next {
+                    rp.prefetch(r_next + off, len);
                 }
             }
+            self.finish(hc, mu, rstd, w.map(|w| &w[off..off + len]), b.map(|b| &b[off..off + len]));
+            // SAFETY: as above (a part of row `i` of `y`).
+            unsafe { store_row(self.y.ptr, self.y.at(i) + off, hc, self.stream) };
         }
-        // SAFETY: as above.
-        unsafe { store_row(self.y.ptr, self.y.at(i), h, self.stream) };
+        if self.stream {
+            stream_fence();
+        }
         if let Some(s) = &self.mean {
             // SAFETY: as above (element `i` of the mean span).
             unsafe { s.ptr.set(s.offset + i, mu) };

@@ -32,6 +32,15 @@ use crate::{
 /// soon from the cache, so plain stores win. 64 MiB: 8192×4096 bf16, the smallest benchmark size.
 const STREAM_MIN_BYTES: usize = 64 << 20;
 
+/// Whether an output of `bytes` bytes is written with streaming stores on `isa`.
+fn use_stream(isa: Isa, bytes: usize) -> bool {
+    #[cfg(test)]
+    if FORCE_STREAM.with(|c| c.get()) {
+        return isa.has_avx2();
+    }
+    isa.has_avx2() && bytes >= STREAM_MIN_BYTES
+}
+
 /// The instruction set the row kernels are compiled for, detected once per call.
 ///
 /// Every build performs the same correctly rounded f32 operations in the same order (Rust never
@@ -50,6 +59,8 @@ enum Isa {
 thread_local! {
     /// Tests cap the instruction set of the calls made from their thread, to compare the builds.
     static MAX_ISA: std::cell::Cell<Isa> = const { std::cell::Cell::new(Isa::Avx512) };
+    /// Tests force streaming stores on small outputs, to compare them with plain stores.
+    static FORCE_STREAM: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 impl Isa {

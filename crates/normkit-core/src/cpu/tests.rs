@@ -353,8 +353,8 @@ fn streaming_store_matches_plain_store() {
 }
 
 #[test]
-fn every_instruction_set_gives_the_same_bits() {
-    use super::{Isa, MAX_ISA};
+fn every_instruction_set_and_store_kind_gives_the_same_bits() {
+    use super::{Isa, FORCE_STREAM, MAX_ISA};
     let (m, n) = (5, 777);
     let x = data(m * n, 21);
     let r = data(m * n, 22);
@@ -368,8 +368,9 @@ fn every_instruction_set_gives_the_same_bits() {
                     .with_weight_offset(0.5)
                     .with_residual(true)
                     .with_save_stats(true);
-                let run = |isa: Isa| {
+                let run = |isa: Isa, stream: bool| {
                     MAX_ISA.with(|c| c.set(isa));
+                    FORCE_STREAM.with(|c| c.set(stream));
                     let xb = HostBuf::from_f32(dt, &x);
                     let rb = HostBuf::from_f32(DType::F32, &r);
                     let wb = HostBuf::from_f32(dt, &w);
@@ -386,13 +387,14 @@ fn every_instruction_set_gives_the_same_bits() {
                     CpuBackend::new().forward(&desc, a).unwrap();
                     let (dx, dw, db) = bwd(&desc.with_residual(false), DType::F32, m, n, &ro, &dy, &w, (&mean, &rstd));
                     MAX_ISA.with(|c| c.set(Isa::Avx512));
+                    FORCE_STREAM.with(|c| c.set(false));
                     [y, ro, mean, rstd, dx, dw, db]
                 };
-                let base = run(Isa::Portable);
-                for isa in [Isa::Avx2, Isa::Avx512] {
-                    let other = run(isa);
+                let base = run(Isa::Portable, false);
+                for (isa, stream) in [(Isa::Avx2, false), (Isa::Avx512, false), (Isa::Avx2, true), (Isa::Avx512, true)] {
+                    let other = run(isa, stream);
                     for (k, (a, b)) in base.iter().zip(&other).enumerate() {
-                        assert!(a.bits_eq(b), "{dt} {casting:?} layer={layer} {isa:?}: output {k} differs");
+                        assert!(a.bits_eq(b), "{dt} {casting:?} layer={layer} {isa:?} stream={stream}: output {k} differs");
                     }
                 }
             }
