@@ -55,7 +55,8 @@ const QUICK_SHAPES: [(usize, usize); 3] = [(2048, 4096), (8192, 512), (8, 4096)]
 
 /// The shapes and dtypes of the default grid: bf16 everywhere, f32 at the first shape.
 pub fn default_grid(kind: DeviceKind, size: Size) -> Vec<(usize, usize, DType)> {
-    let (base, extra): (&[(usize, usize)], &[(usize, usize)]) = match (kind, size) {
+    type Shapes = &'static [(usize, usize)];
+    let (base, extra): (Shapes, Shapes) = match (kind, size) {
         (_, Size::Quick) => (&QUICK_SHAPES, &[]),
         (DeviceKind::Gpu, Size::Default) => (&GPU_SHAPES, &[]),
         (DeviceKind::Gpu, Size::Full) => (&GPU_SHAPES, &GPU_FULL_EXTRA),

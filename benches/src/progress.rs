@@ -47,7 +47,7 @@ impl Progress {
         }
         let done = self.offset + i;
         let width = 24;
-        let filled = if self.total == 0 { 0 } else { done * width / self.total };
+        let filled = (done * width).checked_div(self.total).unwrap_or(0).min(width);
         let bar: String = "#".repeat(filled) + &"-".repeat(width - filled);
         eprint!("\r\x1b[2K[{bar}] {}/{} {}  {}", done + 1, self.total, case.label(), self.eta(done));
         let _ = std::io::stderr().flush();

@@ -125,7 +125,7 @@ fn run_tests(sel: &[String]) -> Result<(Suites, bool), String> {
 /// `normkit-bench probe` from the release build: `(backend, Ok(device) | Err(reason))`.
 fn probe() -> Vec<(String, Result<String, String>)> {
     let bin = util::target_dir().join("release/normkit-bench");
-    let text = util::output(&mut Command::new(&bin).arg("probe")).unwrap_or_default();
+    let text = util::output(Command::new(&bin).arg("probe")).unwrap_or_default();
     let mut v: Vec<(String, Result<String, String>)> = text
         .lines()
         .filter_map(|l| {

@@ -101,7 +101,7 @@ pub fn render(file: &ResultsFile) -> String {
     peers(&mut s, file);
     machines(&mut s, &runs);
     problems(&mut s, &runs);
-    let _ = write!(s, "</main><script>{SCRIPT}</script></body></html>\n");
+    let _ = writeln!(s, "</main><script>{SCRIPT}</script></body></html>");
     s
 }
 

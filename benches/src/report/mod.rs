@@ -65,7 +65,7 @@ pub(crate) fn row_keys(op: Op, runs: &[&Run]) -> Vec<RowKey> {
         "f16" => 1,
         _ => 2,
     };
-    keys.sort_by(|a, b| (rank(&a.2), a.0, a.1).cmp(&(rank(&b.2), b.0, b.1)));
+    keys.sort_by_key(|k| (rank(&k.2), k.0, k.1));
     keys.dedup();
     keys
 }

@@ -52,9 +52,9 @@ pub fn esc(s: &str) -> String {
 /// `512`, `4K`, `1M`.
 pub fn fmt_n(n: f64) -> String {
     let n = n as u64;
-    if n >= 1 << 20 && n % (1 << 20) == 0 {
+    if n >= 1 << 20 && n.is_multiple_of(1 << 20) {
         format!("{}M", n >> 20)
-    } else if n >= 1024 && n % 1024 == 0 {
+    } else if n >= 1024 && n.is_multiple_of(1024) {
         format!("{}K", n >> 10)
     } else {
         n.to_string()
