@@ -9,7 +9,7 @@
 //! lives only until its parent adds it, so at most about `threads × depth` partials exist.
 
 use super::convert::{stream_fence, Ptr};
-use super::forward::{in_out, read_span, store_row, Rows, Stat};
+use super::forward::{in_out, read_span, store_row, Rows, Stat, OUT_CHUNK};
 use super::reduce;
 use crate::{Backward, BackwardPlan, HostBuf, NormDesc, NormKind, VecMut};
 
@@ -166,8 +166,8 @@ impl Ctx {
         let mut g = vec![0.0f32; n];
         let mut t = if self.d_residual_out.is_some() { vec![0.0f32; n] } else { Vec::new() };
         let nf = n as f32;
-        let rows = blk * BLOCK_ROWS..((blk + 1) * BLOCK_ROWS).min(self.m);
-        for i in rows {
+        let end = ((blk + 1) * BLOCK_ROWS).min(self.m);
+        for i in blk * BLOCK_ROWS..end {
             // Soundness of all the loads and stores here: validation checked that every row view and
             // statistic span lies inside its buffer; `run` holds the borrows of all buffers for
             // the whole call; row `i` of `dx` is written only by this block (blocks partition the
@@ -184,12 +184,23 @@ impl Ctx {
             }
             // x̂ from x and the saved statistics; the dW/dB partials; g = dy·(w + offset).
             let mu = if self.kind == NormKind::Layer { mu } else { 0.0 };
-            xh.iter_mut().for_each(|v| *v = (*v - mu) * rs);
-            if self.want_dw {
-                part.dw.iter_mut().zip(g.iter().zip(&xh)).for_each(|(a, (&dy, &xh))| *a += dy * xh);
-            }
-            if self.want_db {
-                add_into(&mut part.db, &g);
+            // One pass: x̂, and the partials dw += dy·x̂, db += dy (`g` holds dy here).
+            let xs = xh.iter_mut().zip(&g);
+            match (self.want_dw, self.want_db) {
+                (true, true) => xs.zip(part.dw.iter_mut().zip(part.db.iter_mut())).for_each(|((x, &dy), (dw, db))| {
+                    *x = (*x - mu) * rs;
+                    *dw += dy * *x;
+                    *db += dy;
+                }),
+                (true, false) => xs.zip(part.dw.iter_mut()).for_each(|((x, &dy), dw)| {
+                    *x = (*x - mu) * rs;
+                    *dw += dy * *x;
+                }),
+                (false, true) => xs.zip(part.db.iter_mut()).for_each(|((x, &dy), db)| {
+                    *x = (*x - mu) * rs;
+                    *db += dy;
+                }),
+                (false, false) => xs.for_each(|(x, _)| *x = (*x - mu) * rs),
             }
             if let Some(w) = &self.w {
                 g.iter_mut().zip(w).for_each(|(g, &w)| *g *= w);
@@ -197,14 +208,28 @@ impl Ctx {
             let mgx = reduce::dot(&g, &xh) / nf;
             // RMSNorm: mean(g) does not enter; `g − 0` is exactly `g`.
             let mg = if self.kind == NormKind::Layer { reduce::sum(&g) / nf } else { 0.0 };
-            g.iter_mut().zip(&xh).for_each(|(g, &xh)| *g = rs * ((*g - mg) - xh * mgx));
-            if let Some(d) = &self.d_residual_out {
-                // SAFETY: as above.
-                unsafe { d.ptr.load(d.at(i), &mut t) };
-                add_into(&mut g, &t);
+            // dx, chunk by chunk, while the same part of the next row of the block is prefetched
+            // (see `forward.rs`: the memory would otherwise idle during this pass).
+            let next = i + 1 < end;
+            for (k, (gc, xc)) in g.chunks_mut(OUT_CHUNK).zip(xh.chunks(OUT_CHUNK)).enumerate() {
+                let (off, len) = (k * OUT_CHUNK, gc.len());
+                if next {
+                    self.x.ptr.prefetch(self.x.at(i + 1) + off, len);
+                    self.dy.ptr.prefetch(self.dy.at(i + 1) + off, len);
+                    if let Some(d) = &self.d_residual_out {
+                        d.ptr.prefetch(d.at(i + 1) + off, len);
+                    }
+                }
+                gc.iter_mut().zip(xc).for_each(|(g, &xh)| *g = rs * ((*g - mg) - xh * mgx));
+                if let Some(d) = &self.d_residual_out {
+                    let tc = &mut t[off..off + len];
+                    // SAFETY: as above (a part of row `i`).
+                    unsafe { d.ptr.load(d.at(i) + off, tc) };
+                    add_into(gc, tc);
+                }
+                // SAFETY: as above (a part of row `i` of `dx`).
+                unsafe { store_row(self.dx.ptr, self.dx.at(i) + off, gc, self.stream) };
             }
-            // SAFETY: as above.
-            unsafe { store_row(self.dx.ptr, self.dx.at(i), &g, self.stream) };
             if self.stream {
                 stream_fence();
             }

@@ -17,7 +17,7 @@ const PREFETCH: bool = true;
 
 /// Elements per chunk of the output pass (a multiple of 16, so chunk starts keep the 32-byte
 /// alignment of the row for streaming stores).
-const OUT_CHUNK: usize = 256;
+pub(super) const OUT_CHUNK: usize = 256;
 
 /// A row-major operand located in its buffer.
 #[derive(Debug, Clone, Copy)]
