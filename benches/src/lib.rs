@@ -14,6 +14,7 @@
 
 pub mod backends;
 pub mod grid;
+mod inputs;
 pub mod ops;
 pub mod peers;
 pub mod progress;
