@@ -29,36 +29,104 @@ NK_DEVICE void* row_ptr_mut(uint64_t base, int64_t row, int64_t stride, int dt) 
     return reinterpret_cast<void*>(base + (uint64_t)(row * stride * esize(dt)));
 }
 
-// VEC consecutive elements of any dtype, as raw bits. VEC == 8: one 16-byte vector for f16/bf16,
-// two for f32 (the host sends a view down the VEC == 8 path only if every row start is 16-byte
-// aligned and N, the strides and offsets are multiples of 8). VEC == 1: one element.
-template <int VEC> struct Raw;
-template <> struct Raw<8> { nk_u128 q[2]; };
-template <> struct Raw<1> { uint32_t s; };
+// A chunk: 8 consecutive elements of any dtype, as raw bits (one 16-byte vector for f16/bf16, two
+// for f32). Every kernel assigns chunks to threads the same way whether the chunk is loaded with
+// 16-byte accesses (ALIGNED: the host checked that N, the strides and the view starts allow it) or
+// element by element (any layout; elements at or past N read as zero and are never stored), so the
+// two paths add the same numbers in the same order and agree bit for bit.
+// NARROW promises the dtype is f16/bf16: the f32 branch and the second register set disappear.
+constexpr int CH = 8;
+struct Raw {
+    nk_u128 q[2];
+};
 
-template <int VEC>
-NK_DEVICE void load_raw(const void* row, int dt, int64_t i, Raw<VEC>& r);
-template <>
-NK_DEVICE void load_raw<8>(const void* row, int dt, int64_t i, Raw<8>& r) {
-    if (dt == NK_DT_F32) {
-        const float* p = static_cast<const float*>(row) + i;
-        r.q[0] = nk_load_g128(p);
-        r.q[1] = nk_load_g128(p + 4);
+template <bool ALIGNED, bool NARROW>
+NK_DEVICE void load_chunk(const void* row, int dt, int64_t e, int64_t n, Raw& r) {
+    if (!NARROW && dt == NK_DT_F32) {
+        const float* p = static_cast<const float*>(row) + e;
+        if (ALIGNED) {
+            r.q[0] = nk_load_g128(p);
+            r.q[1] = nk_load_g128(p + 4);
+        } else {
+            uint32_t w[CH];
+#pragma unroll
+            for (int j = 0; j < CH; ++j) w[j] = e + j < n ? nk_load_g32(p + j) : 0u;
+            r.q[0].x = w[0]; r.q[0].y = w[1]; r.q[0].z = w[2]; r.q[0].w = w[3];
+            r.q[1].x = w[4]; r.q[1].y = w[5]; r.q[1].z = w[6]; r.q[1].w = w[7];
+        }
     } else {
-        r.q[0] = nk_load_g128(static_cast<const uint16_t*>(row) + i);
+        const uint16_t* p = static_cast<const uint16_t*>(row) + e;
+        if (ALIGNED) {
+            r.q[0] = nk_load_g128(p);
+        } else {
+            uint32_t h[CH];
+#pragma unroll
+            for (int j = 0; j < CH; ++j) h[j] = e + j < n ? nk_load_g16(p + j) : 0u;
+            r.q[0].x = h[0] | (h[1] << 16); r.q[0].y = h[2] | (h[3] << 16);
+            r.q[0].z = h[4] | (h[5] << 16); r.q[0].w = h[6] | (h[7] << 16);
+        }
     }
 }
-template <>
-NK_DEVICE void load_raw<1>(const void* row, int dt, int64_t i, Raw<1>& r) {
-    if (dt == NK_DT_F32) r.s = nk_load_g32(static_cast<const uint32_t*>(row) + i);
-    else r.s = nk_load_g16(static_cast<const uint16_t*>(row) + i);
+
+template <bool ALIGNED, bool NARROW>
+NK_DEVICE void store_chunk(void* row, int dt, int64_t e, int64_t n, const Raw& r) {
+    if (!NARROW && dt == NK_DT_F32) {
+        float* p = static_cast<float*>(row) + e;
+        if (ALIGNED) {
+            nk_store_g128(p, r.q[0]);
+            nk_store_g128(p + 4, r.q[1]);
+        } else {
+            const uint32_t w[CH] = {r.q[0].x, r.q[0].y, r.q[0].z, r.q[0].w, r.q[1].x, r.q[1].y, r.q[1].z, r.q[1].w};
+#pragma unroll
+            for (int j = 0; j < CH; ++j)
+                if (e + j < n) nk_store_g32(p + j, w[j]);
+        }
+    } else {
+        uint16_t* p = static_cast<uint16_t*>(row) + e;
+        if (ALIGNED) {
+            nk_store_g128(p, r.q[0]);
+        } else {
+            const uint32_t w[4] = {r.q[0].x, r.q[0].y, r.q[0].z, r.q[0].w};
+#pragma unroll
+            for (int j = 0; j < CH; ++j)
+                if (e + j < n) nk_store_g16(p + j, (w[j / 2] >> (16 * (j % 2))) & 0xffffu);
+        }
+    }
 }
 
-template <int VEC>
-NK_DEVICE void unpack(int dt, const Raw<VEC>& r, float (&v)[VEC]);
-template <>
-NK_DEVICE void unpack<8>(int dt, const Raw<8>& r, float (&v)[8]) {
-    if (dt == NK_DT_F32) {
+// Shared-memory staging of a chunk: `slot` holds 16 (NARROW) or 32 bytes. ALIGNED copies go
+// asynchronously (complete them with nk_copy_async_wait); the others load element by element.
+template <bool ALIGNED, bool NARROW>
+NK_DEVICE void stage_chunk(void* slot, const void* row, int dt, int64_t e, int64_t n) {
+    if (ALIGNED) {
+        if (!NARROW && dt == NK_DT_F32) {
+            const float* p = static_cast<const float*>(row) + e;
+            nk_copy16_async(slot, p);
+            nk_copy16_async(static_cast<nk_u128*>(slot) + 1, p + 4);
+        } else {
+            nk_copy16_async(slot, static_cast<const uint16_t*>(row) + e);
+        }
+    } else {
+        Raw r;
+        load_chunk<false, NARROW>(row, dt, e, n, r);
+        static_cast<nk_u128*>(slot)[0] = r.q[0];
+        if (!NARROW && dt == NK_DT_F32) static_cast<nk_u128*>(slot)[1] = r.q[1];
+    }
+}
+template <bool NARROW>
+NK_DEVICE void slot_read(const void* slot, int dt, Raw& r) {
+    r.q[0] = static_cast<const nk_u128*>(slot)[0];
+    if (!NARROW && dt == NK_DT_F32) r.q[1] = static_cast<const nk_u128*>(slot)[1];
+}
+template <bool NARROW>
+NK_DEVICE void slot_write(void* slot, int dt, const Raw& r) {
+    static_cast<nk_u128*>(slot)[0] = r.q[0];
+    if (!NARROW && dt == NK_DT_F32) static_cast<nk_u128*>(slot)[1] = r.q[1];
+}
+
+template <bool NARROW>
+NK_DEVICE void unpack(int dt, const Raw& r, float (&v)[CH]) {
+    if (!NARROW && dt == NK_DT_F32) {
         v[0] = nk_u32_as_f32(r.q[0].x); v[1] = nk_u32_as_f32(r.q[0].y);
         v[2] = nk_u32_as_f32(r.q[0].z); v[3] = nk_u32_as_f32(r.q[0].w);
         v[4] = nk_u32_as_f32(r.q[1].x); v[5] = nk_u32_as_f32(r.q[1].y);
@@ -72,16 +140,10 @@ NK_DEVICE void unpack<8>(int dt, const Raw<8>& r, float (&v)[8]) {
         }
     }
 }
-template <>
-NK_DEVICE void unpack<1>(int dt, const Raw<1>& r, float (&v)[1]) {
-    v[0] = dt == NK_DT_F32 ? nk_u32_as_f32(r.s) : from16(dt, r.s);
-}
 
-template <int VEC>
-NK_DEVICE void pack(int dt, const float (&v)[VEC], Raw<VEC>& r);
-template <>
-NK_DEVICE void pack<8>(int dt, const float (&v)[8], Raw<8>& r) {
-    if (dt == NK_DT_F32) {
+template <bool NARROW>
+NK_DEVICE void pack(int dt, const float (&v)[CH], Raw& r) {
+    if (!NARROW && dt == NK_DT_F32) {
         r.q[0].x = nk_f32_as_u32(v[0]); r.q[0].y = nk_f32_as_u32(v[1]);
         r.q[0].z = nk_f32_as_u32(v[2]); r.q[0].w = nk_f32_as_u32(v[3]);
         r.q[1].x = nk_f32_as_u32(v[4]); r.q[1].y = nk_f32_as_u32(v[5]);
@@ -91,43 +153,26 @@ NK_DEVICE void pack<8>(int dt, const float (&v)[8], Raw<8>& r) {
 #pragma unroll
         for (int j = 0; j < 4; ++j) w[j] = (to16(dt, v[2 * j]) & 0xffffu) | (to16(dt, v[2 * j + 1]) << 16);
         r.q[0].x = w[0]; r.q[0].y = w[1]; r.q[0].z = w[2]; r.q[0].w = w[3];
-        r.q[1] = r.q[0];
     }
 }
-template <>
-NK_DEVICE void pack<1>(int dt, const float (&v)[1], Raw<1>& r) {
-    r.s = dt == NK_DT_F32 ? nk_f32_as_u32(v[0]) : to16(dt, v[0]);
+
+template <bool ALIGNED, bool NARROW>
+NK_DEVICE void load(const void* row, int dt, int64_t e, int64_t n, float (&v)[CH]) {
+    Raw r;
+    load_chunk<ALIGNED, NARROW>(row, dt, e, n, r);
+    unpack<NARROW>(dt, r, v);
+}
+template <bool ALIGNED, bool NARROW>
+NK_DEVICE void store(void* row, int dt, int64_t e, int64_t n, const float (&v)[CH]) {
+    Raw r;
+    pack<NARROW>(dt, v, r);
+    store_chunk<ALIGNED, NARROW>(row, dt, e, n, r);
 }
 
-template <int VEC>
-NK_DEVICE void store_raw(void* row, int dt, int64_t i, const Raw<VEC>& r);
-template <>
-NK_DEVICE void store_raw<8>(void* row, int dt, int64_t i, const Raw<8>& r) {
-    if (dt == NK_DT_F32) {
-        float* p = static_cast<float*>(row) + i;
-        nk_store_g128(p, r.q[0]);
-        nk_store_g128(p + 4, r.q[1]);
-    } else {
-        nk_store_g128(static_cast<uint16_t*>(row) + i, r.q[0]);
-    }
-}
-template <>
-NK_DEVICE void store_raw<1>(void* row, int dt, int64_t i, const Raw<1>& r) {
-    if (dt == NK_DT_F32) nk_store_g32(static_cast<uint32_t*>(row) + i, r.s);
-    else nk_store_g16(static_cast<uint16_t*>(row) + i, r.s);
-}
-
-template <int VEC>
-NK_DEVICE void load(const void* row, int dt, int64_t i, float (&v)[VEC]) {
-    Raw<VEC> r;
-    load_raw<VEC>(row, dt, i, r);
-    unpack<VEC>(dt, r, v);
-}
-template <int VEC>
-NK_DEVICE void store(void* row, int dt, int64_t i, const float (&v)[VEC]) {
-    Raw<VEC> r;
-    pack<VEC>(dt, v, r);
-    store_raw<VEC>(row, dt, i, r);
+// One fp32 element (statistics, workspace, dW/dB): plain global accesses.
+NK_DEVICE void store_one(void* p, int dt, int64_t i, float v) {
+    if (dt == NK_DT_F32) nk_store_g32(static_cast<uint32_t*>(p) + i, nk_f32_as_u32(v));
+    else nk_store_g16(static_cast<uint16_t*>(p) + i, to16(dt, v));
 }
 
 // Sums NV values over each group of G consecutive threads of the block (G a power of two, at most

@@ -2,12 +2,14 @@
 // defines the NK_CONST constants of kernels.def, includes this file and expands kernels.def into
 // entry points that call these templates.
 //
-// Forward, two paths, chosen on the host by N, dtype and layout only (never by M), so a row's
-// output is bitwise the same whatever the batch:
+// Forward, two paths, chosen on the host by N only (never by M or the layout), so a row's output
+// is bitwise the same whatever the batch and however it is laid out. Each path has an ALIGNED
+// variant (16-byte accesses) and an element-by-element one for any other layout; both assign the
+// same 8-element chunks to the same threads and reduce in the same order (nk_common.cuh).
 //   fwd_row          a group of G threads per row (G ≤ NK_ROW_MAX_THREADS, several groups per CTA
-//                    for small N); the row is loaded once into registers (at most KC chunks of VEC
-//                    elements per thread), reduced, and written from registers. One HBM read and
-//                    one write per element. N ≤ G·KC·VEC.
+//                    for small N), persistent CTAs; the row is staged once into shared memory
+//                    (cp.async on the aligned path), reduced, and written from there. One HBM read
+//                    and one write per element. Used while the row (and weights) fit in shared memory.
 //   fwd_split_*      any N: a row is cut into chunks of NK_SPLIT_THREADS·NK_SPLIT_ELEMS elements,
 //                    one CTA per (row, chunk). `stats` writes per-chunk partials (sum of squares, or
 //                    count/mean/M2 for LayerNorm, combined by Chan's formula in chunk order);
@@ -32,48 +34,90 @@ struct Flags {
         : ln(f & NK_F_LN), w(f & NK_F_WEIGHT), b(f & NK_F_BIAS), res(f & NK_F_RESIDUAL), stats(f & NK_F_STATS) {}
 };
 
+// Sum of squares (RMSNorm) or sum (LayerNorm) of a chunk's valid elements, added in index order.
+NK_DEVICE void add_chunk(float& acc, const float (&v)[CH], bool ln, int64_t e, int64_t n) {
+#pragma unroll
+    for (int j = 0; j < CH; ++j)
+        if (e + j < n) acc += ln ? v[j] : v[j] * v[j];
+}
+NK_DEVICE void add_centred(float& acc, const float (&v)[CH], float mean, int64_t e, int64_t n) {
+#pragma unroll
+    for (int j = 0; j < CH; ++j)
+        if (e + j < n) {
+            const float d = v[j] - mean;
+            acc += d * d;
+        }
+}
+
 // ---------------------------------------------------------------------------------------------
-// Forward, one row per group of threads.
-template <int VEC>
+// Forward, one row per group of G threads; thread t owns chunks t, t + G, ... The CTA is
+// persistent: it stages the weight and bias once, then walks rows, staging each row's chunks into
+// its threads' private shared-memory slots (asynchronous 16-byte copies on the aligned path, so
+// occupancy rather than registers bounds the bytes in flight). Shared memory, in bytes (the host
+// computes the same): SLOT·nch per present weight/bias, then per group (1 + residual)·K·G·SLOT,
+// with SLOT = 16 when every tensor is 16-bit, else 32 (a dtype property, so the aligned and
+// element-wise variants use the same amount and the host picks the same path for both),
+// nch = ⌈N/8⌉, K = ⌈nch/G⌉.
+template <bool ALIGNED, bool NARROW>
 NK_DEVICE void fwd_row(const NkFwdParams& p) {
-    constexpr int KC = VEC == 8 ? NK_FWD_ROW_KC_V8 : NK_FWD_ROW_KC_V1;
+    const int SLOT = NARROW ? 16 : p.slot;
     NK_SHARED float scratch[NK_ROW_MAX_THREADS / NK_WARP];
+    NK_DYN_SMEM(smem);
     const Flags f(p.flags);
-    const int G = p.group, rpc = p.rpc, tid = nk_tid();
+    const int G = p.group, rpc = p.rpc, tid = nk_tid(), bd = nk_bdim();
     const int t = tid % G, g = tid / G;
-    const int64_t nvec = p.n / VEC;
+    const int64_t n = p.n, nch = (n + CH - 1) / CH;
+    const int K = (int)((nch + G - 1) / G);
+    const int64_t greg = (int64_t)K * G * SLOT;
+    unsigned char* wsm = smem;
+    unsigned char* bsm = wsm + (f.w ? nch * SLOT : 0);
+    unsigned char* xs = bsm + (f.b ? nch * SLOT : 0) + (int64_t)g * (f.res ? 2 : 1) * greg;
+    unsigned char* rs = xs + greg;
     const int cdt = f.res ? p.dt_r : p.dt_x;  // dtype of h as stored
-    const float nf = (float)p.n;
+    const float nf = (float)n;
+    for (int64_t c = tid; c < nch; c += bd) {
+        if (f.w) stage_chunk<ALIGNED, NARROW>(wsm + c * SLOT, reinterpret_cast<const void*>(p.w), p.dt_w, c * CH, n);
+        if (f.b) stage_chunk<ALIGNED, NARROW>(bsm + c * SLOT, reinterpret_cast<const void*>(p.b), p.dt_w, c * CH, n);
+    }
+    nk_copy_async_wait();
+    nk_sync();
     for (int64_t row0 = nk_bid() * rpc; row0 < p.m; row0 += nk_nblocks() * rpc) {
         const int64_t row = row0 + g;
         const bool active = row < p.m;
-        Raw<VEC> h[KC], r[KC];
-        // Every load of the row is issued before any is used.
-#pragma unroll
-        for (int k = 0; k < KC; ++k) {
-            const int64_t c = (int64_t)k * G + t;
-            if (active && c < nvec) {
-                load_raw<VEC>(row_ptr(p.x, row, p.sx, p.dt_x), p.dt_x, c * VEC, h[k]);
-                if (f.res) load_raw<VEC>(row_ptr(p.r, row, p.sr, p.dt_r), p.dt_r, c * VEC, r[k]);
+        if (active) {
+            const void* xrow = row_ptr(p.x, row, p.sx, p.dt_x);
+            const void* rrow = row_ptr(p.r, row, p.sr, p.dt_r);
+            for (int k = 0; k < K; ++k) {
+                const int64_t c = (int64_t)k * G + t;
+                if (c < nch) {
+                    stage_chunk<ALIGNED, NARROW>(xs + c * SLOT, xrow, p.dt_x, c * CH, n);
+                    if (f.res) stage_chunk<ALIGNED, NARROW>(rs + c * SLOT, rrow, p.dt_r, c * CH, n);
+                }
             }
         }
+        nk_copy_async_wait();  // the slots are this thread's own: no barrier needed
         float acc[1] = {0.f};
-#pragma unroll
-        for (int k = 0; k < KC; ++k) {
-            const int64_t c = (int64_t)k * G + t;
-            if (active && c < nvec) {
-                float v[VEC];
-                unpack<VEC>(p.dt_x, h[k], v);
+        if (active) {
+            void* rorow = row_ptr_mut(p.r_out, row, p.sro, p.dt_r);
+            for (int k = 0; k < K; ++k) {
+                const int64_t c = (int64_t)k * G + t;
+                if (c >= nch) break;
+                Raw h;
+                float v[CH];
+                slot_read<NARROW>(xs + c * SLOT, p.dt_x, h);
+                unpack<NARROW>(p.dt_x, h, v);
                 if (f.res) {
-                    float rv[VEC];
-                    unpack<VEC>(p.dt_r, r[k], rv);
+                    Raw r;
+                    float rv[CH];
+                    slot_read<NARROW>(rs + c * SLOT, p.dt_r, r);
+                    unpack<NARROW>(p.dt_r, r, rv);
 #pragma unroll
-                    for (int j = 0; j < VEC; ++j) v[j] = round_to(p.dt_r, nk_add_rn(v[j], rv[j]));
-                    pack<VEC>(p.dt_r, v, h[k]);
-                    store_raw<VEC>(row_ptr_mut(p.r_out, row, p.sro, p.dt_r), p.dt_r, c * VEC, h[k]);
+                    for (int j = 0; j < CH; ++j) v[j] = round_to(p.dt_r, nk_add_rn(v[j], rv[j]));
+                    pack<NARROW>(p.dt_r, v, h);
+                    slot_write<NARROW>(xs + c * SLOT, p.dt_r, h);
+                    store_chunk<ALIGNED, NARROW>(rorow, p.dt_r, c * CH, n, h);
                 }
-#pragma unroll
-                for (int j = 0; j < VEC; ++j) acc[0] += f.ln ? v[j] : v[j] * v[j];
+                add_chunk(acc[0], v, f.ln, c * CH, n);
             }
         }
         group_sum<1>(acc, G, scratch);
@@ -81,17 +125,15 @@ NK_DEVICE void fwd_row(const NkFwdParams& p) {
         if (f.ln) {
             mean = nk_div_rn(acc[0], nf);
             float a2[1] = {0.f};
-#pragma unroll
-            for (int k = 0; k < KC; ++k) {
-                const int64_t c = (int64_t)k * G + t;
-                if (active && c < nvec) {
-                    float v[VEC];
-                    unpack<VEC>(cdt, h[k], v);
-#pragma unroll
-                    for (int j = 0; j < VEC; ++j) {
-                        const float d = v[j] - mean;
-                        a2[0] += d * d;
-                    }
+            if (active) {
+                for (int k = 0; k < K; ++k) {
+                    const int64_t c = (int64_t)k * G + t;
+                    if (c >= nch) break;
+                    Raw h;
+                    float v[CH];
+                    slot_read<NARROW>(xs + c * SLOT, cdt, h);
+                    unpack<NARROW>(cdt, h, v);
+                    add_centred(a2[0], v, mean, c * CH, n);
                 }
             }
             group_sum<1>(a2, G, scratch);
@@ -100,86 +142,92 @@ NK_DEVICE void fwd_row(const NkFwdParams& p) {
             var = nk_div_rn(acc[0], nf);
         }
         const float rstd = nk_rsqrt_rn(nk_add_rn(var, p.eps));
-        if (f.stats && active && t == 0) {
-            reinterpret_cast<float*>(p.rstd)[row] = rstd;
-            if (f.ln) reinterpret_cast<float*>(p.mean)[row] = mean;
+        if (!active) continue;
+        if (f.stats && t == 0) {
+            store_one(reinterpret_cast<void*>(p.rstd), NK_DT_F32, row, rstd);
+            if (f.ln) store_one(reinterpret_cast<void*>(p.mean), NK_DT_F32, row, mean);
         }
         const FwdConsts cst = fwd_consts(p, mean, rstd);
-#pragma unroll
-        for (int k = 0; k < KC; ++k) {
+        void* yrow = row_ptr_mut(p.y, row, p.sy, p.dt_y);
+        for (int k = 0; k < K; ++k) {
             const int64_t c = (int64_t)k * G + t;
-            if (active && c < nvec) {
-                float v[VEC], w[VEC], b[VEC], y[VEC];
-                unpack<VEC>(cdt, h[k], v);
-                if (f.w) load<VEC>(reinterpret_cast<const void*>(p.w), p.dt_w, c * VEC, w);
-                if (f.b) load<VEC>(reinterpret_cast<const void*>(p.b), p.dt_w, c * VEC, b);
-#pragma unroll
-                for (int j = 0; j < VEC; ++j) y[j] = fwd_out(cst, v[j], f.w ? w[j] : 0.f, f.b ? b[j] : 0.f);
-                store<VEC>(row_ptr_mut(p.y, row, p.sy, p.dt_y), p.dt_y, c * VEC, y);
+            if (c >= nch) break;
+            Raw h, wr, br;
+            float v[CH], w[CH], b[CH], y[CH];
+            slot_read<NARROW>(xs + c * SLOT, cdt, h);
+            unpack<NARROW>(cdt, h, v);
+            if (f.w) {
+                slot_read<NARROW>(wsm + c * SLOT, p.dt_w, wr);
+                unpack<NARROW>(p.dt_w, wr, w);
             }
+            if (f.b) {
+                slot_read<NARROW>(bsm + c * SLOT, p.dt_w, br);
+                unpack<NARROW>(p.dt_w, br, b);
+            }
+#pragma unroll
+            for (int j = 0; j < CH; ++j) y[j] = fwd_out(cst, v[j], f.w ? w[j] : 0.f, f.b ? b[j] : 0.f);
+            store<ALIGNED, NARROW>(yrow, p.dt_y, c * CH, n, y);
         }
     }
 }
 
 // ---------------------------------------------------------------------------------------------
-// Forward, split rows: partial statistics per (row, chunk).
-template <int VEC>
+// Forward, split rows: partial statistics per (row, chunk of NK_SPLIT_THREADS·NK_SPLIT_ELEMS).
+// Thread t owns the 8-element chunks t, t + T, ... of the tile.
+template <bool ALIGNED, bool NARROW>
 NK_DEVICE void fwd_split_stats(const NkFwdParams& p) {
-    constexpr int T = NK_SPLIT_THREADS, KV = NK_SPLIT_ELEMS / VEC;
+    constexpr int T = NK_SPLIT_THREADS, KV = NK_SPLIT_ELEMS / CH;
     constexpr int64_t C = (int64_t)NK_SPLIT_THREADS * NK_SPLIT_ELEMS;
     NK_SHARED float scratch[T / NK_WARP];
     const Flags f(p.flags);
     const int t = nk_tid();
-    const int64_t S = p.nsplit, total = p.m * S;
+    const int64_t S = p.nsplit, total = p.m * S, n = p.n;
     const int cdt = f.res ? p.dt_r : p.dt_x;
     float* ws = reinterpret_cast<float*>(p.ws);
     for (int64_t tile = nk_bid(); tile < total; tile += nk_nblocks()) {
         const int64_t row = tile / S, base = (tile - row * S) * C;
-        Raw<VEC> h[KV], r[KV];
+        const void* xrow = row_ptr(p.x, row, p.sx, p.dt_x);
+        const void* rrow = row_ptr(p.r, row, p.sr, p.dt_r);
+        Raw h[KV], r[KV];
 #pragma unroll
         for (int k = 0; k < KV; ++k) {
-            const int64_t e = base + ((int64_t)k * T + t) * VEC;
-            if (e < p.n) {
-                load_raw<VEC>(row_ptr(p.x, row, p.sx, p.dt_x), p.dt_x, e, h[k]);
-                if (f.res) load_raw<VEC>(row_ptr(p.r, row, p.sr, p.dt_r), p.dt_r, e, r[k]);
+            const int64_t e = base + ((int64_t)k * T + t) * CH;
+            if (e < n) {
+                load_chunk<ALIGNED, NARROW>(xrow, p.dt_x, e, n, h[k]);
+                if (f.res) load_chunk<ALIGNED, NARROW>(rrow, p.dt_r, e, n, r[k]);
             }
         }
         float acc[1] = {0.f};
 #pragma unroll
         for (int k = 0; k < KV; ++k) {
-            const int64_t e = base + ((int64_t)k * T + t) * VEC;
-            if (e < p.n) {
-                float v[VEC];
-                unpack<VEC>(p.dt_x, h[k], v);
+            const int64_t e = base + ((int64_t)k * T + t) * CH;
+            if (e < n) {
+                float v[CH];
+                unpack<NARROW>(p.dt_x, h[k], v);
                 if (f.res) {
-                    float rv[VEC];
-                    unpack<VEC>(p.dt_r, r[k], rv);
+                    float rv[CH];
+                    unpack<NARROW>(p.dt_r, r[k], rv);
 #pragma unroll
-                    for (int j = 0; j < VEC; ++j) v[j] = round_to(p.dt_r, nk_add_rn(v[j], rv[j]));
-                    pack<VEC>(p.dt_r, v, h[k]);
-                    store_raw<VEC>(row_ptr_mut(p.r_out, row, p.sro, p.dt_r), p.dt_r, e, h[k]);
+                    for (int j = 0; j < CH; ++j) v[j] = round_to(p.dt_r, nk_add_rn(v[j], rv[j]));
+                    pack<NARROW>(p.dt_r, v, h[k]);
+                    store_chunk<ALIGNED, NARROW>(row_ptr_mut(p.r_out, row, p.sro, p.dt_r), p.dt_r, e, n, h[k]);
                 }
-#pragma unroll
-                for (int j = 0; j < VEC; ++j) acc[0] += f.ln ? v[j] : v[j] * v[j];
+                add_chunk(acc[0], v, f.ln, e, n);
             }
         }
         group_sum<1>(acc, T, scratch);
         float out0 = acc[0], out1 = 0.f;
         if (f.ln) {
-            const int64_t cnt = p.n - base < C ? p.n - base : C;
+            const int64_t cnt = n - base < C ? n - base : C;
             const float mean_c = nk_div_rn(acc[0], (float)cnt);
             float a2[1] = {0.f};
 #pragma unroll
             for (int k = 0; k < KV; ++k) {
-                const int64_t e = base + ((int64_t)k * T + t) * VEC;
-                if (e < p.n) {
-                    float v[VEC];
-                    unpack<VEC>(cdt, h[k], v);
-#pragma unroll
-                    for (int j = 0; j < VEC; ++j) {
-                        const float d = v[j] - mean_c;
-                        a2[0] += d * d;
-                    }
+                const int64_t e = base + ((int64_t)k * T + t) * CH;
+                if (e < n) {
+                    float v[CH];
+                    unpack<NARROW>(cdt, h[k], v);
+                    add_centred(a2[0], v, mean_c, e, n);
                 }
             }
             group_sum<1>(a2, T, scratch);
@@ -187,8 +235,8 @@ NK_DEVICE void fwd_split_stats(const NkFwdParams& p) {
             out1 = a2[0];
         }
         if (t == 0) {
-            ws[tile * 2] = out0;
-            ws[tile * 2 + 1] = out1;
+            store_one(ws, NK_DT_F32, tile * 2, out0);
+            store_one(ws, NK_DT_F32, tile * 2 + 1, out1);
         }
     }
 }
@@ -215,25 +263,26 @@ NK_DEVICE void split_row_stats(const NkFwdParams& p, const float* part, float& m
 }
 
 // Forward, split rows: y from the combined statistics.
-template <int VEC>
+template <bool ALIGNED, bool NARROW>
 NK_DEVICE void fwd_split_apply(const NkFwdParams& p) {
-    constexpr int T = NK_SPLIT_THREADS, KV = NK_SPLIT_ELEMS / VEC;
+    constexpr int T = NK_SPLIT_THREADS, KV = NK_SPLIT_ELEMS / CH;
     constexpr int64_t C = (int64_t)NK_SPLIT_THREADS * NK_SPLIT_ELEMS;
     NK_SHARED float stat[2];
     const Flags f(p.flags);
     const int t = nk_tid();
-    const int64_t S = p.nsplit, total = p.m * S;
+    const int64_t S = p.nsplit, total = p.m * S, n = p.n;
     const int cdt = f.res ? p.dt_r : p.dt_x;
     const uint64_t hbase = f.res ? p.r_out : p.x;
     const int64_t hstride = f.res ? p.sro : p.sx;
     const float* ws = reinterpret_cast<const float*>(p.ws);
     for (int64_t tile = nk_bid(); tile < total; tile += nk_nblocks()) {
         const int64_t row = tile / S, s = tile - row * S, base = s * C;
-        Raw<VEC> h[KV];
+        const void* hrow = row_ptr(hbase, row, hstride, cdt);
+        Raw h[KV];
 #pragma unroll
         for (int k = 0; k < KV; ++k) {
-            const int64_t e = base + ((int64_t)k * T + t) * VEC;
-            if (e < p.n) load_raw<VEC>(row_ptr(hbase, row, hstride, cdt), cdt, e, h[k]);
+            const int64_t e = base + ((int64_t)k * T + t) * CH;
+            if (e < n) load_chunk<ALIGNED, NARROW>(hrow, cdt, e, n, h[k]);
         }
         if (t == 0) {
             float mean, rstd;
@@ -241,24 +290,34 @@ NK_DEVICE void fwd_split_apply(const NkFwdParams& p) {
             stat[0] = mean;
             stat[1] = rstd;
             if (f.stats && s == 0) {
-                reinterpret_cast<float*>(p.rstd)[row] = rstd;
-                if (f.ln) reinterpret_cast<float*>(p.mean)[row] = mean;
+                store_one(reinterpret_cast<void*>(p.rstd), NK_DT_F32, row, rstd);
+                if (f.ln) store_one(reinterpret_cast<void*>(p.mean), NK_DT_F32, row, mean);
             }
         }
         nk_sync();
         const FwdConsts cst = fwd_consts(p, stat[0], stat[1]);
         nk_sync();
+        void* yrow = row_ptr_mut(p.y, row, p.sy, p.dt_y);
+        Raw wr[KV], br[KV];
 #pragma unroll
         for (int k = 0; k < KV; ++k) {
-            const int64_t e = base + ((int64_t)k * T + t) * VEC;
-            if (e < p.n) {
-                float v[VEC], w[VEC], b[VEC], y[VEC];
-                unpack<VEC>(cdt, h[k], v);
-                if (f.w) load<VEC>(reinterpret_cast<const void*>(p.w), p.dt_w, e, w);
-                if (f.b) load<VEC>(reinterpret_cast<const void*>(p.b), p.dt_w, e, b);
+            const int64_t e = base + ((int64_t)k * T + t) * CH;
+            if (e < n) {
+                if (f.w) load_chunk<ALIGNED, NARROW>(reinterpret_cast<const void*>(p.w), p.dt_w, e, n, wr[k]);
+                if (f.b) load_chunk<ALIGNED, NARROW>(reinterpret_cast<const void*>(p.b), p.dt_w, e, n, br[k]);
+            }
+        }
 #pragma unroll
-                for (int j = 0; j < VEC; ++j) y[j] = fwd_out(cst, v[j], f.w ? w[j] : 0.f, f.b ? b[j] : 0.f);
-                store<VEC>(row_ptr_mut(p.y, row, p.sy, p.dt_y), p.dt_y, e, y);
+        for (int k = 0; k < KV; ++k) {
+            const int64_t e = base + ((int64_t)k * T + t) * CH;
+            if (e < n) {
+                float v[CH], w[CH], b[CH], y[CH];
+                unpack<NARROW>(cdt, h[k], v);
+                if (f.w) unpack<NARROW>(p.dt_w, wr[k], w);
+                if (f.b) unpack<NARROW>(p.dt_w, br[k], b);
+#pragma unroll
+                for (int j = 0; j < CH; ++j) y[j] = fwd_out(cst, v[j], f.w ? w[j] : 0.f, f.b ? b[j] : 0.f);
+                store<ALIGNED, NARROW>(yrow, p.dt_y, e, n, y);
             }
         }
     }
@@ -267,7 +326,8 @@ NK_DEVICE void fwd_split_apply(const NkFwdParams& p) {
 // ---------------------------------------------------------------------------------------------
 // Backward. x̂ = (x − mean)·rstd, g = dy·(w + offset) (dy without a weight);
 // RMSNorm dx = rstd·(g − x̂·mean(g·x̂)); LayerNorm dx = rstd·(g − mean(g) − x̂·mean(g·x̂));
-// plus d_residual_out; dw += dy·x̂, db += dy. All fp32, one rounding at each store.
+// plus d_residual_out; dw += dy·x̂, db += dy. All fp32, one rounding at each store. Elements past
+// N load as zero, so they add exactly zero to every sum (dy = 0 makes g = 0).
 
 struct BwdRow {
     float mean, rstd;
@@ -280,178 +340,225 @@ NK_DEVICE BwdRow bwd_row_stats(const NkBwdParams& p, int64_t row) {
     return r;
 }
 
-// Backward, one row per group of threads; dW/dB partials of each group in shared memory.
-template <int VEC>
+// Adds a chunk's g·x̂ and g to a[0], a[1].
+template <bool NARROW>
+NK_DEVICE void bwd_chunk_sums(const NkBwdParams& p, const Flags& f, const BwdRow& st, const Raw& xr, const Raw& dyr,
+                              const Raw& wr, float (&a)[2]) {
+    float xv[CH], dv[CH], w[CH];
+    unpack<NARROW>(p.dt_x, xr, xv);
+    unpack<NARROW>(p.dt_y, dyr, dv);
+    if (f.w) unpack<NARROW>(p.dt_w, wr, w);
+#pragma unroll
+    for (int j = 0; j < CH; ++j) {
+        const float xh = (xv[j] - st.mean) * st.rstd;
+        const float gg = f.w ? dv[j] * (w[j] + p.offset) : dv[j];
+        a[0] += gg * xh;
+        a[1] += gg;
+    }
+}
+
+// dx of a chunk (stored), and its dy·x̂ and dy in dw[], db[].
+template <bool ALIGNED, bool NARROW>
+NK_DEVICE void bwd_chunk_dx(const NkBwdParams& p, const Flags& f, const BwdRow& st, const Raw& xr, const Raw& dyr,
+                            const Raw& wr, const Raw& drr, int64_t row, int64_t e, float c1, float c2,
+                            float (&dwv)[CH], float (&dbv)[CH]) {
+    float xv[CH], dv[CH], w[CH], dr[CH], dx[CH];
+    unpack<NARROW>(p.dt_x, xr, xv);
+    unpack<NARROW>(p.dt_y, dyr, dv);
+    if (f.w) unpack<NARROW>(p.dt_w, wr, w);
+    if (f.res) unpack<NARROW>(p.dt_y, drr, dr);
+#pragma unroll
+    for (int j = 0; j < CH; ++j) {
+        const float xh = (xv[j] - st.mean) * st.rstd;
+        const float gg = f.w ? dv[j] * (w[j] + p.offset) : dv[j];
+        float d = st.rstd * (gg - c2 - xh * c1);
+        if (f.res) d += dr[j];
+        dx[j] = d;
+        dwv[j] = dv[j] * xh;
+        dbv[j] = dv[j];
+    }
+    store<ALIGNED, NARROW>(row_ptr_mut(p.dx, row, p.sdx, p.dt_y), p.dt_y, e, p.n, dx);
+}
+
+// Backward, one row per group of threads, persistent CTAs. The weight is staged once; each row's
+// x, dy (and d_residual_out) chunks are staged into thread-private shared-memory slots as in
+// fwd_row; each group's dW/dB partial lives in shared memory, laid out [acc][k][j][t] so that a
+// warp's lanes touch consecutive words. Shared memory (bytes): SLOT·nch for the weight, then per
+// group (2 + residual)·K·G·SLOT + nacc·K·G·8·4.
+template <bool ALIGNED, bool NARROW>
 NK_DEVICE void bwd_row(const NkBwdParams& p) {
-    constexpr int KC = VEC == 8 ? NK_BWD_ROW_KC_V8 : NK_BWD_ROW_KC_V1;
+    const int SLOT = NARROW ? 16 : p.slot;
     NK_SHARED float scratch[2 * NK_ROW_MAX_THREADS / NK_WARP];
     NK_DYN_SMEM(smem);
     const Flags f(p.flags);
-    const int G = p.group, rpc = p.rpc, tid = nk_tid();
+    const bool has_w = p.w != 0;
+    const int G = p.group, rpc = p.rpc, tid = nk_tid(), bd = nk_bdim();
     const int t = tid % G, g = tid / G;
-    const int64_t n = p.n, nvec = n / VEC;
-    const int K = (int)((nvec + G - 1) / G);
-    // Accumulator layout per group: [acc][k][j][t], so a warp's lanes touch consecutive words.
-    const int64_t region = (int64_t)K * VEC * G;
+    const int64_t n = p.n, nch = (n + CH - 1) / CH;
+    const int K = (int)((nch + G - 1) / G);
+    const int64_t greg = (int64_t)K * G * SLOT;
+    const int64_t region = (int64_t)K * CH * G;  // floats per accumulator
     const int nacc = (f.w ? 1 : 0) + (f.b ? 1 : 0);
-    float* accw = reinterpret_cast<float*>(smem) + (int64_t)g * nacc * region;
+    const int nst = f.res ? 3 : 2;
+    unsigned char* wsm = smem;
+    unsigned char* gb = wsm + (has_w ? nch * SLOT : 0);
+    const int64_t per_group = nst * greg + (int64_t)nacc * region * 4;
+    unsigned char* xs = gb + (int64_t)g * per_group;
+    unsigned char* dys = xs + greg;
+    unsigned char* drs = dys + greg;
+    float* accw = reinterpret_cast<float*>(xs + nst * greg);
     float* accb = accw + (f.w ? region : 0);
-    for (int i = t; i < nacc * region; i += G) accw[i] = 0.f;
+    for (int64_t i = t; i < nacc * region; i += G) accw[i] = 0.f;
+    for (int64_t c = tid; c < nch; c += bd)
+        if (has_w) stage_chunk<ALIGNED, NARROW>(wsm + c * SLOT, reinterpret_cast<const void*>(p.w), p.dt_w, c * CH, n);
+    nk_copy_async_wait();
+    nk_sync();
     const float nf = (float)n;
     for (int64_t row0 = nk_bid() * rpc; row0 < p.m; row0 += nk_nblocks() * rpc) {
         const int64_t row = row0 + g;
         const bool active = row < p.m;
         BwdRow st = {0.f, 0.f};
-        Raw<VEC> xr[KC], dyr[KC];
-        if (active) st = bwd_row_stats(p, row);
-#pragma unroll
-        for (int k = 0; k < KC; ++k) {
-            const int64_t c = (int64_t)k * G + t;
-            if (active && c < nvec) {
-                load_raw<VEC>(row_ptr(p.x, row, p.sx, p.dt_x), p.dt_x, c * VEC, xr[k]);
-                load_raw<VEC>(row_ptr(p.dy, row, p.sdy, p.dt_y), p.dt_y, c * VEC, dyr[k]);
+        if (active) {
+            st = bwd_row_stats(p, row);
+            const void* xrow = row_ptr(p.x, row, p.sx, p.dt_x);
+            const void* dyrow = row_ptr(p.dy, row, p.sdy, p.dt_y);
+            const void* drow = row_ptr(p.dres, row, p.sdres, p.dt_y);
+            for (int k = 0; k < K; ++k) {
+                const int64_t c = (int64_t)k * G + t;
+                if (c < nch) {
+                    stage_chunk<ALIGNED, NARROW>(xs + c * SLOT, xrow, p.dt_x, c * CH, n);
+                    stage_chunk<ALIGNED, NARROW>(dys + c * SLOT, dyrow, p.dt_y, c * CH, n);
+                    if (f.res) stage_chunk<ALIGNED, NARROW>(drs + c * SLOT, drow, p.dt_y, c * CH, n);
+                }
             }
         }
+        nk_copy_async_wait();
         float a[2] = {0.f, 0.f};
-#pragma unroll
-        for (int k = 0; k < KC; ++k) {
-            const int64_t c = (int64_t)k * G + t;
-            if (active && c < nvec) {
-                float xv[VEC], dv[VEC], w[VEC];
-                unpack<VEC>(p.dt_x, xr[k], xv);
-                unpack<VEC>(p.dt_y, dyr[k], dv);
-                if (f.w) load<VEC>(reinterpret_cast<const void*>(p.w), p.dt_w, c * VEC, w);
-#pragma unroll
-                for (int j = 0; j < VEC; ++j) {
-                    const float xh = (xv[j] - st.mean) * st.rstd;
-                    const float gg = f.w ? dv[j] * (w[j] + p.offset) : dv[j];
-                    a[0] += gg * xh;
-                    a[1] += gg;
-                }
+        if (active) {
+            for (int k = 0; k < K; ++k) {
+                const int64_t c = (int64_t)k * G + t;
+                if (c >= nch) break;
+                Raw xr, dyr, wr;
+                slot_read<NARROW>(xs + c * SLOT, p.dt_x, xr);
+                slot_read<NARROW>(dys + c * SLOT, p.dt_y, dyr);
+                if (has_w) slot_read<NARROW>(wsm + c * SLOT, p.dt_w, wr);
+                bwd_chunk_sums<NARROW>(p, f, st, xr, dyr, wr, a);
             }
         }
         group_sum<2>(a, G, scratch);
+        if (!active) continue;
         const float c1 = nk_div_rn(a[0], nf);
         const float c2 = f.ln ? nk_div_rn(a[1], nf) : 0.f;
-#pragma unroll
-        for (int k = 0; k < KC; ++k) {
+        for (int k = 0; k < K; ++k) {
             const int64_t c = (int64_t)k * G + t;
-            if (active && c < nvec) {
-                float xv[VEC], dv[VEC], w[VEC], dr[VEC], dx[VEC];
-                unpack<VEC>(p.dt_x, xr[k], xv);
-                unpack<VEC>(p.dt_y, dyr[k], dv);
-                if (f.w) load<VEC>(reinterpret_cast<const void*>(p.w), p.dt_w, c * VEC, w);
-                if (f.res) load<VEC>(row_ptr(p.dres, row, p.sdres, p.dt_y), p.dt_y, c * VEC, dr);
+            if (c >= nch) break;
+            Raw xr, dyr, wr, drr;
+            slot_read<NARROW>(xs + c * SLOT, p.dt_x, xr);
+            slot_read<NARROW>(dys + c * SLOT, p.dt_y, dyr);
+            if (has_w) slot_read<NARROW>(wsm + c * SLOT, p.dt_w, wr);
+            if (f.res) slot_read<NARROW>(drs + c * SLOT, p.dt_y, drr);
+            float dwv[CH], dbv[CH];
+            bwd_chunk_dx<ALIGNED, NARROW>(p, f, st, xr, dyr, wr, drr, row, c * CH, c1, c2, dwv, dbv);
 #pragma unroll
-                for (int j = 0; j < VEC; ++j) {
-                    const float xh = (xv[j] - st.mean) * st.rstd;
-                    const float gg = f.w ? dv[j] * (w[j] + p.offset) : dv[j];
-                    float d = st.rstd * (gg - c2 - xh * c1);
-                    if (f.res) d += dr[j];
-                    dx[j] = d;
-                    const int64_t ai = ((int64_t)k * VEC + j) * G + t;
-                    if (f.w) accw[ai] += dv[j] * xh;
-                    if (f.b) accb[ai] += dv[j];
-                }
-                store<VEC>(row_ptr_mut(p.dx, row, p.sdx, p.dt_y), p.dt_y, c * VEC, dx);
+            for (int j = 0; j < CH; ++j) {
+                const int64_t ai = ((int64_t)k * CH + j) * G + t;
+                if (f.w) accw[ai] += dwv[j];
+                if (f.b) accb[ai] += dbv[j];
             }
         }
     }
     if (nacc == 0) return;
     // The CTA's partial row: its groups summed in group order.
     nk_sync();
-    const int bd = nk_bdim();
-    const int64_t stride_g = (int64_t)nacc * region;
     for (int64_t e = tid; e < n; e += bd) {
-        const int64_t c = e / VEC, j = e - c * VEC, k = c / G, tt = c - k * G;
-        const int64_t ai = (k * VEC + j) * G + tt;
-        const float* base = reinterpret_cast<const float*>(smem);
+        const int64_t c = e / CH, j = e - c * CH, k = c / G, tt = c - k * G;
+        const int64_t ai = (k * CH + j) * G + tt;
         if (f.w) {
             float s = 0.f;
-            for (int gg = 0; gg < rpc; ++gg) s += base[gg * stride_g + ai];
-            reinterpret_cast<float*>(p.ws_dw)[nk_bid() * n + e] = s;
+            for (int gg = 0; gg < rpc; ++gg)
+                s += reinterpret_cast<const float*>(gb + gg * per_group + nst * greg)[ai];
+            store_one(reinterpret_cast<void*>(p.ws_dw), NK_DT_F32, nk_bid() * n + e, s);
         }
         if (f.b) {
             float s = 0.f;
             const int64_t off = f.w ? region : 0;
-            for (int gg = 0; gg < rpc; ++gg) s += base[gg * stride_g + off + ai];
-            reinterpret_cast<float*>(p.ws_db)[nk_bid() * n + e] = s;
+            for (int gg = 0; gg < rpc; ++gg)
+                s += reinterpret_cast<const float*>(gb + gg * per_group + nst * greg)[off + ai];
+            store_one(reinterpret_cast<void*>(p.ws_db), NK_DT_F32, nk_bid() * n + e, s);
         }
     }
 }
 
 // Backward, split rows: per (row, chunk) partial sums of g·x̂ and g.
-template <int VEC>
+template <bool ALIGNED, bool NARROW>
 NK_DEVICE void bwd_split_stats(const NkBwdParams& p) {
-    constexpr int T = NK_SPLIT_THREADS, KV = NK_SPLIT_ELEMS / VEC;
+    constexpr int T = NK_SPLIT_THREADS, KV = NK_SPLIT_ELEMS / CH;
     constexpr int64_t C = (int64_t)NK_SPLIT_THREADS * NK_SPLIT_ELEMS;
     NK_SHARED float scratch[2 * T / NK_WARP];
     const Flags f(p.flags);
     const int t = nk_tid();
-    const int64_t S = p.nsplit, total = p.m * S;
+    const int64_t S = p.nsplit, total = p.m * S, n = p.n;
     float* ws = reinterpret_cast<float*>(p.ws_stats);
     for (int64_t tile = nk_bid(); tile < total; tile += nk_nblocks()) {
         const int64_t row = tile / S, base = (tile - row * S) * C;
         const BwdRow st = bwd_row_stats(p, row);
-        Raw<VEC> xr[KV], dyr[KV];
+        const void* xrow = row_ptr(p.x, row, p.sx, p.dt_x);
+        const void* dyrow = row_ptr(p.dy, row, p.sdy, p.dt_y);
+        Raw xr[KV], dyr[KV], wr[KV];
 #pragma unroll
         for (int k = 0; k < KV; ++k) {
-            const int64_t e = base + ((int64_t)k * T + t) * VEC;
-            if (e < p.n) {
-                load_raw<VEC>(row_ptr(p.x, row, p.sx, p.dt_x), p.dt_x, e, xr[k]);
-                load_raw<VEC>(row_ptr(p.dy, row, p.sdy, p.dt_y), p.dt_y, e, dyr[k]);
+            const int64_t e = base + ((int64_t)k * T + t) * CH;
+            if (e < n) {
+                load_chunk<ALIGNED, NARROW>(xrow, p.dt_x, e, n, xr[k]);
+                load_chunk<ALIGNED, NARROW>(dyrow, p.dt_y, e, n, dyr[k]);
+                if (f.w) load_chunk<ALIGNED, NARROW>(reinterpret_cast<const void*>(p.w), p.dt_w, e, n, wr[k]);
             }
         }
         float a[2] = {0.f, 0.f};
 #pragma unroll
         for (int k = 0; k < KV; ++k) {
-            const int64_t e = base + ((int64_t)k * T + t) * VEC;
-            if (e < p.n) {
-                float xv[VEC], dv[VEC], w[VEC];
-                unpack<VEC>(p.dt_x, xr[k], xv);
-                unpack<VEC>(p.dt_y, dyr[k], dv);
-                if (f.w) load<VEC>(reinterpret_cast<const void*>(p.w), p.dt_w, e, w);
-#pragma unroll
-                for (int j = 0; j < VEC; ++j) {
-                    const float xh = (xv[j] - st.mean) * st.rstd;
-                    const float gg = f.w ? dv[j] * (w[j] + p.offset) : dv[j];
-                    a[0] += gg * xh;
-                    a[1] += gg;
-                }
-            }
+            const int64_t e = base + ((int64_t)k * T + t) * CH;
+            if (e < n) bwd_chunk_sums<NARROW>(p, f, st, xr[k], dyr[k], wr[k], a);
         }
         group_sum<2>(a, T, scratch);
         if (t == 0) {
-            ws[tile * 2] = a[0];
-            ws[tile * 2 + 1] = a[1];
+            store_one(ws, NK_DT_F32, tile * 2, a[0]);
+            store_one(ws, NK_DT_F32, tile * 2 + 1, a[1]);
         }
     }
 }
 
 // Backward, split rows: dx for chunk blockIdx.x of rows blockIdx.y, blockIdx.y + gridDim.y, ...;
 // the chunk's dW/dB partial stays in registers and is written as partial row blockIdx.y.
-template <int VEC>
+template <bool ALIGNED, bool NARROW>
 NK_DEVICE void bwd_split_apply(const NkBwdParams& p) {
-    constexpr int T = NK_SPLIT_THREADS, E = NK_SPLIT_ELEMS, KV = NK_SPLIT_ELEMS / VEC;
+    constexpr int T = NK_SPLIT_THREADS, KV = NK_SPLIT_ELEMS / CH;
     constexpr int64_t C = (int64_t)NK_SPLIT_THREADS * NK_SPLIT_ELEMS;
     NK_SHARED float cs[2];
     const Flags f(p.flags);
     const int t = nk_tid();
-    const int64_t S = p.nsplit, s = nk_bid(), base = s * C;
-    const float nf = (float)p.n;
+    const int64_t S = p.nsplit, s = nk_bid(), base = s * C, n = p.n;
+    const float nf = (float)n;
     const float* ws = reinterpret_cast<const float*>(p.ws_stats);
-    float dwa[E], dba[E];
+    float dwa[KV][CH], dba[KV][CH];
 #pragma unroll
-    for (int i = 0; i < E; ++i) dwa[i] = dba[i] = 0.f;
+    for (int k = 0; k < KV; ++k)
+#pragma unroll
+        for (int j = 0; j < CH; ++j) dwa[k][j] = dba[k][j] = 0.f;
     for (int64_t row = nk_bid_y(); row < p.m; row += nk_nblocks_y()) {
         const BwdRow st = bwd_row_stats(p, row);
-        Raw<VEC> xr[KV], dyr[KV];
+        const void* xrow = row_ptr(p.x, row, p.sx, p.dt_x);
+        const void* dyrow = row_ptr(p.dy, row, p.sdy, p.dt_y);
+        const void* drow = row_ptr(p.dres, row, p.sdres, p.dt_y);
+        Raw xr[KV], dyr[KV], wr[KV], drr[KV];
 #pragma unroll
         for (int k = 0; k < KV; ++k) {
-            const int64_t e = base + ((int64_t)k * T + t) * VEC;
-            if (e < p.n) {
-                load_raw<VEC>(row_ptr(p.x, row, p.sx, p.dt_x), p.dt_x, e, xr[k]);
-                load_raw<VEC>(row_ptr(p.dy, row, p.sdy, p.dt_y), p.dt_y, e, dyr[k]);
+            const int64_t e = base + ((int64_t)k * T + t) * CH;
+            if (e < n) {
+                load_chunk<ALIGNED, NARROW>(xrow, p.dt_x, e, n, xr[k]);
+                load_chunk<ALIGNED, NARROW>(dyrow, p.dt_y, e, n, dyr[k]);
+                if (f.w) load_chunk<ALIGNED, NARROW>(reinterpret_cast<const void*>(p.w), p.dt_w, e, n, wr[k]);
+                if (f.res) load_chunk<ALIGNED, NARROW>(drow, p.dt_y, e, n, drr[k]);
             }
         }
         if (t == 0) {
@@ -469,47 +576,32 @@ NK_DEVICE void bwd_split_apply(const NkBwdParams& p) {
         nk_sync();
 #pragma unroll
         for (int k = 0; k < KV; ++k) {
-            const int64_t e = base + ((int64_t)k * T + t) * VEC;
-            if (e < p.n) {
-                float xv[VEC], dv[VEC], w[VEC], dr[VEC], dx[VEC];
-                unpack<VEC>(p.dt_x, xr[k], xv);
-                unpack<VEC>(p.dt_y, dyr[k], dv);
-                if (f.w) load<VEC>(reinterpret_cast<const void*>(p.w), p.dt_w, e, w);
-                if (f.res) load<VEC>(row_ptr(p.dres, row, p.sdres, p.dt_y), p.dt_y, e, dr);
+            const int64_t e = base + ((int64_t)k * T + t) * CH;
+            if (e < n) {
+                float dwv[CH], dbv[CH];
+                bwd_chunk_dx<ALIGNED, NARROW>(p, f, st, xr[k], dyr[k], wr[k], drr[k], row, e, c1, c2, dwv, dbv);
 #pragma unroll
-                for (int j = 0; j < VEC; ++j) {
-                    const float xh = (xv[j] - st.mean) * st.rstd;
-                    const float gg = f.w ? dv[j] * (w[j] + p.offset) : dv[j];
-                    float d = st.rstd * (gg - c2 - xh * c1);
-                    if (f.res) d += dr[j];
-                    dx[j] = d;
-                    dwa[k * VEC + j] += dv[j] * xh;
-                    dba[k * VEC + j] += dv[j];
+                for (int j = 0; j < CH; ++j) {
+                    dwa[k][j] += dwv[j];
+                    dba[k][j] += dbv[j];
                 }
-                store<VEC>(row_ptr_mut(p.dx, row, p.sdx, p.dt_y), p.dt_y, e, dx);
             }
         }
     }
     const int64_t part = nk_bid_y();
 #pragma unroll
     for (int k = 0; k < KV; ++k) {
-        const int64_t e = base + ((int64_t)k * T + t) * VEC;
-        if (e < p.n) {
-            float vw[VEC], vb[VEC];
-#pragma unroll
-            for (int j = 0; j < VEC; ++j) {
-                vw[j] = dwa[k * VEC + j];
-                vb[j] = dba[k * VEC + j];
-            }
-            if (f.w) store<VEC>(reinterpret_cast<float*>(p.ws_dw) + part * p.n, NK_DT_F32, e, vw);
-            if (f.b) store<VEC>(reinterpret_cast<float*>(p.ws_db) + part * p.n, NK_DT_F32, e, vb);
+        const int64_t e = base + ((int64_t)k * T + t) * CH;
+        if (e < n) {
+            if (f.w) store<false, false>(reinterpret_cast<float*>(p.ws_dw) + part * n, NK_DT_F32, e, n, dwa[k]);
+            if (f.b) store<false, false>(reinterpret_cast<float*>(p.ws_db) + part * n, NK_DT_F32, e, n, dba[k]);
         }
     }
 }
 
 // dw[j] = Σ_parts ws_dw[part][j] in part order (and db), converted to the weight's dtype.
 // A CTA takes NK_WARP columns; its warps take interleaved parts, then warp sums add in warp order.
-template <int VEC>
+template <bool ALIGNED, bool NARROW>
 NK_DEVICE void bwd_finalize(const NkBwdParams& p) {
     NK_SHARED float red[2][NK_SPLIT_THREADS];
     const Flags f(p.flags);
@@ -535,15 +627,8 @@ NK_DEVICE void bwd_finalize(const NkBwdParams& p) {
                 tw += red[0][i * NK_WARP + lane];
                 tb += red[1][i * NK_WARP + lane];
             }
-            float one[1];
-            if (f.w) {
-                one[0] = tw;
-                store<1>(reinterpret_cast<void*>(p.dw), p.dt_w, col, one);
-            }
-            if (f.b) {
-                one[0] = tb;
-                store<1>(reinterpret_cast<void*>(p.db), p.dt_w, col, one);
-            }
+            if (f.w) store_one(reinterpret_cast<void*>(p.dw), p.dt_w, col, tw);
+            if (f.b) store_one(reinterpret_cast<void*>(p.db), p.dt_w, col, tb);
         }
         nk_sync();
     }

@@ -31,6 +31,8 @@ struct NkFwdParams {
     int32_t dt_x, dt_y, dt_r, dt_w;
     int32_t flags, casting;
     int32_t group, rpc;           // row path: threads per row, rows per CTA
+    int32_t slot;                 // row path: bytes per staged chunk (16 if every tensor is 16-bit, else 32)
+    int32_t pad_;
 };
 
 struct NkBwdParams {
@@ -43,10 +45,10 @@ struct NkBwdParams {
     int32_t dt_x, dt_y, dt_w;
     int32_t flags;
     int32_t group, rpc;
-    int32_t pad_;
+    int32_t slot;                 // row path: bytes per staged chunk (16 if every tensor is 16-bit, else 32)
 };
 
 #ifdef __cplusplus
-static_assert(sizeof(NkFwdParams) == 168, "NkFwdParams layout is shared with Rust");
+static_assert(sizeof(NkFwdParams) == 176, "NkFwdParams layout is shared with Rust");
 static_assert(sizeof(NkBwdParams) == 192, "NkBwdParams layout is shared with Rust");
 #endif

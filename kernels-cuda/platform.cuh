@@ -10,7 +10,7 @@
 
 #define NK_DEVICE __device__ __forceinline__
 #define NK_KERNEL_ATTR extern "C" __global__
-#define NK_LAUNCH_BOUNDS(t) __launch_bounds__(t)
+#define NK_LAUNCH_BOUNDS(t, min_blocks) __launch_bounds__(t, min_blocks)
 #define NK_SHARED __shared__
 #define NK_DYN_SMEM(name) extern __shared__ __align__(16) unsigned char name[]
 
@@ -54,28 +54,38 @@ NK_DEVICE void nk_store_u128_stream(nk_u128* p, nk_u128 v) { __stcs(p, v); }
 
 // Global-memory accesses. The kernels receive plain 64-bit addresses, so without these the
 // compiler emits generic LD/ST; these pin the global-space instructions (LDG.E.128 / STG.E.128 for
-// the 16-byte forms). Loads are not `volatile` (the compiler may batch them ahead of use); every
-// store depends on the values it overwrites in place, so no load can move past a store to its
-// own address.
+// the 16-byte forms). All are `volatile`: kept in program order (the kernels issue a row's loads
+// before its stores) and never speculated out of the branch that guards them (a non-volatile asm
+// is a pure function to the compiler, which hoisted a guarded load past its bounds check: seen
+// under memcheck).
 NK_DEVICE nk_u128 nk_load_g128(const void* p) {
     nk_u128 v;
-    asm("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+    asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
     return v;
 }
 NK_DEVICE void nk_store_g128(void* p, nk_u128 v) {
-    asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+    asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w));
 }
 NK_DEVICE uint32_t nk_load_g32(const void* p) {
     uint32_t v;
-    asm("ld.global.u32 %0, [%1];" : "=r"(v) : "l"(p));
+    asm volatile("ld.global.u32 %0, [%1];" : "=r"(v) : "l"(p));
     return v;
 }
 NK_DEVICE uint32_t nk_load_g16(const void* p) {
     unsigned short v;
-    asm("ld.global.u16 %0, [%1];" : "=h"(v) : "l"(p));
+    asm volatile("ld.global.u16 %0, [%1];" : "=h"(v) : "l"(p));
     return (uint32_t)v;
 }
-NK_DEVICE void nk_store_g32(void* p, uint32_t v) { asm volatile("st.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory"); }
+NK_DEVICE void nk_store_g32(void* p, uint32_t v) { asm volatile("st.global.u32 [%0], %1;" ::"l"(p), "r"(v)); }
 NK_DEVICE void nk_store_g16(void* p, uint32_t v) {
-    asm volatile("st.global.u16 [%0], %1;" ::"l"(p), "h"((unsigned short)v) : "memory");
+    asm volatile("st.global.u16 [%0], %1;" ::"l"(p), "h"((unsigned short)v));
 }
+
+// Asynchronous 16-byte global → shared copies (cp.async, sm_80+): the row lands in shared memory
+// without occupying registers while in flight, so occupancy, not the register file, bounds the
+// bytes in flight. A platform without them copies synchronously through a register.
+NK_DEVICE void nk_copy16_async(void* smem, const void* gmem) {
+    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem));
+}
+NK_DEVICE void nk_copy_async_wait() { asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;" ::: "memory"); }

@@ -136,8 +136,20 @@ pub struct CudaBackend {
     sms: u32,
     cc: (i32, i32),
     tuning: &'static Tuning,
+    /// Dynamic shared memory a row-path CTA may use (the same for every row kernel).
+    smem_limit: usize,
     workspace: Mutex<Workspace>,
 }
+
+/// Every row-path kernel (their shared-memory limit is raised together).
+const ROW_KERNELS: [Kernel; 6] = [
+    kernels::NK_FWD_ROW_A,
+    kernels::NK_FWD_ROW_AH,
+    kernels::NK_FWD_ROW_U,
+    kernels::NK_BWD_ROW_A,
+    kernels::NK_BWD_ROW_AH,
+    kernels::NK_BWD_ROW_U,
+];
 
 /// Rounds up to a multiple of 256 bytes (workspace sub-regions).
 fn align256(b: usize) -> usize {
@@ -181,12 +193,17 @@ impl CudaBackend {
         let smem_optin = ctx
             .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
             .map_err(dev_err("device query"))?;
-        for k in [kernels::NK_BWD_ROW_V8, kernels::NK_BWD_ROW_V1] {
+        let mut smem_limit = smem_optin;
+        for k in ROW_KERNELS {
+            // The opt-in limit covers static + dynamic shared memory: leave the static part out.
+            let static_smem = funcs[k.index]
+                .get_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)
+                .map_err(dev_err("kernel attribute"))?;
+            smem_limit = smem_limit.min(smem_optin - static_smem);
+        }
+        for k in ROW_KERNELS {
             funcs[k.index]
-                .set_attribute(
-                    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                    smem_optin,
-                )
+                .set_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem_limit)
                 .map_err(dev_err("kernel attribute"))?;
         }
         let sms = ctx
@@ -202,6 +219,7 @@ impl CudaBackend {
             sms,
             cc,
             tuning: Tuning::for_cc(cc.0),
+            smem_limit: smem_limit as usize,
             workspace: Mutex::new(Workspace::default()),
         })
     }
@@ -299,6 +317,24 @@ impl CudaBackend {
         unsafe { b.launch(cfg) }.map_err(dev_err("kernel launch"))?;
         Ok(())
     }
+}
+
+/// Dynamic shared memory of the forward row kernel (nk_norm.cuh, fwd_row): the staged weight
+/// and bias, then per group the staged row (and residual).
+fn fwd_row_smem(rc: RowConfig, n: usize, slot: usize, nvec: usize, staged: usize) -> usize {
+    let nch = n.div_ceil(8);
+    let g = rc.group as usize;
+    let k = nch.div_ceil(g);
+    slot * nch * nvec + rc.rows_per_cta as usize * staged * k * g * slot
+}
+
+/// Dynamic shared memory of the backward row kernel (nk_norm.cuh, bwd_row): the staged weight,
+/// then per group the staged x, dy (and d_residual_out) and the fp32 dW/dB accumulators.
+fn bwd_row_smem(rc: RowConfig, n: usize, slot: usize, nw: usize, staged: usize, nacc: usize) -> usize {
+    let nch = n.div_ceil(8);
+    let g = rc.group as usize;
+    let k = nch.div_ceil(g);
+    slot * nch * nw + rc.rows_per_cta as usize * (staged * k * g * slot + nacc * k * g * 8 * 4)
 }
 
 /// Address of element `offset` of a buffer.
@@ -412,13 +448,31 @@ impl NormKernel for CudaBackend {
         if plan.m == 0 {
             return Ok(());
         }
-        let table = if vec_ok { self.tuning.fwd_vec } else { self.tuning.fwd_scalar };
-        if let Some(rc) = tuning::pick(table, plan.n) {
-            p.group = rc.group as i32;
-            p.rpc = rc.rows_per_cta as i32;
-            let k = if vec_ok { kernels::NK_FWD_ROW_V8 } else { kernels::NK_FWD_ROW_V1 };
-            let blocks = (plan.m as u64).div_ceil(rc.rows_per_cta as u64).min(MAX_GRID);
-            return self.launch(k, (blocks as u32, 1), rc.group * rc.rows_per_cta, 0, &p);
+        // Every tensor 16-bit: 16-byte staging slots and, when aligned, the kernel that keeps one
+        // 16-byte register set per chunk. A dtype property: strided and contiguous views of the
+        // same dtypes take the same path and the same reduction order.
+        let all16 = plan.dtypes.x != DType::F32
+            && plan.dtypes.y != DType::F32
+            && (!desc.residual || plan.dtypes.residual != DType::F32)
+            && ((flags & (params::F_WEIGHT | params::F_BIAS)) == 0 || plan.dtypes.weight != DType::F32);
+        let slot = if all16 { 16 } else { 32 };
+        if let Some(rc) = tuning::pick(self.tuning.fwd, plan.n) {
+            let nvec = usize::from(flags & params::F_WEIGHT != 0) + usize::from(flags & params::F_BIAS != 0);
+            let staged = 1 + usize::from(desc.residual);
+            let smem = fwd_row_smem(rc, plan.n, slot, nvec, staged);
+            if smem <= self.smem_limit {
+                p.group = rc.group as i32;
+                p.rpc = rc.rows_per_cta as i32;
+                p.slot = slot as i32;
+                let k = match (vec_ok, all16) {
+                    (true, true) => kernels::NK_FWD_ROW_AH,
+                    (true, false) => kernels::NK_FWD_ROW_A,
+                    _ => kernels::NK_FWD_ROW_U,
+                };
+                let block = rc.group * rc.rows_per_cta;
+                let blocks = self.persistent_blocks(k, block, smem, (plan.m as u64).div_ceil(rc.rows_per_cta as u64))?;
+                return self.launch(k, (blocks, 1), block, smem as u32, &p);
+            }
         }
         // Split rows.
         let s = plan.n.div_ceil(SPLIT_CHUNK);
@@ -432,9 +486,9 @@ impl NormKernel for CudaBackend {
         let blocks = tiles.min(MAX_GRID) as u32;
         let threads = kernels::NK_SPLIT_THREADS as u32;
         let (ks, ka) = if vec_ok {
-            (kernels::NK_FWD_SPLIT_STATS_V8, kernels::NK_FWD_SPLIT_APPLY_V8)
+            (kernels::NK_FWD_SPLIT_STATS_A, kernels::NK_FWD_SPLIT_APPLY_A)
         } else {
-            (kernels::NK_FWD_SPLIT_STATS_V1, kernels::NK_FWD_SPLIT_APPLY_V1)
+            (kernels::NK_FWD_SPLIT_STATS_U, kernels::NK_FWD_SPLIT_APPLY_U)
         };
         self.launch(ks, (blocks, 1), threads, 0, &p)?;
         self.launch(ka, (blocks, 1), threads, 0, &p)
@@ -500,20 +554,22 @@ impl NormKernel for CudaBackend {
         let m = plan.m as u64;
         let too_big = || NormError::ResourceLimit { resource: "workspace bytes", requested: u64::MAX, available: usize::MAX as u64 };
 
-        let table = if vec_ok { self.tuning.bwd_vec } else { self.tuning.bwd_scalar };
-        let row = tuning::pick(table, n);
+        let all16 = plan.dtypes.x != DType::F32 && plan.dtypes.y != DType::F32 && (a.weight.is_none() || plan.dtypes.weight != DType::F32);
+        let slot = if all16 { 16 } else { 32 };
+        let row_kernel = match (vec_ok, all16) {
+            (true, true) => kernels::NK_BWD_ROW_AH,
+            (true, false) => kernels::NK_BWD_ROW_A,
+            _ => kernels::NK_BWD_ROW_U,
+        };
+        let staged = 2 + usize::from(a.d_residual_out.is_some());
+        let row = tuning::pick(self.tuning.bwd, n)
+            .map(|rc| (rc, bwd_row_smem(rc, n, slot, usize::from(a.weight.is_some()), staged, nacc)))
+            .filter(|&(_, smem)| smem <= self.smem_limit);
         // Plan the grid and the workspace: [split stats | dW parts | dB parts].
         let (parts, stats_bytes, s) = match row {
-            Some(rc) if m > 0 => {
-                let k = if vec_ok { kernels::NK_BWD_ROW_V8 } else { kernels::NK_BWD_ROW_V1 };
-                let block = rc.group * rc.rows_per_cta;
-                let smem = self.bwd_row_smem(rc, n, vec_ok, nacc);
-                let occ = self.funcs[k.index]
-                    .occupancy_max_active_blocks_per_multiprocessor(block, smem as usize, None)
-                    .map_err(dev_err("occupancy query"))?
-                    .max(1);
-                let blocks = m.div_ceil(rc.rows_per_cta as u64).min(self.sms as u64 * occ as u64);
-                (blocks, 0usize, 0usize)
+            Some((rc, smem)) if m > 0 => {
+                let blocks = self.persistent_blocks(row_kernel, rc.group * rc.rows_per_cta, smem, m.div_ceil(rc.rows_per_cta as u64))?;
+                (blocks as u64, 0usize, 0usize)
             }
             Some(_) => (0, 0, 0),
             None => {
@@ -537,20 +593,19 @@ impl NormKernel for CudaBackend {
 
         if m > 0 {
             match row {
-                Some(rc) => {
+                Some((rc, smem)) => {
                     p.group = rc.group as i32;
                     p.rpc = rc.rows_per_cta as i32;
-                    let k = if vec_ok { kernels::NK_BWD_ROW_V8 } else { kernels::NK_BWD_ROW_V1 };
-                    let smem = self.bwd_row_smem(rc, n, vec_ok, nacc);
-                    self.launch(k, (to_i32(parts, "grid")?, 1), rc.group * rc.rows_per_cta, smem, &p)?;
+                    p.slot = slot as i32;
+                    self.launch(row_kernel, (to_i32(parts, "grid")?, 1), rc.group * rc.rows_per_cta, smem as u32, &p)?;
                 }
                 None => {
                     let tiles = m.checked_mul(s as u64).ok_or(NormError::Overflow { operand: Operand::X })?;
                     let threads = kernels::NK_SPLIT_THREADS as u32;
                     let (ks, ka) = if vec_ok {
-                        (kernels::NK_BWD_SPLIT_STATS_V8, kernels::NK_BWD_SPLIT_APPLY_V8)
+                        (kernels::NK_BWD_SPLIT_STATS_A, kernels::NK_BWD_SPLIT_APPLY_A)
                     } else {
-                        (kernels::NK_BWD_SPLIT_STATS_V1, kernels::NK_BWD_SPLIT_APPLY_V1)
+                        (kernels::NK_BWD_SPLIT_STATS_U, kernels::NK_BWD_SPLIT_APPLY_U)
                     };
                     self.launch(ks, (tiles.min(MAX_GRID) as u32, 1), threads, 0, &p)?;
                     self.launch(ka, (to_i32(s as u64, "grid")?, to_i32(parts, "grid")?), threads, 0, &p)?;
@@ -607,13 +662,13 @@ impl NormKernel for CudaBackend {
 }
 
 impl CudaBackend {
-    /// Dynamic shared memory of the backward row kernel: per group, one fp32 region per
-    /// accumulator (dW, dB) of `K·VEC·group ≥ N` words.
-    fn bwd_row_smem(&self, rc: RowConfig, n: usize, vec: bool, nacc: usize) -> u32 {
-        let v = if vec { 8 } else { 1 };
-        let g = rc.group as usize;
-        let k = (n / v).div_ceil(g);
-        (rc.rows_per_cta as usize * nacc * k * v * g * 4) as u32
+    /// CTAs of a persistent row kernel: as many as fit on the device at once, at most `work`.
+    fn persistent_blocks(&self, k: Kernel, block: u32, smem: usize, work: u64) -> Result<u32> {
+        let occ = self.funcs[k.index]
+            .occupancy_max_active_blocks_per_multiprocessor(block, smem, None)
+            .map_err(dev_err("occupancy query"))?
+            .max(1);
+        Ok(work.min(self.sms as u64 * occ as u64).max(1) as u32)
     }
 
     /// Copies `bytes` bytes device-to-device on the backend's stream (benchmarks).

@@ -41,6 +41,8 @@ pub(crate) struct FwdParams {
     pub casting: i32,
     pub group: i32,
     pub rpc: i32,
+    pub slot: i32,
+    pub pad_: i32,
 }
 
 #[repr(C)]
@@ -73,11 +75,11 @@ pub(crate) struct BwdParams {
     pub flags: i32,
     pub group: i32,
     pub rpc: i32,
-    pub pad_: i32,
+    pub slot: i32,
 }
 
 // The C++ side static_asserts the same sizes.
-const _: () = assert!(std::mem::size_of::<FwdParams>() == 168);
+const _: () = assert!(std::mem::size_of::<FwdParams>() == 176);
 const _: () = assert!(std::mem::size_of::<BwdParams>() == 192);
 
 // SAFETY: both structs are #[repr(C)] plain old data (integers and floats only, no padding

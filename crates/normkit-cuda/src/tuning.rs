@@ -1,12 +1,11 @@
 //! Launch configuration per architecture, kept as data.
 //!
-//! Row path: a group of `group` threads normalises one row, `rows_per_cta` groups share a CTA.
-//! A table row applies to every N up to its `max_n`; past the last row the split-row path runs.
-//! The group size is fixed by the register budget: each thread holds at most KC chunks of VEC
-//! elements (kernels.def: NK_FWD_ROW_KC_*, NK_BWD_ROW_KC_*), so `max_n = group·KC·VEC`, and
-//! groups are packed to 256 threads per CTA (or one group when it is larger).
-//! The choice depends on N, the dtype and the layout only — never on M — so a row's forward
-//! output is the same whatever the batch.
+//! Row path: a group of `group` threads normalises one row (thread t owns the 8-element chunks
+//! t, t + group, ...), `rows_per_cta` groups share a persistent CTA, and the row is staged in
+//! shared memory. A table row applies to every N up to its `max_n`; past the last row, or when the
+//! staged row and weights do not fit in shared memory, the split-row path runs. The choice depends
+//! on N and the dtypes only — never on M or the layout — so a row's forward output is the same
+//! whatever the batch and however it is strided.
 
 /// One row of a launch table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,14 +18,10 @@ pub struct RowConfig {
 /// The launch tables of one architecture.
 #[derive(Debug, Clone, Copy)]
 pub struct Tuning {
-    /// Forward, 16-byte vector path (VEC = 8, KC = 4: max_n = 32·group).
-    pub fwd_vec: &'static [RowConfig],
-    /// Forward, scalar path (VEC = 1, KC = 16: max_n = 16·group).
-    pub fwd_scalar: &'static [RowConfig],
-    /// Backward, vector path (VEC = 8, KC = 2: max_n = 16·group).
-    pub bwd_vec: &'static [RowConfig],
-    /// Backward, scalar path (VEC = 1, KC = 8: max_n = 8·group).
-    pub bwd_scalar: &'static [RowConfig],
+    /// Forward row path.
+    pub fwd: &'static [RowConfig],
+    /// Backward row path.
+    pub bwd: &'static [RowConfig],
     /// Split-row backward: target CTAs per SM for the (chunks × parts) grid.
     pub split_bwd_ctas_per_sm: u32,
 }
@@ -35,10 +30,11 @@ const fn rc(max_n: usize, group: u32, rows_per_cta: u32) -> RowConfig {
     RowConfig { max_n, group, rows_per_cta }
 }
 
-// Initial tables (H100 measurements pending; see bench/results for the figures they gave):
-// K = KC chunks per thread at each row's max_n keeps 4 independent 16-byte loads in flight per
-// thread per tensor; 256-thread CTAs pack small rows.
-static FWD_VEC_SM90: [RowConfig; 10] = [
+// Hopper. Each thread owns at most 4 chunks (32 elements) up to N = 32768 and 8 beyond, and small
+// rows are packed into 256-thread CTAs. The first H200 measurement of the register-cached design
+// (2026-11-21, 39% of the copy ceiling at 32768×4096 bf16) showed register-bound occupancy, hence
+// the shared-memory staging these groups now feed; the table is the register-budget shape kept.
+static ROWS_SM90: [RowConfig; 12] = [
     rc(32, 1, 256),
     rc(64, 2, 128),
     rc(128, 4, 64),
@@ -49,48 +45,19 @@ static FWD_VEC_SM90: [RowConfig; 10] = [
     rc(4096, 128, 2),
     rc(8192, 256, 1),
     rc(16384, 512, 1),
-];
-static FWD_SCALAR_SM90: [RowConfig; 10] = [
-    rc(16, 1, 256),
-    rc(32, 2, 128),
-    rc(64, 4, 64),
-    rc(128, 8, 32),
-    rc(256, 16, 16),
-    rc(512, 32, 8),
-    rc(1024, 64, 4),
-    rc(2048, 128, 2),
-    rc(4096, 256, 1),
-    rc(8192, 512, 1),
-];
-static BWD_VEC_SM90: [RowConfig; 10] = FWD_SCALAR_SM90;
-static BWD_SCALAR_SM90: [RowConfig; 10] = [
-    rc(8, 1, 256),
-    rc(16, 2, 128),
-    rc(32, 4, 64),
-    rc(64, 8, 32),
-    rc(128, 16, 16),
-    rc(256, 32, 8),
-    rc(512, 64, 4),
-    rc(1024, 128, 2),
-    rc(2048, 256, 1),
-    rc(4096, 512, 1),
+    rc(32768, 1024, 1),
+    rc(65536, 1024, 1),
 ];
 
 impl Tuning {
     /// Hopper (H100, H200).
     pub fn for_sm90() -> &'static Tuning {
-        static T: Tuning = Tuning {
-            fwd_vec: &FWD_VEC_SM90,
-            fwd_scalar: &FWD_SCALAR_SM90,
-            bwd_vec: &BWD_VEC_SM90,
-            bwd_scalar: &BWD_SCALAR_SM90,
-            split_bwd_ctas_per_sm: 8,
-        };
+        static T: Tuning = Tuning { fwd: &ROWS_SM90, bwd: &ROWS_SM90, split_bwd_ctas_per_sm: 8 };
         &T
     }
 
-    /// Blackwell (B200). Not measured yet: Hopper's tables, which the register budget, not the
-    /// chip, mostly dictates.
+    /// Blackwell (B200). Not measured: Hopper's tables (their shape follows per-thread work and
+    /// shared-memory capacity, which sm_100 has at least as much of).
     pub fn for_sm100() -> &'static Tuning {
         Self::for_sm90()
     }
