@@ -47,8 +47,31 @@ fn driver_of(env: &Value) -> String {
     smi.lines().nth(1).and_then(|l| l.split(',').nth(1)).map(|s| s.trim().to_string()).unwrap_or_default()
 }
 
+/// Python's `json.dump` writes non-finite floats as bare `NaN`, `Infinity`, `-Infinity` (the
+/// script's accuracy errors can be NaN), which JSON does not allow: they become `null` here.
+fn python_json_to_json(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let (mut in_str, mut escaped) = (false, false);
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        if in_str {
+            in_str = escaped || c != '"';
+            escaped = !escaped && c == '\\';
+        } else if c == '"' {
+            in_str = true;
+        } else if let Some(tok) = ["-Infinity", "Infinity", "NaN"].into_iter().find(|t| rest.starts_with(t)) {
+            out.push_str("null");
+            rest = &rest[tok.len()..];
+            continue;
+        }
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}
+
 pub fn parse(text: &str) -> Result<Vec<Run>, String> {
-    let v: Value = serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
+    let v: Value = serde_json::from_str(&python_json_to_json(text)).map_err(|e| format!("not valid JSON: {e}"))?;
     let (Some(env), Some(Value::Object(results))) = (v.get("env"), v.get("results")) else {
         return Err("not a bench_peers.py file (expected `env` and a `results` object)".into());
     };
@@ -166,5 +189,14 @@ mod tests {
         assert_eq!(quack.copy_gbps, 3019.2);
         assert_eq!(quack.results[0].dtype, "bf16");
         assert!(parse("{}").is_err());
+    }
+
+    #[test]
+    fn python_nan_and_infinity_become_null() {
+        let text = r#"{"a": NaN, "b": [-Infinity, Infinity], "s": "NaN \" Infinity", "c": 1.5}"#;
+        let fixed = python_json_to_json(text);
+        assert_eq!(fixed, r#"{"a": null, "b": [null, null], "s": "NaN \" Infinity", "c": 1.5}"#);
+        let with_nan = FIXTURE.replace(r#""GBps": 2961.0"#, r#""GBps": 2961.0, "acc": NaN"#);
+        assert_eq!(parse(&with_nan).unwrap().len(), 2);
     }
 }
