@@ -106,3 +106,27 @@ pub fn run(name: &str, req: &Request, progress: &mut Progress, on_case: &mut dyn
 fn not_built(name: &str) -> String {
     format!("{name}: this normkit-bench was built without the `{name}` feature (cargo xtask bench adds it when the toolchain is installed)")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(shapes: Option<Vec<(usize, usize)>>, dtypes: Option<Vec<DType>>) -> Request {
+        Request { ops: vec![Op::RmsFwd, Op::LnBwd], shapes, dtypes, size: Size::Default, reps: None, label: None }
+    }
+
+    #[test]
+    fn grids_follow_the_options() {
+        // default: the device kind's grid (6 shapes in bf16 + f32 at the first) for each op
+        assert_eq!(req(None, None).cases(DeviceKind::Gpu).len(), 2 * 7);
+        assert!(req(None, None).cases(DeviceKind::Cpu).iter().all(|c| c.m * c.n <= 16 << 20));
+        // --dtypes: every default shape in each dtype
+        let f32_only = req(None, Some(vec![DType::F32])).cases(DeviceKind::Gpu);
+        assert_eq!(f32_only.len(), 2 * 6);
+        assert!(f32_only.iter().all(|c| c.dtype == DType::F32));
+        // --shapes: bf16 unless --dtypes says otherwise
+        let s = req(Some(vec![(8, 4096)]), None).cases(DeviceKind::Cpu);
+        assert_eq!(s.iter().map(|c| (c.op, c.m, c.n, c.dtype)).collect::<Vec<_>>(), vec![(Op::RmsFwd, 8, 4096, DType::BF16), (Op::LnBwd, 8, 4096, DType::BF16)]);
+        assert_eq!(req(Some(vec![(8, 4096)]), Some(vec![DType::F16, DType::F32])).cases(DeviceKind::Gpu).len(), 4);
+    }
+}
