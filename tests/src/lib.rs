@@ -2,18 +2,34 @@
 //!
 //! The backend-agnostic conformance suite of normkit, and the f64 oracle it checks against.
 //!
-//! Written once over any [`normkit_core::NormKernel`] (it only uses `upload`, `alloc`-free poisoned
-//! uploads, `download` and `synchronize`, so device backends work unchanged) and instantiated per
-//! backend with [`conformance_suite!`]:
+//! Written once over any [`normkit_core::NormKernel`] and instantiated per backend with
+//! [`conformance_suite!`]. It touches a backend's memory only through `upload`, `download` and
+//! `synchronize` (outputs are uploaded already poisoned with NaN rather than `alloc`ated, whose
+//! contents are unspecified), so device backends work unchanged.
+//!
+//! ## Adding a backend
+//! One file in `tests/tests/`, e.g. `cuda.rs`:
 //!
 //! ```text
-//! // tests/tests/cuda.rs
-//! normkit_conformance::conformance_suite!(normkit::cuda::CudaBackend::new(0), normkit_conformance::Grid::full());
+//! #![cfg(feature = "cuda")]
+//! normkit_conformance::conformance_suite!(normkit::cuda::CudaBackend::new(), normkit_conformance::Grid::full());
 //! ```
 //!
 //! The constructor expression must evaluate to `Result<K, NormError>`; it is evaluated once per
 //! generated test. When it returns [`normkit_core::NormError::BackendUnavailable`] each test prints
-//! `SKIP <backend>: <reason>` and passes (CI without a GPU).
+//! `SKIP <backend>: <reason>` and passes (CI without a GPU). Any other constructor error fails.
+//! The macro expands to one `#[test]` per [`Category`] (`fwd_rms`, `bwd_add_layer`, `fwd_shapes`,
+//! `strided`, `in_place`, `non_finite_rows`, `empty_batch`, `invalid_forward`, `batch_invariance`,
+//! `determinism`, …); each prints one progress line and, on failure, panics with a report naming
+//! every failing case (op, dtypes, M, N, strides and offsets, options, seed) and its worst element
+//! (got, expected, allowed range).
+//!
+//! Cases a backend declines through `supports` (returning `Unsupported`) are skipped and counted in
+//! the progress line; a case `supports` accepts must then run.
+//!
+//! Device-only checks (raw-pointer views that overlap, `NormError::Aliasing`) cannot be written with
+//! safe host references; [`invalid::snapshot`] and [`invalid::expect_untouched`] help a backend's own
+//! test file check that a rejected call left its outputs bitwise untouched.
 //!
 //! ## Layout
 //! - [`oracle`]: the contract as plain f64 loops, with the casting modes' rounding points.
@@ -46,7 +62,7 @@ pub use suite::{run_category, run_test, Category, Summary};
 /// (an expression of type `Result<K, NormError>`, evaluated in each test) on `$grid` (a [`Grid`]).
 ///
 /// ```text
-/// normkit_conformance::conformance_suite!(normkit_core::cpu::CpuBackend::try_new(), normkit_conformance::Grid::cpu());
+/// normkit_conformance::conformance_suite!(Ok::<_, normkit_core::NormError>(normkit_core::cpu::CpuBackend::new()), normkit_conformance::Grid::cpu());
 /// ```
 #[macro_export]
 macro_rules! conformance_suite {
