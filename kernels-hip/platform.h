@@ -28,8 +28,11 @@
 #define NK_DEVICE __device__ __attribute__((always_inline)) inline
 #define NK_KERNEL_ATTR extern "C" __global__
 // Workgroups of 1..t work-items: the compiler budgets registers so a t-thread workgroup fits a
-// CU (t = 1024: 16 waves, 4 per SIMD, at most 128 VGPRs each).
-#define NK_LAUNCH_BOUNDS(t) __attribute__((amdgpu_flat_work_group_size(1, t)))
+// CU (t = 1024: 16 waves, 4 per SIMD, at most 128 VGPRs each). A second argument (minimum
+// resident workgroups, CUDA's __launch_bounds__ minBlocks) is accepted and not used: on CDNA the
+// flat workgroup size already fixes the register budget, and amdgpu_waves_per_eu would force
+// spills rather than lower occupancy.
+#define NK_LAUNCH_BOUNDS(t, ...) __attribute__((amdgpu_flat_work_group_size(1, t)))
 #define NK_SHARED __shared__
 #define NK_DYN_SMEM(name) extern __shared__ __attribute__((aligned(16))) unsigned char name[]
 
@@ -129,6 +132,14 @@ NK_DEVICE uint32_t nk_load_g32(const void* p) { return *(const NK_GLOBAL uint32_
 NK_DEVICE uint32_t nk_load_g16(const void* p) { return (uint32_t)*(const NK_GLOBAL uint16_t*)p; }
 NK_DEVICE void nk_store_g32(void* p, uint32_t v) { *(NK_GLOBAL uint32_t*)p = v; }
 NK_DEVICE void nk_store_g16(void* p, uint32_t v) { *(NK_GLOBAL uint16_t*)p = (uint16_t)v; }
+
+// Staging a 16-byte chunk from global memory into LDS. CUDA uses cp.async; here the copy goes
+// synchronously through a register (global_load_dwordx4, then ds_write_b128 through an
+// address-space-3 pointer), so the wait is empty. gfx950's global_load_lds_dwordx4 could make it
+// asynchronous where the LDS slots of a wavefront are lane-contiguous; not done yet.
+#define NK_LDS __attribute__((address_space(3)))
+NK_DEVICE void nk_copy16_async(void* smem, const void* gmem) { *(NK_LDS nk_u128*)smem = nk_load_g128(gmem); }
+NK_DEVICE void nk_copy_async_wait() {}
 
 // Streaming store of a 16-byte vector (non-temporal: outputs are not re-read by the kernel).
 NK_DEVICE void nk_store_u128_stream(nk_u128* p, nk_u128 v) { __builtin_nontemporal_store(v, p); }
