@@ -105,11 +105,16 @@ fn compile(compiler: &Compiler, arch: &str, src: &Path, include: &Path, out: &Pa
     Ok(())
 }
 
-/// The entries of kernels.def: `NK_CONST(name, value)` and
-/// `NK_KERNEL(symbol, impl, vec, params, max_threads)`.
+/// A kernel of kernels.def: symbol, aligned (16-byte accesses), narrow (16-bit tensors only),
+/// parameter struct, workgroup-size bound.
+type Entry = (String, bool, bool, String, u32);
+
+/// The entries of kernels.def: `NK_CONST(name, value)` and either
+/// `NK_KERNEL(symbol, impl, vec, params, max_threads)` (vec 8 = 16-byte accesses, 1 = scalar) or
+/// `NK_KERNEL(symbol, impl, aligned, narrow, params, max_threads, min_blocks)`.
 struct List {
     consts: Vec<(String, i64)>,
-    kernels: Vec<(String, u32, String, u32)>,
+    kernels: Vec<Entry>,
 }
 
 fn parse_list(text: &str) -> List {
@@ -129,9 +134,22 @@ fn parse_list(text: &str) -> List {
                 list.consts.push((name.to_string(), v));
             }
             ("NK_KERNEL", [sym, _imp, vec, params, max]) => {
-                let vec = vec.parse().unwrap_or_else(|_| panic!("kernels.def: `{line}`: bad vector width"));
+                let aligned = match *vec {
+                    "8" => true,
+                    "1" => false,
+                    _ => panic!("kernels.def: `{line}`: vector width must be 8 or 1"),
+                };
                 let max = max.parse().unwrap_or_else(|_| panic!("kernels.def: `{line}`: bad thread count"));
-                list.kernels.push((sym.to_string(), vec, params.to_string(), max));
+                list.kernels.push((sym.to_string(), aligned, false, params.to_string(), max));
+            }
+            ("NK_KERNEL", [sym, _imp, aligned, narrow, params, max, _min_blocks]) => {
+                let flag = |v: &str| match v {
+                    "true" => true,
+                    "false" => false,
+                    _ => panic!("kernels.def: `{line}`: expected true or false"),
+                };
+                let max = max.parse().unwrap_or_else(|_| panic!("kernels.def: `{line}`: bad thread count"));
+                list.kernels.push((sym.to_string(), flag(aligned), flag(narrow), params.to_string(), max));
             }
             _ => panic!("kernels.def: cannot parse `{line}`"),
         }
@@ -204,7 +222,7 @@ fn main() {
     for (name, v) in &list.consts {
         let _ = writeln!(rs, "pub const {name}: usize = {v};");
     }
-    for (i, (sym, vec, params, max)) in list.kernels.iter().enumerate() {
+    for (i, (sym, aligned, narrow, params, max)) in list.kernels.iter().enumerate() {
         let bwd = match params.as_str() {
             "NkFwdParams" => false,
             "NkBwdParams" => true,
@@ -212,7 +230,7 @@ fn main() {
         };
         let _ = writeln!(
             rs,
-            "pub const {}: Kernel = Kernel {{ index: {i}, name: {sym:?}, vec: {vec}, max_threads: {max}, bwd: {bwd} }};",
+            "pub const {}: Kernel = Kernel {{ index: {i}, name: {sym:?}, aligned: {aligned}, narrow: {narrow}, max_threads: {max}, bwd: {bwd} }};",
             sym.to_uppercase()
         );
     }

@@ -8,8 +8,10 @@ pub struct Kernel {
     pub index: usize,
     /// The extern "C" symbol.
     pub name: &'static str,
-    /// Elements per chunk: 8 (16-byte vectors) or 1 (scalars).
-    pub vec: u32,
+    /// 16-byte accesses (kernels-common's VEC = 8 / ALIGNED variants); else element by element.
+    pub aligned: bool,
+    /// Every tensor f16/bf16 (kernels-common's NARROW variants).
+    pub narrow: bool,
     /// The workgroup-size bound it was compiled with.
     pub max_threads: u32,
     /// Takes `NkBwdParams` (else `NkFwdParams`).

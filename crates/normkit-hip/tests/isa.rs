@@ -178,7 +178,7 @@ fn every_kernel_of_every_target_passes_the_isa_checks() {
                 if ld < min_ld || st < min_st {
                     fail(format!("{ld} global_load_dwordx4 / {st} global_store_dwordx4, want >= {min_ld} / {min_st}"));
                 }
-            } else if k.vec == 8 {
+            } else if k.aligned {
                 fail("vector kernel without an entry in VECTOR_ACCESS".into());
             }
             if k.name.contains("row") || k.name.contains("stats") {
