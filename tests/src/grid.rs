@@ -67,7 +67,7 @@ impl Grid {
             name: "cpu",
             ms: MS.to_vec(),
             ns: NS.to_vec(),
-            large: vec![(1, 131072), (3, 131072), (2, 262144), (1, 1048576)],
+            large: vec![(1, 131072), (3, 1048576), (2, 262144), (3, 131072)],
             max_elems: 1 << 21,
             combos_per_shape: 4,
             option_shapes: vec![(1, 7), (3, 33), (17, 769)],
