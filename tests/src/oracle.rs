@@ -273,3 +273,106 @@ pub fn exact_stats(desc: &NormDesc, h: &[f32]) -> (f32, f32) {
 pub fn store(dtype: DType, v: &Iv) -> f32 {
     round_f64(dtype, v.mid) as f32
 }
+
+#[cfg(test)]
+mod tests {
+    //! The oracle checked against first principles: hand-computed values, and the backward pass
+    //! against central finite differences of the forward pass.
+    use super::*;
+    use crate::rng::Rng;
+
+    fn fwd_consts<'a>(desc: &'a NormDesc, w: Option<&'a [f32]>, b: Option<&'a [f32]>) -> FwdConsts<'a> {
+        FwdConsts { desc, residual: DType::F32, compute: DType::F32, weight: w, bias: b }
+    }
+
+    #[test]
+    fn rms_of_three_four() {
+        let desc = NormDesc::rms(1e-6).without_weight();
+        let row = forward_row(&fwd_consts(&desc, None, None), &[3.0, 4.0], None);
+        let rstd = 1.0 / (12.5f64 + 1e-6f32 as f64).sqrt();
+        assert!((row.rstd.mid - rstd).abs() < 1e-15);
+        assert!((row.y[0].mid - 3.0 * rstd).abs() < 1e-15 && (row.y[1].mid - 4.0 * rstd).abs() < 1e-15);
+        assert!(row.y[0].lo < row.y[0].mid && row.y[0].mid < row.y[0].hi);
+    }
+
+    #[test]
+    fn layer_norm_of_a_constant_row_is_the_bias() {
+        let desc = NormDesc::layer(1e-5);
+        let (w, b) = ([2.0f32; 4], [0.5f32; 4]);
+        let row = forward_row(&fwd_consts(&desc, Some(&w), Some(&b)), &[7.0; 4], None);
+        assert_eq!(row.mean.map(|m| m.mid), Some(7.0));
+        for y in &row.y {
+            assert_eq!(y.mid, 0.5);
+        }
+    }
+
+    #[test]
+    fn llama_rounds_x_hat_before_the_weight() {
+        let desc = NormDesc::rms(1e-6).with_casting(CastingMode::Llama);
+        let w = [3.0f32; 3];
+        let x = [0.3f32, -1.7, 2.9].map(|v| round_to(DType::BF16, v));
+        let c = FwdConsts { desc: &desc, residual: DType::BF16, compute: DType::BF16, weight: Some(&w), bias: None };
+        let row = forward_row(&c, &x, None);
+        for (j, y) in row.y.iter().enumerate() {
+            let xhat = x[j] as f64 * row.rstd.mid;
+            assert_eq!(y.mid, round_f64(DType::BF16, xhat) * 3.0);
+        }
+    }
+
+    /// `L = Σ dy·y`; the backward pass must give `∂L/∂x`, `∂L/∂w`, `∂L/∂b`.
+    #[test]
+    fn backward_matches_finite_differences() {
+        let mut rng = Rng::new(42);
+        for desc in [NormDesc::rms(1e-6).with_weight_offset(1.0), NormDesc::layer(1e-5)] {
+            let n = 6;
+            let x: Vec<f32> = (0..n).map(|_| (rng.normal() + 0.5) as f32).collect();
+            let w: Vec<f32> = (0..n).map(|_| (0.5 * rng.normal()) as f32).collect();
+            let b: Vec<f32> = (0..n).map(|_| rng.normal() as f32).collect();
+            let dy: Vec<f32> = (0..n).map(|_| rng.normal() as f32).collect();
+            let bias = desc.bias.then_some(&b[..]);
+            let loss = |x: &[f32], w: &[f32], b: Option<&[f32]>| -> f64 {
+                let row = forward_row(&fwd_consts(&desc, Some(w), b), x, None);
+                row.y.iter().zip(&dy).map(|(y, &d)| y.mid * d as f64).sum()
+            };
+            let (mean, rstd) = exact_stats(&desc, &x);
+            let mut dw = ColSums::new(n);
+            let mut db = ColSums::new(n);
+            let dx = backward_row(
+                &BwdConsts { desc: &desc, weight: Some(&w) },
+                &x,
+                &dy,
+                None,
+                Some(mean),
+                rstd,
+                Some(&mut dw),
+                Some(&mut db),
+            );
+            let h = 1e-3f32;
+            let fd = |f: &dyn Fn(f32) -> f64| (f(h) - f(-h)) / (2.0 * h as f64);
+            for j in 0..n {
+                let gx = fd(&|d| {
+                    let mut xp = x.clone();
+                    xp[j] += d;
+                    loss(&xp, &w, bias)
+                });
+                let gw = fd(&|d| {
+                    let mut wp = w.clone();
+                    wp[j] += d;
+                    loss(&x, &wp, bias)
+                });
+                // The saved statistics are rounded to f32, so agreement is to ~1e-6; the finite
+                // difference itself is good to ~h² ≈ 1e-6 relative.
+                assert!((dx[j].mid - gx).abs() < 1e-3 * (1.0 + gx.abs()), "{desc:?} dx[{j}]: {} vs {gx}", dx[j].mid);
+                assert!((dw.mid[j] - gw).abs() < 1e-3 * (1.0 + gw.abs()), "{desc:?} dw[{j}]: {} vs {gw}", dw.mid[j]);
+                if let Some(b) = bias {
+                    let gb = fd(&|d| {
+                        let mut bp = b.to_vec();
+                        bp[j] += d;
+                        loss(&x, &w, Some(&bp))
+                    });
+                    assert!((db.mid[j] - gb).abs() < 1e-3 * (1.0 + gb.abs()), "{desc:?} db[{j}]: {} vs {gb}", db.mid[j]);
+                }
+            }
+        }
+    }
+}
