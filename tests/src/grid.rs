@@ -60,7 +60,7 @@ impl Grid {
     }
 
     /// The CPU instantiation: every M and N of the grid and all four option combinations per shape,
-    /// but no shape-sweep case above 2²¹ elements (so 4099 × 65536 and the like are left to the GPU
+    /// but no shape-sweep case above 2²² elements (so 4099 × 65536 and the like are left to the GPU
     /// grid); huge hidden sizes only with a few rows. About a minute of test time on two cores.
     pub fn cpu() -> Self {
         Grid {
@@ -68,9 +68,9 @@ impl Grid {
             ms: MS.to_vec(),
             ns: NS.to_vec(),
             large: vec![(1, 131072), (3, 1048576), (2, 262144), (3, 131072)],
-            max_elems: 1 << 21,
+            max_elems: 1 << 22,
             combos_per_shape: 4,
-            option_shapes: vec![(1, 7), (3, 33), (17, 769)],
+            option_shapes: vec![(1, 7), (3, 33), (17, 769), (64, 1024)],
             view_shapes: vec![(1, 1), (3, 7), (17, 127), (17, 769), (128, 1024), (4, 16384)],
             invariance_ns: vec![7, 769, 4096],
             invariance_ms: vec![2, 17, 128, 1000],
