@@ -7,6 +7,9 @@
 //! shape lists; [`Grid::full`] is the whole issue's grid, [`Grid::cpu`] caps the work per case so the
 //! CPU instantiation stays within a few minutes on two cores.
 
+/// The environment variable that overrides the grid of every instantiation (`smoke`, `cpu`, `full`).
+pub const GRID_ENV: &str = "NORMKIT_CONFORMANCE_GRID";
+
 /// The sizes a run visits.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Grid {
@@ -94,6 +97,25 @@ impl Grid {
             invariance_ms: vec![2, 17],
             max_batch_elems: 1 << 14,
             determinism_shapes: vec![(17, 129)],
+        }
+    }
+
+    /// The grid called `name` (`"smoke"`, `"cpu"`, `"full"`).
+    pub fn named(name: &str) -> Option<Self> {
+        match name {
+            "smoke" => Some(Grid::smoke()),
+            "cpu" => Some(Grid::cpu()),
+            "full" => Some(Grid::full()),
+            _ => None,
+        }
+    }
+
+    /// `grid`, unless the environment variable [`GRID_ENV`] names another one (a quick smoke run
+    /// of a GPU backend, a full run of the CPU backend). Panics on an unknown name.
+    pub fn or_from_env(grid: Grid) -> Grid {
+        match std::env::var(GRID_ENV) {
+            Ok(name) => Grid::named(&name).unwrap_or_else(|| panic!("{GRID_ENV}={name}: expected smoke, cpu or full")),
+            Err(_) => grid,
         }
     }
 

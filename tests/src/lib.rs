@@ -24,6 +24,9 @@
 //! every failing case (op, dtypes, M, N, strides and offsets, options, seed) and its worst element
 //! (got, expected, allowed range).
 //!
+//! `NORMKIT_CONFORMANCE_GRID=smoke|cpu|full` overrides the grid of every instantiation (a quick
+//! smoke run on a GPU, or the full grid on the CPU).
+//!
 //! Cases a backend declines through `supports` (returning `Unsupported`) are skipped and counted in
 //! the progress line; a case `supports` accepts must then run.
 //!
@@ -54,7 +57,7 @@ pub mod suite;
 
 pub use case::{BwdCase, FwdCase, Inject, Views};
 pub use check::{check_backward, check_batch_invariance, check_determinism, check_forward, Check, Ran};
-pub use grid::Grid;
+pub use grid::{Grid, GRID_ENV};
 pub use oracle_backend::OracleBackend;
 pub use suite::{run_category, run_test, Category, Summary};
 

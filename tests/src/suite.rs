@@ -384,8 +384,8 @@ pub fn run_category<K: NormKernel>(k: &K, grid: &Grid, cat: Category) -> Result<
 }
 
 /// What a generated `#[test]` calls: constructs the backend (skipping, with one `SKIP` line, when
-/// it is unavailable), runs the category and panics with the report if it fails. Prints one
-/// progress line.
+/// it is unavailable), runs the category on `grid` (or the one named by
+/// `NORMKIT_CONFORMANCE_GRID`) and panics with the report if it fails. Prints one progress line.
 pub fn run_test<K: NormKernel>(ctor: impl FnOnce() -> Result<K, NormError>, grid: Grid, cat: Category) {
     let k = match ctor() {
         Ok(k) => k,
@@ -395,6 +395,7 @@ pub fn run_test<K: NormKernel>(ctor: impl FnOnce() -> Result<K, NormError>, grid
         }
         Err(e) => panic!("the backend constructor failed: {e} ({e:?})"),
     };
+    let grid = Grid::or_from_env(grid);
     let t = Instant::now();
     match run_category(&k, &grid, cat) {
         Ok(s) => {
