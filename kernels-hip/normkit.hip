@@ -5,7 +5,7 @@
 #include "platform.h"
 
 #define NK_CONST(name, value) constexpr int name = value;
-#define NK_KERNEL(sym, impl, vec, params, max_threads)
+#define NK_KERNEL(sym, impl, aligned, narrow, params, max_threads, min_blocks)
 #include "kernels.def"
 #undef NK_CONST
 #undef NK_KERNEL
@@ -13,8 +13,8 @@
 #include "nk_norm.cuh"
 
 #define NK_CONST(name, value)
-#define NK_KERNEL(sym, impl, vec, params, max_threads) \
-  NK_KERNEL_ATTR void NK_LAUNCH_BOUNDS(max_threads) sym(const params p) { nk::impl<vec>(p); }
+#define NK_KERNEL(sym, impl, aligned, narrow, params, max_threads, min_blocks) \
+  NK_KERNEL_ATTR void NK_LAUNCH_BOUNDS(max_threads, min_blocks) sym(const params p) { nk::impl<aligned, narrow>(p); }
 #include "kernels.def"
 #undef NK_CONST
 #undef NK_KERNEL

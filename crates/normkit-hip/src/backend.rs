@@ -1,7 +1,7 @@
 //! `HipBackend`: device set-up, buffers, launches.
 
 use crate::config::LaunchConfig;
-use crate::plan::{self, align256, BwdPath, FwdLaunch};
+use crate::plan::{self, align256, BwdPath, BwdShape, FwdLaunch, FwdShape};
 use crate::elf;
 use crate::ffi::{self, attr, Api, DevicePtr, Event, Function, HipError, LoadError, Module, Stream};
 use crate::kernels::{self, Kernel};
@@ -149,6 +149,10 @@ struct Ctx {
     module: Module,
     arch: &'static str,
     config: LaunchConfig,
+    /// Dynamic LDS the forward / backward row kernels may use (per-workgroup LDS minus their
+    /// static LDS, from the kernel descriptors).
+    fwd_lds_limit: usize,
+    bwd_lds_limit: usize,
     cus: u32,
     name: String,
     funcs: Mutex<HashMap<&'static str, usize>>,
@@ -313,7 +317,7 @@ impl HipBackend {
         let (Some(bytes), Some(config)) = (kernels::code_object(arch), LaunchConfig::for_arch(arch)) else {
             return Err(InitError::UnsupportedArch { name, major, minor });
         };
-        check_code_object(arch, bytes, warp)?;
+        let co = check_code_object(arch, bytes, warp)?;
         if i64::from(config.wavefront) != i64::from(warp) {
             return Err(InitError::WavefrontMismatch { arch, device: warp, code_object: config.wavefront });
         }
@@ -343,6 +347,8 @@ impl HipBackend {
             module,
             arch,
             config,
+            fwd_lds_limit: plan::dyn_lds_limit(&config, &co, "nk_fwd_row"),
+            bwd_lds_limit: plan::dyn_lds_limit(&config, &co, "nk_bwd_row"),
             cus: cus.max(1) as u32,
             name,
             funcs: Mutex::new(HashMap::new()),
@@ -393,7 +399,7 @@ impl HipBackend {
         let lds = u32::try_from(lds).map_err(|_| NormError::ResourceLimit {
             resource: "HIP LDS bytes",
             requested: lds as u64,
-            available: self.ctx.config.lds_bytes as u64,
+            available: self.ctx.config.lds_per_workgroup as u64,
         })?;
         if threads > k.max_threads || threads == 0 {
             return Err(NormError::ResourceLimit {
@@ -603,11 +609,21 @@ impl NormKernel for HipBackend {
         if plan.m == 0 {
             return Ok(());
         }
-        match plan::forward(&self.ctx.config, plan.m, plan.n, vec_ok)? {
-            FwdLaunch::Row { kernel, group, rows_per_cta, blocks } => {
+        // Every tensor 16-bit: 16-byte staging slots and, when aligned, the narrow kernel. A dtype
+        // property: strided and contiguous views of the same dtypes take the same path.
+        let d = plan.dtypes;
+        let all16 = d.x != DType::F32
+            && d.y != DType::F32
+            && (!desc.residual || d.residual != DType::F32)
+            && ((flags & (params::F_WEIGHT | params::F_BIAS)) == 0 || d.weight != DType::F32);
+        let nvec = usize::from(flags & params::F_WEIGHT != 0) + usize::from(flags & params::F_BIAS != 0);
+        let shape = FwdShape { m: plan.m, n: plan.n, aligned: vec_ok, all16, nvec, residual: desc.residual };
+        match plan::forward(&self.ctx.config, self.ctx.cus, &shape, self.ctx.fwd_lds_limit)? {
+            FwdLaunch::Row { kernel, group, rows_per_cta, slot, lds, blocks } => {
                 p.group = group as i32;
                 p.rpc = rows_per_cta as i32;
-                self.launch(kernel, (blocks, 1), group * rows_per_cta, 0, &mut p)
+                p.slot = slot as i32;
+                self.launch(kernel, (blocks, 1), group * rows_per_cta, lds, &mut p)
             }
             FwdLaunch::Split { stats, apply, nsplit, blocks, threads, ws_bytes } => {
                 p.ws = self.workspace(ws_bytes)?;
@@ -672,7 +688,18 @@ impl NormKernel for HipBackend {
         }
         p.flags = flags;
         let nacc = usize::from(flags & params::F_WEIGHT != 0) + usize::from(flags & params::F_BIAS != 0);
-        let l = plan::backward(&self.ctx.config, self.ctx.cus, plan.m, plan.n, vec_ok, nacc)?;
+        let d = plan.dtypes;
+        let all16 = d.x != DType::F32 && d.y != DType::F32 && (a.weight.is_none() || d.weight != DType::F32);
+        let shape = BwdShape {
+            m: plan.m,
+            n: plan.n,
+            aligned: vec_ok,
+            all16,
+            weight: a.weight.is_some(),
+            d_residual: a.d_residual_out.is_some(),
+            nacc,
+        };
+        let l = plan::backward(&self.ctx.config, self.ctx.cus, &shape, self.ctx.bwd_lds_limit)?;
         let ws = if l.ws_bytes > 0 { self.workspace(l.ws_bytes)? } else { 0 };
         p.ws_stats = ws;
         p.ws_dw = ws + align256(l.stats_bytes) as u64;
@@ -680,9 +707,10 @@ impl NormKernel for HipBackend {
         p.nparts = l.parts as i64;
         p.nsplit = l.nsplit as i64;
         match l.path {
-            BwdPath::Row { kernel, group, rows_per_cta, lds } => {
+            BwdPath::Row { kernel, group, rows_per_cta, slot, lds } => {
                 p.group = group as i32;
                 p.rpc = rows_per_cta as i32;
+                p.slot = slot as i32;
                 self.launch(kernel, (l.parts, 1), group * rows_per_cta, lds, &mut p)?;
             }
             BwdPath::Split { stats, apply, tiles } => {

@@ -1,20 +1,18 @@
 //! Launch configuration per target, as data.
 //!
 //! **Nothing here has been measured**: no AMD GPU was available when this backend was written.
-//! Every number says what it is derived from (the CDNA register file and LDS, the compile-time
-//! capacity of the kernels in kernels-hip/kernels.def, the VGPR counts clang-22 reports); replace
-//! the reasoning with measurements when the kernels first run on MI300X / MI355X.
+//! Every number says what it is derived from (the CDNA register file and LDS, the workgroup
+//! bounds of kernels-hip/kernels.def, the VGPR counts clang-22 reports); replace the reasoning
+//! with measurements when the kernels first run on MI300X / MI355X.
 //!
-//! Row path: a group of `group` threads normalises one row, `rows_per_cta` groups share a
-//! workgroup. A table row applies to every N up to its `max_n`; past the last row the split-row
-//! path runs. Each thread holds at most KC chunks of VEC elements (kernels.def:
-//! NK_FWD_ROW_KC_*, NK_BWD_ROW_KC_*), so `max_n = group·KC·VEC`; groups are packed to 256 threads
-//! (4 wavefronts, one per SIMD) per workgroup, or one group when it is larger. Groups above the
-//! wavefront width are multiples of it (64), as the shared reductions require. The choice depends
-//! on N, the dtypes and the layout only — never on M — so a row's forward output is the same
-//! whatever the batch.
-
-use crate::kernels;
+//! Row path (kernels-common): a group of `group` threads normalises one row (thread t owns the
+//! 8-element chunks t, t + group, ...), `rows_per_cta` groups share a persistent workgroup, and
+//! the row is staged in LDS. A table row applies to every N up to its `max_n`; past the last row,
+//! or when the staged row and weights do not fit the workgroup's LDS, the split-row path runs
+//! (CDNA has no thread-block clusters to spread one row over several CUs). The choice depends on
+//! N, the dtypes and which operands exist — never on M or the layout — so a row's forward output
+//! is the same whatever the batch. Groups above the wavefront width are multiples of it (64), as
+//! the shared reductions require.
 
 /// One row of a launch table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,10 +26,11 @@ const fn rc(max_n: usize, group: u32, rows_per_cta: u32) -> RowConfig {
     RowConfig { max_n, group, rows_per_cta }
 }
 
-// The same shape as the CUDA tables (kernels.def's KC values are the same); groups stop at
-// NK_ROW_MAX_THREADS = 512, see kernels-hip/kernels.def for why not 1024.
-/// Forward, 16-byte path (VEC = 8, KC = 4): max_n = 32·group.
-static FWD_VEC: [RowConfig; 10] = [
+/// Forward row path: the CUDA table's shape (at most 4 chunks = 32 elements per thread up to
+/// N = 32768, 8 beyond; small rows packed into 256-thread workgroups = 4 wavefronts, one per
+/// SIMD). On CDNA the LDS bound usually ends it first: with 64 KiB per workgroup a bf16 row of
+/// 16384 with its weight (2 × 32 KiB) no longer fits and takes the split path.
+static FWD_ROWS: [RowConfig; 12] = [
     rc(32, 1, 256),
     rc(64, 2, 128),
     rc(128, 4, 64),
@@ -42,24 +41,18 @@ static FWD_VEC: [RowConfig; 10] = [
     rc(4096, 128, 2),
     rc(8192, 256, 1),
     rc(16384, 512, 1),
+    rc(32768, 1024, 1),
+    rc(65536, 1024, 1),
 ];
-/// Forward, scalar path (VEC = 1, KC = 16): max_n = 16·group.
-static FWD_SCALAR: [RowConfig; 10] = [
-    rc(16, 1, 256),
-    rc(32, 2, 128),
-    rc(64, 4, 64),
-    rc(128, 8, 32),
-    rc(256, 16, 16),
-    rc(512, 32, 8),
-    rc(1024, 64, 4),
-    rc(2048, 128, 2),
-    rc(4096, 256, 1),
-    rc(8192, 512, 1),
-];
-/// Backward, 16-byte path (VEC = 8, KC = 2): max_n = 16·group.
-static BWD_VEC: [RowConfig; 10] = FWD_SCALAR;
-/// Backward, scalar path (VEC = 1, KC = 8): max_n = 8·group.
-static BWD_SCALAR: [RowConfig; 10] = [
+
+/// Backward row path: one 8-element chunk per thread (max_n = 8·group), 256-thread workgroups
+/// for small rows, groups up to 512 (the bound the backward row kernels are compiled with, see
+/// kernels.def). Derived from LDS, not measured: each staged chunk costs
+/// (2 + residual)·slot bytes of staging plus nacc·32 bytes of dW/dB partials (96 bytes for bf16
+/// with dW and dB), so 256 threads with one chunk each take ~24 KiB and two chunks per thread
+/// (the CUDA table's shape) would not fit 64 KiB next to the weight. Rows past 4096 elements, or
+/// past the LDS (f32 with dW and dB at 4096), take the split path.
+static BWD_ROWS: [RowConfig; 10] = [
     rc(8, 1, 256),
     rc(16, 2, 128),
     rc(32, 4, 64),
@@ -81,29 +74,30 @@ pub const MAX_WAVES_PER_SIMD: u32 = 8;
 
 /// Occupancy each kernel is designed for, in wavefronts per SIMD; its VGPR budget is
 /// [`vgpr_budget`] of it, and `tests/isa.rs` fails any code object whose allocation exceeds it.
-/// Where a kernel sits, and why (clang-22 -O3, gfx942, when this was written):
-/// - `fwd_row_v8` 3 (161 VGPRs): KC = 4 raw 16-byte chunks of x and of the residual stay in
-///   registers; the shared bodies dispatch on dtypes at run time, so chunks are sized for f32.
-/// - `fwd_row_v1` 2 (216): 16 scalar chunks, same reason.
-/// - split statistics kernels 5-6 (59-88): one pass, few chunks per thread.
-/// - `fwd_split_apply_*` 5 (72-91).
-/// - `bwd_row_v8` 3 (158), `bwd_row_v1` 4 (111): x and dy chunks across the row reduction.
-/// - `bwd_split_apply_v8` 3 (142), `_v1` 2 (169): the segment's dW/dB partials live in
-///   registers (2·NK_SPLIT_ELEMS floats).
+/// What clang-22 -O3 gave on gfx942 / gfx950 / gfx90a when this was written, and why:
+/// - `fwd_row_a` 4 (99-101 VGPRs): must fit 1024-thread workgroups (16 waves = 4 per SIMD, so
+///   128 is a hard limit); `_ah` 5 (73-84): one 16-byte register set per chunk; `_u` 4 (108).
+/// - `fwd_split_stats_a` 6 (68), `_u` 5 (90); `fwd_split_apply_*` 4 (99-105).
+/// - `bwd_row_a` 2 (180-183), `_ah` 3 (146-154), `_u` 2 (204-205): x, dy and weight chunks plus
+///   the per-row sums; bounded at 512 threads (8 waves, 2 per SIMD) so these fit.
+/// - `bwd_split_stats_*` 4 (98); `bwd_split_apply_*` 2 (166-171): the chunk's dW/dB partials
+///   (2·NK_SPLIT_ELEMS floats) stay in registers across rows.
 /// - `bwd_finalize` 8 (30).
 pub const OCCUPANCY: &[(&str, u32)] = &[
-    ("nk_fwd_row_v8", 3),
-    ("nk_fwd_row_v1", 2),
-    ("nk_fwd_split_stats_v8", 6),
-    ("nk_fwd_split_stats_v1", 6),
-    ("nk_fwd_split_apply_v8", 5),
-    ("nk_fwd_split_apply_v1", 5),
-    ("nk_bwd_row_v8", 3),
-    ("nk_bwd_row_v1", 4),
-    ("nk_bwd_split_stats_v8", 5),
-    ("nk_bwd_split_stats_v1", 5),
-    ("nk_bwd_split_apply_v8", 3),
-    ("nk_bwd_split_apply_v1", 2),
+    ("nk_fwd_row_a", 4),
+    ("nk_fwd_row_ah", 5),
+    ("nk_fwd_row_u", 4),
+    ("nk_fwd_split_stats_a", 6),
+    ("nk_fwd_split_stats_u", 5),
+    ("nk_fwd_split_apply_a", 4),
+    ("nk_fwd_split_apply_u", 4),
+    ("nk_bwd_row_a", 2),
+    ("nk_bwd_row_ah", 3),
+    ("nk_bwd_row_u", 2),
+    ("nk_bwd_split_stats_a", 4),
+    ("nk_bwd_split_stats_u", 4),
+    ("nk_bwd_split_apply_a", 2),
+    ("nk_bwd_split_apply_u", 2),
     ("nk_bwd_finalize", 8),
 ];
 
@@ -123,40 +117,38 @@ pub struct LaunchConfig {
     pub arch: &'static str,
     /// Wavefront size the code object is built for; the device must report the same.
     pub wavefront: u32,
-    /// LDS a workgroup may use, bytes. Bounds the backward row path, whose dW/dB partials live in
-    /// LDS (`rows_per_cta · (dW, dB) · N` fp32 words): past it the split path runs.
-    pub lds_bytes: u32,
-    pub fwd_vec: &'static [RowConfig],
-    pub fwd_scalar: &'static [RowConfig],
-    pub bwd_vec: &'static [RowConfig],
-    pub bwd_scalar: &'static [RowConfig],
-    /// Split-row backward: target workgroups per CU for the (chunks × parts) grid; 3 = the
-    /// designed occupancy of `bwd_split_apply_v8` (3 waves per SIMD) in 4-wave workgroups.
+    /// LDS one workgroup may use (static + dynamic), bytes: bounds the row paths, which stage
+    /// rows, weights and (backward) dW/dB partials in LDS.
+    pub lds_per_workgroup: u32,
+    /// LDS per CU, bytes: with the per-workgroup LDS of a launch, bounds resident workgroups.
+    pub lds_per_cu: u32,
+    pub fwd_rows: &'static [RowConfig],
+    pub bwd_rows: &'static [RowConfig],
+    /// Split-row backward: target workgroups per CU for the (chunks × parts) grid; 2 = the
+    /// designed occupancy of `bwd_split_apply` (2 waves per SIMD) in 4-wave workgroups.
     pub split_bwd_ctas_per_cu: u32,
 }
 
 impl LaunchConfig {
-    /// MI300X / MI300A / MI325X: 304 CUs (MI300X), 64 KiB LDS per workgroup, 512 VGPRs per SIMD
-    /// lane, 5.3 TB/s HBM3. Derived, not measured.
+    /// MI300X / MI300A / MI325X: 304 CUs (MI300X), 64 KiB LDS per CU (all of it usable by one
+    /// workgroup), 512 VGPRs per SIMD lane, 5.3 TB/s HBM3. Derived, not measured.
     pub const fn for_gfx942() -> Self {
         LaunchConfig {
             arch: "gfx942",
             wavefront: 64,
-            lds_bytes: 64 * 1024,
-            fwd_vec: &FWD_VEC,
-            fwd_scalar: &FWD_SCALAR,
-            bwd_vec: &BWD_VEC,
-            bwd_scalar: &BWD_SCALAR,
-            split_bwd_ctas_per_cu: 3,
+            lds_per_workgroup: 64 * 1024,
+            lds_per_cu: 64 * 1024,
+            fwd_rows: &FWD_ROWS,
+            bwd_rows: &BWD_ROWS,
+            split_bwd_ctas_per_cu: 2,
         }
     }
 
-    /// MI350X / MI355X: 256 CUs, 160 KiB LDS per workgroup (so the backward row path keeps dW and
-    /// dB of rows up to 8192 in LDS, where gfx942 switches to the split path at 4096), the same
-    /// 512-VGPR SIMDs, 8 TB/s HBM3E. Same tables until measured: the limits they come from
-    /// (VGPRs, wave64, the kernels' chunk counts) are unchanged.
+    /// MI350X / MI355X: 256 CUs, 160 KiB LDS per CU, the same 512-VGPR SIMDs, 8 TB/s HBM3E.
+    /// The per-workgroup LDS is kept at 64 KiB until a launch with more dynamic LDS is verified
+    /// on a device (HIP may need a function attribute for it); residency uses the 160 KiB.
     pub const fn for_gfx950() -> Self {
-        LaunchConfig { arch: "gfx950", lds_bytes: 160 * 1024, ..Self::for_gfx942() }
+        LaunchConfig { arch: "gfx950", lds_per_cu: 160 * 1024, ..Self::for_gfx942() }
     }
 
     /// MI200 (gfx90a): 110 CUs per GCD, 64 KiB LDS; same derivation, not measured.
@@ -173,34 +165,32 @@ impl LaunchConfig {
         }
     }
 
-    /// Dynamic LDS of the backward row kernel: per group, one fp32 region per accumulator
-    /// (dW, dB) of `K·VEC·group >= N` words (the layout of kernels-common's bwd_row).
-    pub fn bwd_row_lds(&self, rc: RowConfig, n: usize, vec: bool, nacc: usize) -> usize {
-        let v = if vec { 8 } else { 1 };
-        let g = rc.group as usize;
-        let k = (n / v).div_ceil(g);
-        rc.rows_per_cta as usize * nacc * k * v * g * 4
-    }
-
-    /// The backward row configuration for `n`, if the row path applies: the table has a row
-    /// for `n` and its LDS fits next to the kernel's static LDS.
-    pub fn bwd_row(&self, n: usize, vec: bool, nacc: usize) -> Option<(RowConfig, usize)> {
-        let table = if vec { self.bwd_vec } else { self.bwd_scalar };
-        let rc = pick(table, n)?;
-        let lds = self.bwd_row_lds(rc, n, vec, nacc);
-        // Static LDS of bwd_row: 2·NK_ROW_MAX_THREADS/NK_WARP floats of reduction scratch.
-        let fixed = 2 * kernels::NK_ROW_MAX_THREADS / kernels::NK_WARP_WIDTH * 4;
-        (lds + fixed <= self.lds_bytes as usize).then_some((rc, lds))
-    }
-
-    /// Persistent backward row workgroups per CU: the designed occupancy of the kernel, bounded
-    /// by LDS.
-    pub fn bwd_row_ctas_per_cu(&self, kernel: &str, threads: u32, lds: usize) -> u32 {
+    /// Resident workgroups per CU of `kernel` in workgroups of `threads` using `lds` bytes of
+    /// LDS: the designed occupancy (VGPRs) and the LDS, whichever binds first.
+    pub fn ctas_per_cu(&self, kernel: &str, threads: u32, lds: usize) -> u32 {
         let waves = occupancy(kernel).unwrap_or(1).min(MAX_WAVES_PER_SIMD) * SIMDS_PER_CU;
         let by_waves = waves / threads.div_ceil(self.wavefront).max(1);
-        let by_lds = (self.lds_bytes as usize).checked_div(lds).map_or(u32::MAX, |v| v.min(u32::MAX as usize) as u32);
+        let by_lds = (self.lds_per_cu as usize).checked_div(lds).map_or(u32::MAX, |v| v.min(u32::MAX as usize) as u32);
         by_waves.min(by_lds).max(1)
     }
+}
+
+/// Dynamic LDS of the forward row kernel (kernels-common's layout): `slot` bytes per chunk of
+/// each present weight / bias, then per group `staged` (1, or 2 with the residual) row copies.
+pub fn fwd_row_lds(rc: RowConfig, n: usize, slot: usize, nvec: usize, staged: usize) -> usize {
+    let nch = n.div_ceil(8);
+    let g = rc.group as usize;
+    let k = nch.div_ceil(g);
+    slot * nch * nvec + rc.rows_per_cta as usize * staged * k * g * slot
+}
+
+/// Dynamic LDS of the backward row kernel: the weight's chunks, then per group `staged` (x, dy,
+/// and d_residual_out if given) row copies and `nacc` fp32 dW/dB partial rows.
+pub fn bwd_row_lds(rc: RowConfig, n: usize, slot: usize, nw: usize, staged: usize, nacc: usize) -> usize {
+    let nch = n.div_ceil(8);
+    let g = rc.group as usize;
+    let k = nch.div_ceil(g);
+    slot * nch * nw + rc.rows_per_cta as usize * (staged * k * g * slot + nacc * k * g * 8 * 4)
 }
 
 /// The table row for hidden size `n`, or `None` for the split-row path.
@@ -211,24 +201,24 @@ pub fn pick(table: &[RowConfig], n: usize) -> Option<RowConfig> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernels;
+
+    /// The workgroup bound kernels.def compiled `name` with.
+    fn bound(name: &str) -> u32 {
+        kernels::KERNELS.iter().find(|k| k.name == name).map_or(0, |k| k.max_threads)
+    }
 
     #[test]
     fn tables_are_consistent_with_the_kernels() {
         for cfg in [LaunchConfig::for_gfx942(), LaunchConfig::for_gfx950(), LaunchConfig::for_gfx90a()] {
-            for (table, kc, vec) in [
-                (cfg.fwd_vec, kernels::NK_FWD_ROW_KC_V8, 8),
-                (cfg.fwd_scalar, kernels::NK_FWD_ROW_KC_V1, 1),
-                (cfg.bwd_vec, kernels::NK_BWD_ROW_KC_V8, 8),
-                (cfg.bwd_scalar, kernels::NK_BWD_ROW_KC_V1, 1),
-            ] {
+            for (table, kernel) in [(cfg.fwd_rows, "nk_fwd_row_a"), (cfg.bwd_rows, "nk_bwd_row_a")] {
                 let mut last = 0;
                 for r in table {
                     assert!(r.max_n > last, "tables grow");
                     last = r.max_n;
                     assert!(r.group.is_power_of_two());
-                    assert!(r.group as usize <= kernels::NK_ROW_MAX_THREADS);
-                    assert!(r.max_n <= r.group as usize * kc * vec, "a row must fit the group's registers");
                     let threads = r.group * r.rows_per_cta;
+                    assert!(threads <= bound(kernel), "{kernel}: {threads} threads");
                     assert!(threads as usize <= kernels::NK_ROW_MAX_THREADS);
                     assert!(threads % cfg.wavefront == 0, "whole wavefronts per workgroup");
                     if r.group > cfg.wavefront {
@@ -240,19 +230,30 @@ mod tests {
     }
 
     #[test]
-    fn backward_row_path_respects_lds() {
-        let g942 = LaunchConfig::for_gfx942();
-        let g950 = LaunchConfig::for_gfx950();
-        assert!(g942.bwd_row(4096, true, 2).is_some());
-        assert!(g942.bwd_row(8192, true, 2).is_none(), "64 KiB of dW+dB partials do not fit next to the scratch");
-        assert!(g942.bwd_row(8192, true, 1).is_some());
-        assert!(g950.bwd_row(8192, true, 2).is_some());
-        assert!(g942.bwd_row(16384, true, 0).is_none());
+    fn lds_bounds() {
+        let t = FWD_ROWS;
+        // bf16 RMSNorm with a weight: 8192 fits 64 KiB (16 + 16 KiB), 16384 does not (32 + 32).
+        let r = pick(&t, 8192).unwrap();
+        assert_eq!(fwd_row_lds(r, 8192, 16, 1, 1), 32 * 1024);
+        let r = pick(&t, 16384).unwrap();
+        assert_eq!(fwd_row_lds(r, 16384, 16, 1, 1), 64 * 1024);
+        // bf16 backward at 4096 with dW and dB: 8 KiB of weight + 512 chunks × (2·16 + 2·32).
+        let b = pick(&BWD_ROWS, 4096).unwrap();
+        assert_eq!(bwd_row_lds(b, 4096, 16, 1, 2, 2), 8 * 1024 + 512 * 96);
+        // Small rows: 256 threads, one chunk each.
+        let b = pick(&BWD_ROWS, 1024).unwrap();
+        assert_eq!(bwd_row_lds(b, 1024, 16, 1, 2, 2), 2 * 1024 + 256 * 96);
+        let cfg = LaunchConfig::for_gfx942();
+        assert_eq!(cfg.ctas_per_cu("nk_fwd_row_ah", 256, 32 * 1024), 2);
+        assert_eq!(LaunchConfig::for_gfx950().ctas_per_cu("nk_fwd_row_ah", 256, 32 * 1024), 5);
+        assert_eq!(LaunchConfig::for_gfx950().ctas_per_cu("nk_fwd_row_ah", 256, 16 * 1024), 5, "5 waves per SIMD");
+        assert_eq!(cfg.ctas_per_cu("nk_bwd_finalize", 256, 0), 8);
     }
 
     #[test]
     fn budgets() {
         assert_eq!(vgpr_budget(8), 64);
+        assert_eq!(vgpr_budget(6), 80);
         assert_eq!(vgpr_budget(5), 96);
         assert_eq!(vgpr_budget(4), 128);
         assert_eq!(vgpr_budget(3), 168);

@@ -46,8 +46,11 @@ pub struct FwdParams {
     pub casting: i32,
     pub group: i32,
     pub rpc: i32,
+    /// Row path: bytes per staged chunk (16 if every tensor is 16-bit, else 32).
+    pub slot: i32,
+    pub pad_: i32,
 }
-const _: () = assert!(std::mem::size_of::<FwdParams>() == 168);
+const _: () = assert!(std::mem::size_of::<FwdParams>() == 176);
 
 /// `NkBwdParams`.
 #[repr(C)]
@@ -80,6 +83,7 @@ pub struct BwdParams {
     pub flags: i32,
     pub group: i32,
     pub rpc: i32,
-    pub pad_: i32,
+    /// Row path: bytes per staged chunk (16 if every tensor is 16-bit, else 32).
+    pub slot: i32,
 }
 const _: () = assert!(std::mem::size_of::<BwdParams>() == 192);

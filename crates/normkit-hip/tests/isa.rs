@@ -22,24 +22,25 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::Command;
 
-/// Least number of 16-byte global loads / stores each vector-path kernel must contain: one per
-/// 16-byte chunk of each tensor it streams, at the chunk counts of kernels.def (KC = 4 forward
-/// row, 2 backward row, NK_SPLIT_ELEMS / 8 = 2 split). The f32 variants need two per chunk, and
-/// clang duplicates code per dtype, so real counts are higher; these are the floors below which
-/// a tensor has fallen off the vector path.
+/// Least number of 16-byte global loads / stores each aligned (16-byte path) kernel must
+/// contain: at least one per tensor it streams (kernels-common's loops over chunks are not
+/// unrolled, and f32 takes two per chunk, so real counts are higher). Below these a tensor has
+/// fallen off the 16-byte path.
 const VECTOR_ACCESS: &[(&str, usize, usize)] = &[
-    // x and residual chunks in; y and residual_out chunks out.
-    ("nk_fwd_row_v8", 8, 8),
+    // x, residual, weight, bias staged in; y and residual_out out.
+    ("nk_fwd_row_a", 4, 2),
+    ("nk_fwd_row_ah", 4, 2),
     // x and residual in; residual_out out.
-    ("nk_fwd_split_stats_v8", 4, 2),
+    ("nk_fwd_split_stats_a", 2, 1),
     // h, weight, bias in; y out.
-    ("nk_fwd_split_apply_v8", 6, 2),
+    ("nk_fwd_split_apply_a", 3, 1),
+    // x, dy, d_residual_out, weight in; dx out.
+    ("nk_bwd_row_a", 4, 1),
+    ("nk_bwd_row_ah", 4, 1),
+    // x, dy, weight in; only per-row sums out.
+    ("nk_bwd_split_stats_a", 3, 0),
     // x, dy, weight, d_residual_out in; dx out.
-    ("nk_bwd_row_v8", 8, 2),
-    // x, dy, weight in; nothing but per-row sums out.
-    ("nk_bwd_split_stats_v8", 6, 0),
-    // x, dy, weight, d_residual_out in; dx and the dW/dB partials out.
-    ("nk_bwd_split_apply_v8", 8, 6),
+    ("nk_bwd_split_apply_a", 4, 1),
 ];
 
 fn tool(env: &str, versioned: &str, rocm: &str) -> PathBuf {
@@ -178,8 +179,19 @@ fn every_kernel_of_every_target_passes_the_isa_checks() {
                 if ld < min_ld || st < min_st {
                     fail(format!("{ld} global_load_dwordx4 / {st} global_store_dwordx4, want >= {min_ld} / {min_st}"));
                 }
+                // On the 16-byte path no tensor element is loaded on its own.
+                let short = count(body, "global_load_ushort") + count(body, "global_load_short_d16");
+                if short != 0 {
+                    fail(format!("{short} element-wise 16-bit global loads on the 16-byte path"));
+                }
             } else if k.aligned {
-                fail("vector kernel without an entry in VECTOR_ACCESS".into());
+                fail("aligned kernel without an entry in VECTOR_ACCESS".into());
+            }
+            if k.name.starts_with("nk_fwd_row") || k.name.starts_with("nk_bwd_row") {
+                // Rows are staged in LDS 16 bytes at a time.
+                if count(body, "ds_write_b128") == 0 {
+                    fail("row kernel without ds_write_b128: the LDS staging is gone".into());
+                }
             }
             if k.name.contains("row") || k.name.contains("stats") {
                 // Cross-lane reductions go through ds_bpermute (the 64-lane xor shuffle).
