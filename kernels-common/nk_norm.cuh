@@ -34,6 +34,24 @@ struct Flags {
         : ln(f & NK_F_LN), w(f & NK_F_WEIGHT), b(f & NK_F_BIAS), res(f & NK_F_RESIDUAL), stats(f & NK_F_STATS) {}
 };
 
+// Compile-time specialisation of the hot variants. In a NARROW kernel every tensor has x's dtype
+// (the contract allows only x's dtype or f32 for the others), so DT ≥ 0 fixes all of them and
+// every dtype branch folds away; CAST ≥ 0 fixes the casting mode. The kernel entry dispatches on
+// the runtime values once (NK_DISPATCH below), instead of every element paying for the branches.
+template <int DT, int CAST>
+NK_DEVICE NkFwdParams specialise(const NkFwdParams& p0) {
+    NkFwdParams p = p0;
+    if (DT >= 0) p.dt_x = p.dt_y = p.dt_r = p.dt_w = DT;
+    if (CAST >= 0) p.casting = CAST;
+    return p;
+}
+template <int DT>
+NK_DEVICE NkBwdParams specialise(const NkBwdParams& p0) {
+    NkBwdParams p = p0;
+    if (DT >= 0) p.dt_x = p.dt_y = p.dt_w = DT;
+    return p;
+}
+
 // Sum of squares (RMSNorm) or sum (LayerNorm) of a chunk's valid elements, added in index order.
 NK_DEVICE void add_chunk(float& acc, const float (&v)[CH], bool ln, int64_t e, int64_t n) {
 #pragma unroll
@@ -58,8 +76,9 @@ NK_DEVICE void add_centred(float& acc, const float (&v)[CH], float mean, int64_t
 // with SLOT = 16 when every tensor is 16-bit, else 32 (a dtype property, so the aligned and
 // element-wise variants use the same amount and the host picks the same path for both),
 // nch = ⌈N/8⌉, K = ⌈nch/G⌉.
-template <bool ALIGNED, bool NARROW>
-NK_DEVICE void fwd_row(const NkFwdParams& p) {
+template <bool ALIGNED, bool NARROW, int DT, int CAST>
+NK_DEVICE void fwd_row_body(const NkFwdParams& p0) {
+    const NkFwdParams p = specialise<DT, CAST>(p0);
     const int SLOT = NARROW ? 16 : p.slot;
     NK_SHARED float scratch[NK_ROW_MAX_THREADS / NK_WARP];
     NK_DYN_SMEM(smem);
@@ -75,12 +94,13 @@ NK_DEVICE void fwd_row(const NkFwdParams& p) {
     unsigned char* rs = xs + greg;
     const int cdt = f.res ? p.dt_r : p.dt_x;  // dtype of h as stored
     const float nf = (float)n;
+    // The weight and bias copies fly together with the first row's; the first iteration's
+    // barrier (every thread of the CTA runs it) publishes them to the whole CTA.
     for (int64_t c = tid; c < nch; c += bd) {
         if (f.w) stage_chunk<ALIGNED, NARROW>(wsm + c * SLOT, reinterpret_cast<const void*>(p.w), p.dt_w, c * CH, n);
         if (f.b) stage_chunk<ALIGNED, NARROW>(bsm + c * SLOT, reinterpret_cast<const void*>(p.b), p.dt_w, c * CH, n);
     }
-    nk_copy_async_wait();
-    nk_sync();
+    bool first = true;
     for (int64_t row0 = nk_bid() * rpc; row0 < p.m; row0 += nk_nblocks() * rpc) {
         const int64_t row = row0 + g;
         const bool active = row < p.m;
@@ -95,7 +115,11 @@ NK_DEVICE void fwd_row(const NkFwdParams& p) {
                 }
             }
         }
-        nk_copy_async_wait();  // the slots are this thread's own: no barrier needed
+        nk_copy_async_wait();  // the row slots are this thread's own: no barrier needed for them
+        if (first) {
+            nk_sync();
+            first = false;
+        }
         float acc[1] = {0.f};
         if (active) {
             void* rorow = row_ptr_mut(p.r_out, row, p.sro, p.dt_r);
@@ -174,8 +198,9 @@ NK_DEVICE void fwd_row(const NkFwdParams& p) {
 // ---------------------------------------------------------------------------------------------
 // Forward, split rows: partial statistics per (row, chunk of NK_SPLIT_THREADS·NK_SPLIT_ELEMS).
 // Thread t owns the 8-element chunks t, t + T, ... of the tile.
-template <bool ALIGNED, bool NARROW>
-NK_DEVICE void fwd_split_stats(const NkFwdParams& p) {
+template <bool ALIGNED, bool NARROW, int DT, int CAST>
+NK_DEVICE void fwd_split_stats_body(const NkFwdParams& p0) {
+    const NkFwdParams p = specialise<DT, CAST>(p0);
     constexpr int T = NK_SPLIT_THREADS, KV = NK_SPLIT_ELEMS / CH;
     constexpr int64_t C = (int64_t)NK_SPLIT_THREADS * NK_SPLIT_ELEMS;
     NK_SHARED float scratch[T / NK_WARP];
@@ -263,8 +288,9 @@ NK_DEVICE void split_row_stats(const NkFwdParams& p, const float* part, float& m
 }
 
 // Forward, split rows: y from the combined statistics.
-template <bool ALIGNED, bool NARROW>
-NK_DEVICE void fwd_split_apply(const NkFwdParams& p) {
+template <bool ALIGNED, bool NARROW, int DT, int CAST>
+NK_DEVICE void fwd_split_apply_body(const NkFwdParams& p0) {
+    const NkFwdParams p = specialise<DT, CAST>(p0);
     constexpr int T = NK_SPLIT_THREADS, KV = NK_SPLIT_ELEMS / CH;
     constexpr int64_t C = (int64_t)NK_SPLIT_THREADS * NK_SPLIT_ELEMS;
     NK_SHARED float stat[2];
@@ -385,8 +411,9 @@ NK_DEVICE void bwd_chunk_dx(const NkBwdParams& p, const Flags& f, const BwdRow& 
 // fwd_row; each group's dW/dB partial lives in shared memory, laid out [acc][k][j][t] so that a
 // warp's lanes touch consecutive words. Shared memory (bytes): SLOT·nch for the weight, then per
 // group (2 + residual)·K·G·SLOT + nacc·K·G·8·4.
-template <bool ALIGNED, bool NARROW>
-NK_DEVICE void bwd_row(const NkBwdParams& p) {
+template <bool ALIGNED, bool NARROW, int DT, int CAST>
+NK_DEVICE void bwd_row_body(const NkBwdParams& p0) {
+    const NkBwdParams p = specialise<DT>(p0);
     const int SLOT = NARROW ? 16 : p.slot;
     NK_SHARED float scratch[2 * NK_ROW_MAX_THREADS / NK_WARP];
     NK_DYN_SMEM(smem);
@@ -411,8 +438,7 @@ NK_DEVICE void bwd_row(const NkBwdParams& p) {
     for (int64_t i = t; i < nacc * region; i += G) accw[i] = 0.f;
     for (int64_t c = tid; c < nch; c += bd)
         if (has_w) stage_chunk<ALIGNED, NARROW>(wsm + c * SLOT, reinterpret_cast<const void*>(p.w), p.dt_w, c * CH, n);
-    nk_copy_async_wait();
-    nk_sync();
+    bool first = true;  // as in fwd_row: the first row's barrier publishes the staged weight
     const float nf = (float)n;
     for (int64_t row0 = nk_bid() * rpc; row0 < p.m; row0 += nk_nblocks() * rpc) {
         const int64_t row = row0 + g;
@@ -433,6 +459,10 @@ NK_DEVICE void bwd_row(const NkBwdParams& p) {
             }
         }
         nk_copy_async_wait();
+        if (first) {
+            nk_sync();
+            first = false;
+        }
         float a[2] = {0.f, 0.f};
         if (active) {
             for (int k = 0; k < K; ++k) {
@@ -490,8 +520,9 @@ NK_DEVICE void bwd_row(const NkBwdParams& p) {
 }
 
 // Backward, split rows: per (row, chunk) partial sums of g·x̂ and g.
-template <bool ALIGNED, bool NARROW>
-NK_DEVICE void bwd_split_stats(const NkBwdParams& p) {
+template <bool ALIGNED, bool NARROW, int DT, int CAST>
+NK_DEVICE void bwd_split_stats_body(const NkBwdParams& p0) {
+    const NkBwdParams p = specialise<DT>(p0);
     constexpr int T = NK_SPLIT_THREADS, KV = NK_SPLIT_ELEMS / CH;
     constexpr int64_t C = (int64_t)NK_SPLIT_THREADS * NK_SPLIT_ELEMS;
     NK_SHARED float scratch[2 * T / NK_WARP];
@@ -530,8 +561,9 @@ NK_DEVICE void bwd_split_stats(const NkBwdParams& p) {
 
 // Backward, split rows: dx for chunk blockIdx.x of rows blockIdx.y, blockIdx.y + gridDim.y, ...;
 // the chunk's dW/dB partial stays in registers and is written as partial row blockIdx.y.
-template <bool ALIGNED, bool NARROW>
-NK_DEVICE void bwd_split_apply(const NkBwdParams& p) {
+template <bool ALIGNED, bool NARROW, int DT, int CAST>
+NK_DEVICE void bwd_split_apply_body(const NkBwdParams& p0) {
+    const NkBwdParams p = specialise<DT>(p0);
     constexpr int T = NK_SPLIT_THREADS, KV = NK_SPLIT_ELEMS / CH;
     constexpr int64_t C = (int64_t)NK_SPLIT_THREADS * NK_SPLIT_ELEMS;
     NK_SHARED float cs[2];
@@ -633,5 +665,40 @@ NK_DEVICE void bwd_finalize(const NkBwdParams& p) {
         nk_sync();
     }
 }
+
+// Kernel entries: NARROW kernels run a body specialised on the 16-bit dtype (and, forward, on the
+// Gemma casting mode, the common one); the others run the fully run-time body.
+#define NK_FWD_ENTRY(name)                                                                      \
+    template <bool ALIGNED, bool NARROW>                                                        \
+    NK_DEVICE void name(const NkFwdParams& p) {                                                 \
+        if constexpr (NARROW) {                                                                 \
+            const bool bf = p.dt_x == NK_DT_BF16;                                               \
+            if (p.casting == NK_CAST_GEMMA) {                                                   \
+                if (bf) name##_body<ALIGNED, true, NK_DT_BF16, NK_CAST_GEMMA>(p);               \
+                else name##_body<ALIGNED, true, NK_DT_F16, NK_CAST_GEMMA>(p);                   \
+            } else {                                                                            \
+                if (bf) name##_body<ALIGNED, true, NK_DT_BF16, -1>(p);                          \
+                else name##_body<ALIGNED, true, NK_DT_F16, -1>(p);                              \
+            }                                                                                   \
+        } else {                                                                                \
+            name##_body<ALIGNED, false, -1, -1>(p);                                             \
+        }                                                                                       \
+    }
+#define NK_BWD_ENTRY(name)                                                                      \
+    template <bool ALIGNED, bool NARROW>                                                        \
+    NK_DEVICE void name(const NkBwdParams& p) {                                                 \
+        if constexpr (NARROW) {                                                                 \
+            if (p.dt_x == NK_DT_BF16) name##_body<ALIGNED, true, NK_DT_BF16, -1>(p);            \
+            else name##_body<ALIGNED, true, NK_DT_F16, -1>(p);                                  \
+        } else {                                                                                \
+            name##_body<ALIGNED, false, -1, -1>(p);                                             \
+        }                                                                                       \
+    }
+NK_FWD_ENTRY(fwd_row)
+NK_FWD_ENTRY(fwd_split_stats)
+NK_FWD_ENTRY(fwd_split_apply)
+NK_BWD_ENTRY(bwd_row)
+NK_BWD_ENTRY(bwd_split_stats)
+NK_BWD_ENTRY(bwd_split_apply)
 
 }  // namespace nk

@@ -63,7 +63,7 @@ has() { case " $STEPS " in *" $1 "*) return 0;; esac; return 1; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv 2>&1 | tee "$OUT/device.txt"
 if has tests; then
   echo "== conformance + CUDA tests"
-  "$HERE/bin/cuda-tests" --test-threads=1 2>&1 | tee "$OUT/tests.log" | grep -E "^test |test result|FAIL|panicked" || true
+  "$HERE/bin/cuda-tests" 2>&1 | tee "$OUT/tests.log" | grep -E "^test |test result|FAIL|panicked" || true
   grep -q "test result: ok" "$OUT/tests.log" || status=1
 fi
 if has sanitize; then

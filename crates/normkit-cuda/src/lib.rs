@@ -485,10 +485,10 @@ impl NormKernel for CudaBackend {
         p.nsplit = s as i64;
         let blocks = tiles.min(MAX_GRID) as u32;
         let threads = kernels::NK_SPLIT_THREADS as u32;
-        let (ks, ka) = if vec_ok {
-            (kernels::NK_FWD_SPLIT_STATS_A, kernels::NK_FWD_SPLIT_APPLY_A)
-        } else {
-            (kernels::NK_FWD_SPLIT_STATS_U, kernels::NK_FWD_SPLIT_APPLY_U)
+        let (ks, ka) = match (vec_ok, all16) {
+            (true, true) => (kernels::NK_FWD_SPLIT_STATS_AH, kernels::NK_FWD_SPLIT_APPLY_AH),
+            (true, false) => (kernels::NK_FWD_SPLIT_STATS_A, kernels::NK_FWD_SPLIT_APPLY_A),
+            _ => (kernels::NK_FWD_SPLIT_STATS_U, kernels::NK_FWD_SPLIT_APPLY_U),
         };
         self.launch(ks, (blocks, 1), threads, 0, &p)?;
         self.launch(ka, (blocks, 1), threads, 0, &p)
@@ -602,10 +602,10 @@ impl NormKernel for CudaBackend {
                 None => {
                     let tiles = m.checked_mul(s as u64).ok_or(NormError::Overflow { operand: Operand::X })?;
                     let threads = kernels::NK_SPLIT_THREADS as u32;
-                    let (ks, ka) = if vec_ok {
-                        (kernels::NK_BWD_SPLIT_STATS_A, kernels::NK_BWD_SPLIT_APPLY_A)
-                    } else {
-                        (kernels::NK_BWD_SPLIT_STATS_U, kernels::NK_BWD_SPLIT_APPLY_U)
+                    let (ks, ka) = match (vec_ok, all16) {
+                        (true, true) => (kernels::NK_BWD_SPLIT_STATS_AH, kernels::NK_BWD_SPLIT_APPLY_AH),
+                        (true, false) => (kernels::NK_BWD_SPLIT_STATS_A, kernels::NK_BWD_SPLIT_APPLY_A),
+                        _ => (kernels::NK_BWD_SPLIT_STATS_U, kernels::NK_BWD_SPLIT_APPLY_U),
                     };
                     self.launch(ks, (tiles.min(MAX_GRID) as u32, 1), threads, 0, &p)?;
                     self.launch(ka, (to_i32(s as u64, "grid")?, to_i32(parts, "grid")?), threads, 0, &p)?;
