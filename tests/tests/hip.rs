@@ -109,9 +109,9 @@ fn misaligned_views_take_the_scalar_path() {
     assert!(close, "scalar and vector paths disagree beyond one bf16 ulp");
 }
 
-/// Every HIP kernel at least once (row and split paths, 16-byte and scalar, strided, fused add,
-/// LayerNorm with bias and stats, backward with d_residual_out, the LDS-bounded backward row
-/// path and its split fallback), compared with the CPU backend.
+/// Every HIP kernel at least once (row and split paths, aligned / narrow / element-wise, strided,
+/// fused add, LayerNorm with bias and stats, backward with d_residual_out, the LDS bounds of the
+/// row paths and their split fallback), compared with the CPU backend.
 #[test]
 fn kernel_tour() {
     use normkit_core::cpu::CpuBackend;
@@ -129,15 +129,18 @@ fn kernel_tour() {
             })
             .collect()
     };
-    // (m, n, stride, dtype). HIP thresholds (crates/normkit-hip/src/config.rs): forward row path
-    // up to 16384 (16-byte) / 8192 (scalar); backward row path up to 8192 / 4096, and on gfx942
-    // only while dW + dB fit 64 KiB of LDS (4096 with both).
+    // (m, n, stride, dtype). HIP thresholds (crates/normkit-hip/src/config.rs): the row paths
+    // stage rows in 64 KiB of LDS, so the forward row path ends between 8192 and 16384 (bf16 with
+    // a weight) and the backward row path at 4096 (f32 with dW and dB: earlier); past them the
+    // split path runs. Odd N and offset 1 take the element-wise kernels.
     let shapes = [
         (3usize, 7usize, 7usize, DType::F32),
         (5, 128, 136, DType::BF16),
         (4, 769, 800, DType::F16),
         (3, 4096, 4096, DType::BF16),
+        (3, 4096, 4096, DType::F32),
         (2, 8192, 8192, DType::BF16),
+        (2, 16384, 16384, DType::BF16),
         (2, 20000, 20008, DType::BF16),
         (2, 20001, 20001, DType::F32),
         (70, 64, 64, DType::F16),

@@ -33,14 +33,14 @@
 //! ## Kernels (see `kernels-hip/README.md`)
 //! The kernel bodies are kernels-common's, shared with the CUDA backend; `kernels-hip/platform.h`
 //! maps their platform interface onto clang AMDGPU builtins (wave64 `ds_bpermute` butterflies,
-//! address-space-1 `global_load_dwordx4`, correctly rounded `1/sqrt`), and
-//! `kernels-hip/kernels.def` sets the HIP constants. Forward: a group of threads per row with the
-//! row in registers up to 16384 elements (16-byte path) / 8192 (scalar); longer rows take the
-//! split-row two-pass path (CDNA has no thread-block clusters). Backward: a persistent grid keeps
-//! dW/dB partials in LDS (row path, bounded by 64 KiB on gfx942 and 160 KiB on gfx950) or in
-//! registers (split path) and writes one fp32 partial row per workgroup into a (parts x N)
-//! workspace; a finalize kernel sums them in a fixed order: deterministic, no atomics. The path
-//! depends on N, the dtypes and the layout only, never on M (batch-invariant forward; see
+//! address-space-1 `global_load_dwordx4`, LDS staging through `ds_write_b128`, correctly rounded
+//! `1/sqrt`), and `kernels-hip/kernels.def` sets the HIP constants. Forward: a group of threads
+//! per row, persistent workgroups, the row staged in LDS while it and the weights fit (64 KiB per
+//! workgroup); longer rows take the split-row two-pass path (CDNA has no thread-block clusters).
+//! Backward: a persistent grid keeps dW/dB partials in LDS (row path) or in registers (split
+//! path) and writes one fp32 partial row per workgroup into a (parts x N) workspace; a finalize
+//! kernel sums them in a fixed order: deterministic, no atomics. The path depends on N, the
+//! dtypes and which operands exist, never on M or the layout (batch-invariant forward; see
 //! [`plan`]). All indexing is 64-bit.
 
 pub mod backend;
