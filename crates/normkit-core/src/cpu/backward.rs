@@ -9,7 +9,7 @@
 //! lives only until its parent adds it, so at most about `threads × depth` partials exist.
 
 use super::convert::{stream_fence, Ptr};
-use super::forward::{in_out, read_span, store_row, Rows, Stat, OUT_CHUNK};
+use super::forward::{in_out, out_chunks, read_span, store_row, Rows, Stat};
 use super::reduce;
 use crate::{Backward, BackwardPlan, HostBuf, NormDesc, NormKind, VecMut};
 
@@ -210,9 +210,10 @@ impl Ctx {
             let mg = if self.kind == NormKind::Layer { reduce::sum(&g) / nf } else { 0.0 };
             // dx, chunk by chunk, while the same part of the next row of the block is prefetched
             // (see `forward.rs`: the memory would otherwise idle during this pass).
-            let next = i + 1 < end;
-            for (k, (gc, xc)) in g.chunks_mut(OUT_CHUNK).zip(xh.chunks(OUT_CHUNK)).enumerate() {
-                let (off, len) = (k * OUT_CHUNK, gc.len());
+            let next = super::forward::PREFETCH && i + 1 < end;
+            let dx_at = self.dx.at(i);
+            for (off, len) in out_chunks(n, self.dx.ptr.elems_to_line(dx_at)) {
+                let (gc, xc) = (&mut g[off..off + len], &xh[off..off + len]);
                 if next {
                     self.x.ptr.prefetch(self.x.at(i + 1) + off, len);
                     self.dy.ptr.prefetch(self.dy.at(i + 1) + off, len);
@@ -228,7 +229,7 @@ impl Ctx {
                     add_into(gc, tc);
                 }
                 // SAFETY: as above (a part of row `i` of `dx`).
-                unsafe { store_row(self.dx.ptr, self.dx.at(i) + off, gc, self.stream) };
+                unsafe { store_row(self.dx.ptr, dx_at + off, gc, self.stream) };
             }
             if self.stream {
                 stream_fence();

@@ -19,6 +19,13 @@ pub(super) fn cpu_model() -> String {
         .unwrap_or_else(|| "cpu".into())
 }
 
+/// `cpu MHz` of the first processor in /proc/cpuinfo.
+fn cpu_mhz() -> Option<f64> {
+    read("/proc/cpuinfo")
+        .lines()
+        .find_map(|l| l.strip_prefix("cpu MHz").and_then(|r| r.split_once(':')).and_then(|(_, v)| v.trim().parse().ok()))
+}
+
 /// `MemTotal` from /proc/meminfo in bytes, 0 when unknown.
 fn ram_bytes() -> u64 {
     read("/proc/meminfo")
@@ -65,7 +72,10 @@ impl BenchBackend for CpuBackend {
             name: cpu_model(),
             compute_units: std::thread::available_parallelism().map_or(1, |n| n.get()) as u32,
             driver: String::new(),
-            clocks: format!("{threads} rayon threads"),
+            clocks: match cpu_mhz() {
+                Some(mhz) => format!("{mhz:.0} MHz (cpu0, /proc/cpuinfo); {threads} rayon threads"),
+                None => format!("{threads} rayon threads"),
+            },
             memory_bytes: ram_bytes(),
             cache_bytes: llc_bytes(),
         }

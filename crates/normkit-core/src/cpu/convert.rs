@@ -179,6 +179,17 @@ impl Ptr {
         let _ = (at, len);
     }
 
+    /// How many elements from element `at` to the next 64-byte (cache line) boundary.
+    #[inline(always)]
+    pub(crate) fn elems_to_line(self, at: usize) -> usize {
+        let (addr, es) = match self {
+            Ptr::F32(p) => (p.wrapping_add(at) as usize, 4),
+            Ptr::F16(p) => (p.wrapping_add(at) as usize, 2),
+            Ptr::BF16(p) => (p.wrapping_add(at) as usize, 2),
+        };
+        ((64 - addr % 64) % 64) / es
+    }
+
     /// Reads one element, widened.
     ///
     /// # Safety
@@ -250,10 +261,13 @@ impl Ptr {
         ) {
             let es = std::mem::size_of::<T>();
             let n = src.len();
-            let head = ((32 - (dst as usize) % 32) % 32) / es;
+            // Stream whole 64-byte lines only: a line written partly with streaming and partly
+            // with plain stores (here, or by the neighbouring row) costs a read-for-ownership
+            // and a write-combining flush.
+            let head = ((64 - (dst as usize) % 64) % 64) / es;
             // Soundness of the blocks below: every write lies in `dst..dst + n`, valid and owned by
             // this thread per the caller; `p` is 32-byte aligned at each streaming store because
-            // `dst + head` is (element addresses are multiples of `es`, which divides 32).
+            // `dst + head` is (element addresses are multiples of `es`, which divides 64).
             if head >= n || (dst as usize) % es != 0 {
                 // SAFETY: as just said.
                 let out = unsafe { std::slice::from_raw_parts_mut(dst, n) };
@@ -261,13 +275,14 @@ impl Ptr {
                 return;
             }
             let (first, rest) = src.split_at(head);
+            let (body, tail) = rest.split_at(rest.len() / (2 * K) * (2 * K));
             // SAFETY: as above.
             conv(first, unsafe { std::slice::from_raw_parts_mut(dst, head) });
-            let mut chunks = rest.chunks_exact(K);
+            let chunks = body.chunks_exact(K);
             // SAFETY: `head < n`, so `dst + head` is inside the range.
             let mut p = unsafe { dst.add(head) };
             let mut line = Line([T::default(); K]);
-            for c in &mut chunks {
+            for c in chunks {
                 let c: &[f32; K] = c.try_into().expect("chunks_exact yields K elements");
                 conv_line(c, &mut line.0);
                 // SAFETY: as above; `line` is 32-byte aligned and 32 bytes long.
@@ -276,7 +291,6 @@ impl Ptr {
                     p = p.add(K);
                 }
             }
-            let tail = chunks.remainder();
             // SAFETY: as above.
             conv(tail, unsafe { std::slice::from_raw_parts_mut(p, tail.len()) });
         }

@@ -401,3 +401,20 @@ fn every_instruction_set_and_store_kind_gives_the_same_bits() {
         }
     }
 }
+
+#[test]
+fn device_info_and_copy_ceiling() {
+    use crate::BenchBackend;
+    let be = CpuBackend::new();
+    let info = be.device_info();
+    assert_eq!(info.backend, "cpu");
+    assert!(info.compute_units >= 1);
+    assert!(be.copy_gbps(1 << 20).unwrap() > 0.0);
+    let mut calls = 0;
+    let t = be.time_calls(3, 2, &mut |_| {
+        calls += 1;
+        Ok(())
+    });
+    assert_eq!(t.unwrap().len(), 2);
+    assert_eq!(calls, 6);
+}
