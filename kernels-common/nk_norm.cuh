@@ -2,7 +2,7 @@
 // defines the NK_CONST constants of kernels.def, includes this file and expands kernels.def into
 // entry points that call these templates.
 //
-// Forward, two paths, chosen on the host by N only (never by M or the layout), so a row's output
+// Forward, two paths, chosen on the host by N and the dtypes (never by M or the layout), so a row's output
 // is bitwise the same whatever the batch and however it is laid out. Each path has an ALIGNED
 // variant (16-byte accesses) and an element-by-element one for any other layout; both assign the
 // same 8-element chunks to the same threads and reduce in the same order (nk_common.cuh).
@@ -15,13 +15,13 @@
 //                    count/mean/M2 for LayerNorm, combined by Chan's formula in chunk order);
 //                    `apply` combines them (every chunk CTA in the same order, so they agree
 //                    bitwise) and writes y. x is read twice; used only where the row path cannot
-//                    hold a row in registers.
+//                    stage a row (and the weights) in shared memory.
 // Backward (deterministic, no atomics): a persistent grid of CTAs walks rows; each keeps its dW/dB
 // partial in shared memory (bwd_row) or registers (bwd_split_apply) and writes one fp32 partial
 // row to a (parts × N) workspace; bwd_finalize sums the parts in index order.
 //
 // Statistics are fp32: RMSNorm rstd = 1/sqrt(Σx²/N + eps); LayerNorm mean, then Σ(x−mean)² in a
-// second pass over the registers (never E[x²]−μ²). 64-bit indexing throughout; grids stride over
+// second pass over the staged row (never E[x²]−μ²). 64-bit indexing throughout; grids stride over
 // rows, so any M up to 2^31−1 works with a bounded grid.
 #pragma once
 #include "nk_common.cuh"

@@ -11,10 +11,18 @@
 //! buffers that either own their memory or view foreign device memory
 //! ([`CudaBackend::buffer_from_raw`]).
 //!
-//! Dispatch (all on the host, from validated plans): the 16-byte vector kernels when N, every row
-//! stride and every view start allow 16-byte accesses, else the scalar kernels (a misaligned view
-//! is never an error); the row path while a row fits the registers of one group of threads, else
-//! the split-row path. See `tuning.rs` for the tables.
+//! Dispatch (all on the host, from validated plans): the row path — a group of threads per row,
+//! persistent CTAs, the row staged in shared memory — while the staged row and weights fit, else
+//! the split-row path (partial statistics per chunk, then a second pass); each with a 16-byte
+//! variant when N, every row stride and every view start allow it, else an element-wise variant
+//! that assigns the same chunks to the same threads (so results are bitwise identical and a
+//! misaligned view is never an error); and, when every tensor is f16/bf16, variants specialised
+//! at compile time on that dtype and on Gemma casting. The path depends on N and the dtypes only,
+//! never on M or the layout: the forward pass is batch-invariant. See `tuning.rs` for the tables.
+//!
+//! Backward: persistent CTAs keep dW/dB partials in shared memory (row path) or registers (split
+//! path) and write one fp32 partial row each to a workspace; `nk_bwd_finalize` sums the partial
+//! rows in index order. No floating-point atomics anywhere: bitwise deterministic.
 
 mod bench;
 mod params;

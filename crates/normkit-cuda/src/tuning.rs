@@ -30,10 +30,14 @@ const fn rc(max_n: usize, group: u32, rows_per_cta: u32) -> RowConfig {
     RowConfig { max_n, group, rows_per_cta }
 }
 
-// Hopper. Each thread owns at most 4 chunks (32 elements) up to N = 32768 and 8 beyond, and small
-// rows are packed into 256-thread CTAs. The first H200 measurement of the register-cached design
-// (2026-11-21, 39% of the copy ceiling at 32768×4096 bf16) showed register-bound occupancy, hence
-// the shared-memory staging these groups now feed; the table is the register-budget shape kept.
+// Hopper. The shape of the table: about 4 chunks (32 elements) per thread up to N = 32768 and 8
+// beyond, small rows packed into 256-thread CTAs, groups of at most 1024 threads; the row path
+// ends where the staged row and weights exceed shared memory (the host checks, by dtype sizes).
+// Measured on an H200 (2026-11-21, bench/results/nvidia-h200-2026-11-21, copy ceiling 4261 GB/s):
+// with this table the row path gives 68% (rms_fwd) / 88% (addrms_fwd) / 49% (rms_bwd) of the
+// ceiling at 32768×4096 bf16; the first, register-cached design with the same groups gave 39% /
+// 62% / 45%, register-bound at 2 CTAs per SM. The thresholds themselves are not yet swept: the
+// next measurement to make is group size × rows per CTA at N = 512..16384.
 static ROWS_SM90: [RowConfig; 12] = [
     rc(32, 1, 256),
     rc(64, 2, 128),
