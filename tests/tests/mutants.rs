@@ -55,6 +55,10 @@ enum Fault {
     OneUlpOff,
     /// eps ten times too large.
     TenTimesEps,
+    /// Fused add: stores x, not x + residual, into residual_out.
+    ResidualOutIsX,
+    /// LayerNorm backward without the `− mean(g)` term.
+    LnBackwardDropsMeanTerm,
     /// Fused add: normalises `x + residual` before it is rounded to the residual's dtype (instead of
     /// the value as stored in residual_out).
     NormalizesUnroundedSum,
@@ -237,6 +241,16 @@ impl<K: NormKernel<Buffer = HostBuf>> NormKernel for Mutant<K> {
                     flip_last_bit(buf, l.offset + i * l.stride);
                 }
             }
+            ResidualOutIsX => {
+                if let Some(io) = args.residual.as_mut() {
+                    let (buf, l) = output(io);
+                    for i in 0..m {
+                        for j in 0..n {
+                            set_f32(buf, l.offset + i * l.stride + j, x_before[i * n + j]);
+                        }
+                    }
+                }
+            }
             OneUlpOff => {
                 let (buf, l) = output(&mut args.x);
                 for i in 0..m {
@@ -315,6 +329,7 @@ impl<K: NormKernel<Buffer = HostBuf>> NormKernel for Mutant<K> {
             shifted_dw = Some(dw_tmp);
         }
         let dx_before = output(&mut args.dy).0.clone();
+        let dy_vals = input_vals(&args.dy);
         let n_calls = self.calls.fetch_add(1, Ordering::Relaxed);
         self.inner.backward(desc, reborrow_bwd(&mut args))?;
         match self.fault {
@@ -333,6 +348,21 @@ impl<K: NormKernel<Buffer = HostBuf>> NormKernel for Mutant<K> {
             BackwardSkipsLastElement => {
                 let (buf, l) = output(&mut args.dy);
                 restore_last(buf, &dx_before, &l);
+            }
+            LnBackwardDropsMeanTerm if desc.kind == NormKind::Layer => {
+                // Adds back rstd·mean(g), g = dy·(w + offset): the term a correct kernel subtracts.
+                let w = args.weight.map(|w| w.buf.to_f32_vec()[w.span.offset..w.span.offset + n].to_vec());
+                let off = desc.weight.map_or(0.0, |w| w.offset);
+                let rstd = args.rstd.buf.to_f32_vec()[args.rstd.span.offset..args.rstd.span.offset + m].to_vec();
+                let (buf, l) = output(&mut args.dy);
+                for i in 0..m {
+                    let g: f32 = (0..n).map(|j| dy_vals[i * n + j] * w.as_ref().map_or(1.0, |w| w[j] + off)).sum::<f32>() / n as f32;
+                    for j in 0..n {
+                        let idx = l.offset + i * l.stride + j;
+                        let v = buf.get_f32(idx) + rstd[i] * g;
+                        set_f32(buf, idx, v);
+                    }
+                }
             }
             DbUsesDwFormula => {
                 if let (Some(db), Some(dw)) = (args.db.as_mut(), args.dw.as_ref()) {
@@ -415,6 +445,8 @@ mutant_tests! {
     backward_skips_last_element: BackwardSkipsLastElement => [BwdShapes];
     db_uses_dw_formula: DbUsesDwFormula => [BwdLayer];
     one_ulp_off: OneUlpOff => [FwdShapes];
+    residual_out_is_x: ResidualOutIsX => [FwdAddRms];
+    ln_backward_drops_mean_term: LnBackwardDropsMeanTerm => [BwdLayer];
     ten_times_eps: TenTimesEps => [FwdShapes];
     normalizes_unrounded_sum: NormalizesUnroundedSum => [FwdAddRms];
 }
