@@ -12,8 +12,10 @@ use crate::{CastingMode, DType, ForwardPlan, Forward, HostBuf, InOut, Layout, No
 /// Grouping changes only which thread runs a row, never how the row is computed.
 pub(super) const TASK_ELEMS: usize = 1 << 15;
 
-/// Whether each row prefetches the next one while it finishes.
-pub(super) const PREFETCH: bool = false;
+/// Whether each row prefetches the next one while it finishes. Measured on 2 pinned threads of a
+/// Xeon (8192×4096, against a 26 GiB/s memcpy): bf16 RMSNorm forward 13.0 → 17.8 GiB/s,
+/// f32 LayerNorm forward 21.5 → 25.9 GiB/s, bf16 RMSNorm backward 10.7 → 13.3 GiB/s.
+pub(super) const PREFETCH: bool = true;
 
 /// Elements per chunk of the output pass: a multiple of 16, so that chunks after the first start
 /// on a cache line in every dtype.
