@@ -86,10 +86,10 @@ pub fn forward(cfg: &LaunchConfig, cus: u32, s: &FwdShape, lds_limit: usize) -> 
     let nsplit = s.n.div_ceil(SPLIT_CHUNK);
     let tiles = (s.m as u64).checked_mul(nsplit as u64).ok_or(NormError::Overflow { operand: Operand::X })?;
     let ws_bytes = tiles.checked_mul(8).and_then(|b| usize::try_from(b).ok()).ok_or_else(too_big)?;
-    let (stats, apply) = if s.aligned {
-        (kernels::NK_FWD_SPLIT_STATS_A, kernels::NK_FWD_SPLIT_APPLY_A)
-    } else {
-        (kernels::NK_FWD_SPLIT_STATS_U, kernels::NK_FWD_SPLIT_APPLY_U)
+    let (stats, apply) = match (s.aligned, s.all16) {
+        (true, true) => (kernels::NK_FWD_SPLIT_STATS_AH, kernels::NK_FWD_SPLIT_APPLY_AH),
+        (true, false) => (kernels::NK_FWD_SPLIT_STATS_A, kernels::NK_FWD_SPLIT_APPLY_A),
+        _ => (kernels::NK_FWD_SPLIT_STATS_U, kernels::NK_FWD_SPLIT_APPLY_U),
     };
     Ok(FwdLaunch::Split {
         stats,
@@ -170,10 +170,10 @@ pub fn backward(cfg: &LaunchConfig, cus: u32, s: &BwdShape, lds_limit: usize) ->
             let parts = target.div_ceil(ns as u64).clamp(1, m64.min(65535));
             let stats = m64.checked_mul(ns as u64 * 8).and_then(|b| usize::try_from(b).ok()).ok_or_else(too_big)?;
             let tiles = m64.checked_mul(ns as u64).ok_or(NormError::Overflow { operand: Operand::X })?;
-            let (ks, ka) = if s.aligned {
-                (kernels::NK_BWD_SPLIT_STATS_A, kernels::NK_BWD_SPLIT_APPLY_A)
-            } else {
-                (kernels::NK_BWD_SPLIT_STATS_U, kernels::NK_BWD_SPLIT_APPLY_U)
+            let (ks, ka) = match (s.aligned, s.all16) {
+                (true, true) => (kernels::NK_BWD_SPLIT_STATS_AH, kernels::NK_BWD_SPLIT_APPLY_AH),
+                (true, false) => (kernels::NK_BWD_SPLIT_STATS_A, kernels::NK_BWD_SPLIT_APPLY_A),
+                _ => (kernels::NK_BWD_SPLIT_STATS_U, kernels::NK_BWD_SPLIT_APPLY_U),
             };
             (BwdPath::Split { stats: ks, apply: ka, tiles }, parts, stats, ns)
         }
@@ -241,7 +241,7 @@ mod tests {
         let s = |n, nvec| FwdShape { m: 4, n, aligned: true, all16: true, nvec, residual: false };
         assert!(matches!(forward(&cfg, 304, &s(8192, 1), lim).unwrap(), FwdLaunch::Row { group: 256, slot: 16, kernel, .. } if kernel.narrow));
         // 16384 bf16 with a weight needs 64 KiB of LDS plus the scratch: split on gfx942.
-        assert!(matches!(forward(&cfg, 304, &s(16384, 1), lim).unwrap(), FwdLaunch::Split { nsplit: 4, .. }));
+        assert!(matches!(forward(&cfg, 304, &s(16384, 1), lim).unwrap(), FwdLaunch::Split { nsplit: 4, apply, .. } if apply.narrow));
         assert!(matches!(forward(&cfg, 304, &s(16384, 0), lim).unwrap(), FwdLaunch::Row { group: 512, .. }));
         assert!(matches!(forward(&cfg, 304, &s(70000, 0), lim).unwrap(), FwdLaunch::Split { .. }));
     }

@@ -32,15 +32,19 @@ const VECTOR_ACCESS: &[(&str, usize, usize)] = &[
     ("nk_fwd_row_ah", 4, 2),
     // x and residual in; residual_out out.
     ("nk_fwd_split_stats_a", 2, 1),
+    ("nk_fwd_split_stats_ah", 2, 1),
     // h, weight, bias in; y out.
     ("nk_fwd_split_apply_a", 3, 1),
+    ("nk_fwd_split_apply_ah", 3, 1),
     // x, dy, d_residual_out, weight in; dx out.
     ("nk_bwd_row_a", 4, 1),
     ("nk_bwd_row_ah", 4, 1),
     // x, dy, weight in; only per-row sums out.
     ("nk_bwd_split_stats_a", 3, 0),
+    ("nk_bwd_split_stats_ah", 3, 0),
     // x, dy, weight, d_residual_out in; dx out.
     ("nk_bwd_split_apply_a", 4, 1),
+    ("nk_bwd_split_apply_ah", 4, 1),
 ];
 
 fn tool(env: &str, versioned: &str, rocm: &str) -> PathBuf {
