@@ -288,7 +288,7 @@ NK_DEVICE void split_row_stats(const NkFwdParams& p, const float* part, float& m
 }
 
 // Forward, split rows: y from the combined statistics.
-template <bool ALIGNED, bool NARROW, int DT, int CAST>
+template <bool ALIGNED, bool NARROW, int DT, int CAST, bool PRE = false>
 NK_DEVICE void fwd_split_apply_body(const NkFwdParams& p0) {
     const NkFwdParams p = specialise<DT, CAST>(p0);
     constexpr int T = NK_SPLIT_THREADS, KV = NK_SPLIT_ELEMS / CH;
@@ -310,7 +310,9 @@ NK_DEVICE void fwd_split_apply_body(const NkFwdParams& p0) {
             const int64_t e = base + ((int64_t)k * T + t) * CH;
             if (e < n) load_chunk<ALIGNED, NARROW>(hrow, cdt, e, n, h[k]);
         }
-        if (t == 0) {
+        if (PRE) {
+            if (t < 2) stat[t] = ws[2 * p.m * S + 2 * row + t];
+        } else if (t == 0) {
             float mean, rstd;
             split_row_stats(p, ws + row * S * 2, mean, rstd);
             stat[0] = mean;
@@ -666,6 +668,328 @@ NK_DEVICE void bwd_finalize(const NkBwdParams& p) {
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Register-resident row kernels (the hot path): every tensor has x's dtype DT and casting is
+// Gemma (the host checks). SPEC = DT + 4·LN + 8·RES; LayerNorm and the fused residual are
+// compile-time, so the element loops carry no flag or dtype branches. A group of G threads per
+// row and thread t owns the 8-element chunks t, t + G, ... exactly as fwd_row (same table, same
+// chunking, same group_sum), with K = ⌈nch/G⌉ ≤ KMAX chunks held in registers: each thread issues
+// all its 16-byte loads of a row at once, and nothing is staged in shared memory. The ALIGNED and
+// element-wise variants run this same body, so a row's result never depends on the layout.
+constexpr int REG_KMAX = 4;
+
+template <bool ALIGNED, int SPEC>
+NK_DEVICE void fwd_reg(const NkFwdParams& p0) {
+    constexpr int DT = SPEC & 3;
+    constexpr bool LN = (SPEC & 4) != 0, RES = (SPEC & 8) != 0;
+    constexpr bool NARROW = DT != NK_DT_F32;
+    constexpr int KMAX = REG_KMAX;
+    const NkFwdParams p = specialise<DT, NK_CAST_GEMMA>(p0);
+    NK_SHARED float scratch[NK_ROW_MAX_THREADS / NK_WARP];
+    const bool has_w = (p.flags & NK_F_WEIGHT) != 0, has_b = (p.flags & NK_F_BIAS) != 0;
+    const bool stats = (p.flags & NK_F_STATS) != 0;
+    const int G = p.group, rpc = p.rpc, tid = nk_tid();
+    const int t = tid % G, g = tid / G;
+    const int64_t n = p.n;
+    const int nch = (int)((n + CH - 1) / CH);
+    const int K = (nch + G - 1) / G;
+    const float nf = (float)n, offset = p.offset;
+    const void* wp = reinterpret_cast<const void*>(p.w);
+    const void* bp = reinterpret_cast<const void*>(p.b);
+    for (int64_t row0 = nk_bid() * rpc; row0 < p.m; row0 += nk_nblocks() * rpc) {
+        const int64_t row = row0 + g;
+        const bool active = row < p.m;
+        Raw h[KMAX];
+        float acc[1] = {0.f};
+        if (active) {
+            const void* xrow = row_ptr(p.x, row, p.sx, DT);
+            if (RES) {
+                const void* rrow = row_ptr(p.r, row, p.sr, DT);
+                Raw r[KMAX];
+#pragma unroll
+                for (int k = 0; k < KMAX; ++k) {
+                    const int c = k * G + t;
+                    if (k < K && c < nch) {
+                        load_chunk<ALIGNED, NARROW>(xrow, DT, (int64_t)c * CH, n, h[k]);
+                        load_chunk<ALIGNED, NARROW>(rrow, DT, (int64_t)c * CH, n, r[k]);
+                    }
+                }
+                void* rorow = row_ptr_mut(p.r_out, row, p.sro, DT);
+#pragma unroll
+                for (int k = 0; k < KMAX; ++k) {
+                    const int c = k * G + t;
+                    if (k < K && c < nch) {
+                        float v[CH], rv[CH];
+                        unpack<NARROW>(DT, h[k], v);
+                        unpack<NARROW>(DT, r[k], rv);
+#pragma unroll
+                        for (int j = 0; j < CH; ++j) v[j] = round_to(DT, nk_add_rn(v[j], rv[j]));
+                        pack<NARROW>(DT, v, h[k]);
+                        store_chunk<ALIGNED, NARROW>(rorow, DT, (int64_t)c * CH, n, h[k]);
+                        add_chunk(acc[0], v, LN, (int64_t)c * CH, n);
+                    }
+                }
+            } else {
+#pragma unroll
+                for (int k = 0; k < KMAX; ++k) {
+                    const int c = k * G + t;
+                    if (k < K && c < nch) load_chunk<ALIGNED, NARROW>(xrow, DT, (int64_t)c * CH, n, h[k]);
+                }
+#pragma unroll
+                for (int k = 0; k < KMAX; ++k) {
+                    const int c = k * G + t;
+                    if (k < K && c < nch) {
+                        float v[CH];
+                        unpack<NARROW>(DT, h[k], v);
+                        add_chunk(acc[0], v, LN, (int64_t)c * CH, n);
+                    }
+                }
+            }
+        }
+        group_sum<1>(acc, G, scratch);
+        float mean = 0.f, var;
+        if (LN) {
+            mean = nk_div_rn(acc[0], nf);
+            float a2[1] = {0.f};
+            if (active) {
+#pragma unroll
+                for (int k = 0; k < KMAX; ++k) {
+                    const int c = k * G + t;
+                    if (k < K && c < nch) {
+                        float v[CH];
+                        unpack<NARROW>(DT, h[k], v);
+                        add_centred(a2[0], v, mean, (int64_t)c * CH, n);
+                    }
+                }
+            }
+            group_sum<1>(a2, G, scratch);
+            var = nk_div_rn(a2[0], nf);
+        } else {
+            var = nk_div_rn(acc[0], nf);
+        }
+        const float rstd = nk_rsqrt_rn(nk_add_rn(var, p.eps));
+        if (!active) continue;
+        if (stats && t == 0) {
+            store_one(reinterpret_cast<void*>(p.rstd), NK_DT_F32, row, rstd);
+            if (LN) store_one(reinterpret_cast<void*>(p.mean), NK_DT_F32, row, mean);
+        }
+        void* yrow = row_ptr_mut(p.y, row, p.sy, DT);
+#pragma unroll
+        for (int k = 0; k < KMAX; ++k) {
+            const int c = k * G + t;
+            if (k < K && c < nch) {
+                const int64_t e = (int64_t)c * CH;
+                float v[CH], wo[CH], b[CH], y[CH];
+                unpack<NARROW>(DT, h[k], v);
+                // Absent weight: multiply by 1 (exact); absent bias: add −0 (exact, keeps −0).
+                if (has_w) {
+                    Raw wr;
+                    load_chunk<ALIGNED, NARROW>(wp, DT, e, n, wr);
+                    unpack<NARROW>(DT, wr, wo);
+#pragma unroll
+                    for (int j = 0; j < CH; ++j) wo[j] = nk_add_rn(wo[j], offset);
+                } else {
+#pragma unroll
+                    for (int j = 0; j < CH; ++j) wo[j] = 1.f;
+                }
+                if (has_b) {
+                    Raw br;
+                    load_chunk<ALIGNED, NARROW>(bp, DT, e, n, br);
+                    unpack<NARROW>(DT, br, b);
+                } else {
+#pragma unroll
+                    for (int j = 0; j < CH; ++j) b[j] = -0.f;
+                }
+#pragma unroll
+                for (int j = 0; j < CH; ++j) {
+                    const float xh = nk_mul_rn(LN ? nk_sub_rn(v[j], mean) : v[j], rstd);
+                    y[j] = nk_add_rn(nk_mul_rn(xh, wo[j]), b[j]);
+                }
+                store<ALIGNED, NARROW>(yrow, DT, e, n, y);
+            }
+        }
+    }
+}
+
+// Backward, register-resident (16-byte accesses only; other layouts take bwd_row): every tensor
+// has x's dtype DT. SPEC = DT + 4·LN + 8·RES (d_residual_out). Groups of G threads walk the rows
+// of a persistent grid; thread t owns the chunks t, t + G, ... (K ≤ KMAX) of every row it visits,
+// so its dW/dB partial stays in registers across rows. At the end the CTA's groups are summed in
+// group order through shared memory (rpc·N floats, dynamic; none when rpc = 1) and the CTA writes
+// one fp32 partial row; bwd_finalize sums the partial rows in a fixed order.
+constexpr int BREG_KMAX = 2;
+
+template <bool ALIGNED, int SPEC>
+NK_DEVICE void bwd_reg(const NkBwdParams& p0) {
+    constexpr int DT = SPEC & 3;
+    constexpr bool LN = (SPEC & 4) != 0, RES = (SPEC & 8) != 0;
+    constexpr bool NARROW = DT != NK_DT_F32;
+    constexpr int KMAX = BREG_KMAX;
+    const NkBwdParams p = specialise<DT>(p0);
+    NK_SHARED float scratch[2 * NK_ROW_MAX_THREADS / NK_WARP];
+    NK_DYN_SMEM(smem);
+    Flags f(p.flags);
+    f.ln = LN;
+    f.res = RES;
+    const bool has_w = p.w != 0;
+    const int G = p.group, rpc = p.rpc, tid = nk_tid(), bd = nk_bdim();
+    const int t = tid % G, g = tid / G;
+    const int64_t n = p.n;
+    const int nch = (int)((n + CH - 1) / CH);
+    const int K = (nch + G - 1) / G;
+    const float nf = (float)n;
+    const void* wp = reinterpret_cast<const void*>(p.w);
+    float dwa[KMAX][CH], dba[KMAX][CH];
+#pragma unroll
+    for (int k = 0; k < KMAX; ++k)
+#pragma unroll
+        for (int j = 0; j < CH; ++j) dwa[k][j] = dba[k][j] = 0.f;
+    for (int64_t row0 = nk_bid() * rpc; row0 < p.m; row0 += nk_nblocks() * rpc) {
+        const int64_t row = row0 + g;
+        const bool active = row < p.m;
+        Raw xr[KMAX], dyr[KMAX], wr[KMAX], drr[KMAX];
+        BwdRow st = {0.f, 0.f};
+        float a[2] = {0.f, 0.f};
+        if (active) {
+            st = bwd_row_stats(p, row);
+            const void* xrow = row_ptr(p.x, row, p.sx, DT);
+            const void* dyrow = row_ptr(p.dy, row, p.sdy, DT);
+            const void* drow = row_ptr(p.dres, row, p.sdres, DT);
+#pragma unroll
+            for (int k = 0; k < KMAX; ++k) {
+                const int c = k * G + t;
+                if (k < K && c < nch) {
+                    const int64_t e = (int64_t)c * CH;
+                    load_chunk<ALIGNED, NARROW>(xrow, DT, e, n, xr[k]);
+                    load_chunk<ALIGNED, NARROW>(dyrow, DT, e, n, dyr[k]);
+                    if (has_w) load_chunk<ALIGNED, NARROW>(wp, DT, e, n, wr[k]);
+                    if (RES) load_chunk<ALIGNED, NARROW>(drow, DT, e, n, drr[k]);
+                }
+            }
+#pragma unroll
+            for (int k = 0; k < KMAX; ++k) {
+                const int c = k * G + t;
+                if (k < K && c < nch) bwd_chunk_sums<NARROW>(p, f, st, xr[k], dyr[k], wr[k], a);
+            }
+        }
+        group_sum<2>(a, G, scratch);
+        if (!active) continue;
+        const float c1 = nk_div_rn(a[0], nf);
+        const float c2 = LN ? nk_div_rn(a[1], nf) : 0.f;
+#pragma unroll
+        for (int k = 0; k < KMAX; ++k) {
+            const int c = k * G + t;
+            if (k < K && c < nch) {
+                float dwv[CH], dbv[CH];
+                bwd_chunk_dx<ALIGNED, NARROW>(p, f, st, xr[k], dyr[k], wr[k], drr[k], row, (int64_t)c * CH, c1, c2, dwv,
+                                              dbv);
+#pragma unroll
+                for (int j = 0; j < CH; ++j) {
+                    dwa[k][j] += dwv[j];
+                    if (LN) dba[k][j] += dbv[j];
+                }
+            }
+        }
+    }
+    // The CTA's partial row(s) (dB only for LayerNorm: the host sends RMSNorm with db elsewhere).
+#pragma unroll
+    for (int acc = 0; acc < 2; ++acc) {
+        const bool want = acc == 0 ? f.w : (LN && f.b);
+        if (!want) continue;
+        float* dst = reinterpret_cast<float*>(acc == 0 ? p.ws_dw : p.ws_db) + nk_bid() * n;
+        if (rpc == 1) {
+#pragma unroll
+            for (int k = 0; k < KMAX; ++k) {
+                const int c = k * G + t;
+                if (k < K && c < nch) store<ALIGNED, false>(dst, NK_DT_F32, (int64_t)c * CH, n, acc == 0 ? dwa[k] : dba[k]);
+            }
+        } else {
+            float* red = reinterpret_cast<float*>(smem);
+            nk_sync();
+#pragma unroll
+            for (int k = 0; k < KMAX; ++k) {
+                const int c = k * G + t;
+                if (k < K && c < nch)
+#pragma unroll
+                    for (int j = 0; j < CH; ++j)
+                        if ((int64_t)c * CH + j < n) red[(int64_t)g * n + c * CH + j] = acc == 0 ? dwa[k][j] : dba[k][j];
+            }
+            nk_sync();
+            for (int64_t e = tid; e < n; e += bd) {
+                float s = red[e];
+                for (int gg = 1; gg < rpc; ++gg) s += red[(int64_t)gg * n + e];
+                store_one(dst, NK_DT_F32, e, s);
+            }
+        }
+    }
+}
+
+// Forward, split rows, CUDA's three-kernel form: fwd_split_reduce combines each row's chunk
+// partials once (one thread per row, chunk order: the same numbers as split_row_stats inside
+// fwd_split_apply) into (mean, rstd) at ws[2·M·S + 2·row], and writes the saved statistics;
+// fwd_split_apply_pre then reads the pair instead of every chunk CTA combining S partials.
+template <bool ALIGNED, bool NARROW>
+NK_DEVICE void fwd_split_reduce(const NkFwdParams& p) {
+    float* ws = reinterpret_cast<float*>(p.ws);
+    const int64_t S = p.nsplit;
+    float* out = ws + 2 * p.m * S;
+    for (int64_t row = nk_bid() * nk_bdim() + nk_tid(); row < p.m; row += nk_nblocks() * nk_bdim()) {
+        float mean, rstd;
+        split_row_stats(p, ws + row * S * 2, mean, rstd);
+        out[2 * row] = mean;
+        out[2 * row + 1] = rstd;
+        if (p.flags & NK_F_STATS) {
+            store_one(reinterpret_cast<void*>(p.rstd), NK_DT_F32, row, rstd);
+            if (p.flags & NK_F_LN) store_one(reinterpret_cast<void*>(p.mean), NK_DT_F32, row, mean);
+        }
+    }
+}
+
+// dw[j] = Σ_parts ws_dw[part][j] (and db) in a fixed order, converted to the weight's dtype: a CTA
+// takes NK_WARP columns; warp w takes parts w, w + W, ... into four interleaved accumulators (four
+// loads in flight), combined as (s0 + s1) + (s2 + s3); warp sums then add in warp order. Launched
+// with up to NK_ROW_MAX_THREADS threads.
+template <bool ALIGNED, bool NARROW>
+NK_DEVICE void bwd_finalize_wide(const NkBwdParams& p) {
+    NK_SHARED float red[2][NK_ROW_MAX_THREADS];
+    const Flags f(p.flags);
+    const int tid = nk_tid(), lane = tid % NK_WARP, warp = tid / NK_WARP, nw = nk_bdim() / NK_WARP;
+    const int64_t Q = p.nparts;
+    const float* wsw = reinterpret_cast<const float*>(p.ws_dw);
+    const float* wsb = reinterpret_cast<const float*>(p.ws_db);
+    for (int64_t cb = nk_bid(); cb * NK_WARP < p.n; cb += nk_nblocks()) {
+        const int64_t col = cb * NK_WARP + lane;
+        float sw[4] = {0.f, 0.f, 0.f, 0.f}, sb[4] = {0.f, 0.f, 0.f, 0.f};
+        if (col < p.n) {
+            int64_t q = warp;
+            for (; q + 3 * nw < Q; q += 4 * nw) {
+#pragma unroll
+                for (int i = 0; i < 4; ++i) {
+                    if (f.w) sw[i] += wsw[(q + i * nw) * p.n + col];
+                    if (f.b) sb[i] += wsb[(q + i * nw) * p.n + col];
+                }
+            }
+            for (; q < Q; q += nw) {
+                if (f.w) sw[0] += wsw[q * p.n + col];
+                if (f.b) sb[0] += wsb[q * p.n + col];
+            }
+        }
+        red[0][tid] = (sw[0] + sw[1]) + (sw[2] + sw[3]);
+        red[1][tid] = (sb[0] + sb[1]) + (sb[2] + sb[3]);
+        nk_sync();
+        if (warp == 0 && col < p.n) {
+            float tw = red[0][lane], tb = red[1][lane];
+            for (int i = 1; i < nw; ++i) {
+                tw += red[0][i * NK_WARP + lane];
+                tb += red[1][i * NK_WARP + lane];
+            }
+            if (f.w) store_one(reinterpret_cast<void*>(p.dw), p.dt_w, col, tw);
+            if (f.b) store_one(reinterpret_cast<void*>(p.db), p.dt_w, col, tb);
+        }
+        nk_sync();
+    }
+}
+
 // Kernel entries: NARROW kernels run a body specialised on the 16-bit dtype (and, forward, on the
 // Gemma casting mode, the common one); the others run the fully run-time body.
 #define NK_FWD_ENTRY(name)                                                                      \
@@ -697,6 +1021,22 @@ NK_DEVICE void bwd_finalize(const NkBwdParams& p) {
 NK_FWD_ENTRY(fwd_row)
 NK_FWD_ENTRY(fwd_split_stats)
 NK_FWD_ENTRY(fwd_split_apply)
+// fwd_split_apply reading the statistics fwd_split_reduce combined.
+template <bool ALIGNED, bool NARROW>
+NK_DEVICE void fwd_split_apply_pre(const NkFwdParams& p) {
+    if constexpr (NARROW) {
+        const bool bf = p.dt_x == NK_DT_BF16;
+        if (p.casting == NK_CAST_GEMMA) {
+            if (bf) fwd_split_apply_body<ALIGNED, true, NK_DT_BF16, NK_CAST_GEMMA, true>(p);
+            else fwd_split_apply_body<ALIGNED, true, NK_DT_F16, NK_CAST_GEMMA, true>(p);
+        } else {
+            if (bf) fwd_split_apply_body<ALIGNED, true, NK_DT_BF16, -1, true>(p);
+            else fwd_split_apply_body<ALIGNED, true, NK_DT_F16, -1, true>(p);
+        }
+    } else {
+        fwd_split_apply_body<ALIGNED, false, -1, -1, true>(p);
+    }
+}
 NK_BWD_ENTRY(bwd_row)
 NK_BWD_ENTRY(bwd_split_stats)
 NK_BWD_ENTRY(bwd_split_apply)

@@ -377,6 +377,25 @@ fn to_i32(v: u64, what: &'static str) -> Result<u32> {
     u32::try_from(v).map_err(|_| NormError::ResourceLimit { resource: what, requested: v, available: u32::MAX as u64 })
 }
 
+/// Chunks per thread the register-resident kernels hold (REG_KMAX, BREG_KMAX of nk_norm.cuh).
+const REG_KMAX: usize = 4;
+const BREG_KMAX: usize = 2;
+
+fn dt_tag(d: DType) -> &'static str {
+    match d {
+        DType::F32 => "f32",
+        DType::F16 => "f16",
+        _ => "bf16",
+    }
+}
+
+fn find_kernel(name: &str) -> Result<Kernel> {
+    kernels::ALL.iter().copied().find(|k| k.name == name).ok_or_else(|| NormError::BackendUnavailable {
+        backend: BACKEND,
+        reason: format!("kernel {name} missing from the fatbin"),
+    })
+}
+
 const SPLIT_CHUNK: usize = kernels::NK_SPLIT_THREADS * kernels::NK_SPLIT_ELEMS;
 /// Grid-stride kernels never need more CTAs than this; rows beyond are walked in a loop.
 const MAX_GRID: u64 = 1 << 20;
@@ -465,6 +484,35 @@ impl NormKernel for CudaBackend {
             && ((flags & (params::F_WEIGHT | params::F_BIAS)) == 0 || plan.dtypes.weight != DType::F32);
         let slot = if all16 { 16 } else { 32 };
         if let Some(rc) = tuning::pick(self.tuning.fwd, plan.n) {
+            // The register-resident kernels: every tensor in x's dtype, Gemma casting, the row's
+            // chunks fit REG_KMAX per thread. Chosen by N, dtypes and flags only; the 16-byte and
+            // element-wise variants share one body (same chunks, same order).
+            let dt = plan.dtypes.x;
+            let uniform = plan.dtypes.y == dt
+                && (!desc.residual || plan.dtypes.residual == dt)
+                && ((flags & (params::F_WEIGHT | params::F_BIAS)) == 0 || plan.dtypes.weight == dt);
+            let block = rc.group * rc.rows_per_cta;
+            let k_per_thread = plan.n.div_ceil(8).div_ceil(rc.group as usize);
+            let wide_ok = dt != DType::F32 && !desc.residual;
+            if uniform
+                && desc.casting == CastingMode::Gemma
+                && k_per_thread <= REG_KMAX
+                && (block <= 512 || wide_ok)
+            {
+                let name = format!(
+                    "nk_fwd_reg_{}_{}{}_{}",
+                    dt_tag(dt),
+                    if flags & params::F_LN != 0 { "ln" } else { "rms" },
+                    if desc.residual { "_res" } else { "" },
+                    if vec_ok { "a" } else { "u" }
+                );
+                let k = find_kernel(&name)?;
+                p.group = rc.group as i32;
+                p.rpc = rc.rows_per_cta as i32;
+                p.slot = slot as i32;
+                let blocks = self.persistent_blocks(k, block, 0, (plan.m as u64).div_ceil(rc.rows_per_cta as u64))?;
+                return self.launch(k, (blocks, 1), block, 0, &p);
+            }
             let nvec = usize::from(flags & params::F_WEIGHT != 0) + usize::from(flags & params::F_BIAS != 0);
             let staged = 1 + usize::from(desc.residual);
             let smem = fwd_row_smem(rc, plan.n, slot, nvec, staged);
@@ -485,8 +533,10 @@ impl NormKernel for CudaBackend {
         // Split rows.
         let s = plan.n.div_ceil(SPLIT_CHUNK);
         let tiles = (plan.m as u64).checked_mul(s as u64).ok_or(NormError::Overflow { operand: Operand::X })?;
+        // [chunk partials (M·S pairs) | combined (mean, rstd) per row (M pairs)]
         let bytes = tiles
-            .checked_mul(8)
+            .checked_add(plan.m as u64)
+            .and_then(|t| t.checked_mul(8))
             .and_then(|b| usize::try_from(b).ok())
             .ok_or(NormError::ResourceLimit { resource: "workspace bytes", requested: u64::MAX, available: usize::MAX as u64 })?;
         p.ws = self.workspace(bytes)?;
@@ -494,11 +544,13 @@ impl NormKernel for CudaBackend {
         let blocks = tiles.min(MAX_GRID) as u32;
         let threads = kernels::NK_SPLIT_THREADS as u32;
         let (ks, ka) = match (vec_ok, all16) {
-            (true, true) => (kernels::NK_FWD_SPLIT_STATS_AH, kernels::NK_FWD_SPLIT_APPLY_AH),
-            (true, false) => (kernels::NK_FWD_SPLIT_STATS_A, kernels::NK_FWD_SPLIT_APPLY_A),
-            _ => (kernels::NK_FWD_SPLIT_STATS_U, kernels::NK_FWD_SPLIT_APPLY_U),
+            (true, true) => (kernels::NK_FWD_SPLIT_STATS_AH, kernels::NK_FWD_SPLIT_APPLY_PRE_AH),
+            (true, false) => (kernels::NK_FWD_SPLIT_STATS_A, kernels::NK_FWD_SPLIT_APPLY_PRE_A),
+            _ => (kernels::NK_FWD_SPLIT_STATS_U, kernels::NK_FWD_SPLIT_APPLY_PRE_U),
         };
         self.launch(ks, (blocks, 1), threads, 0, &p)?;
+        let rblocks = (plan.m as u64).div_ceil(threads as u64).min(MAX_GRID) as u32;
+        self.launch(kernels::NK_FWD_SPLIT_REDUCE, (rblocks, 1), threads, 0, &p)?;
         self.launch(ka, (blocks, 1), threads, 0, &p)
     }
 
@@ -569,6 +621,41 @@ impl NormKernel for CudaBackend {
             (true, false) => kernels::NK_BWD_ROW_A,
             _ => kernels::NK_BWD_ROW_U,
         };
+        // The register-resident kernel: 16-byte layouts, every tensor in x's dtype, dB only for
+        // LayerNorm, at most BREG_KMAX chunks per thread (its own table).
+        let dt = plan.dtypes.x;
+        let ln = flags & params::F_LN != 0;
+        let reg = tuning::pick(self.tuning.bwd_reg, n).filter(|rc| {
+            vec_ok
+                && plan.dtypes.y == dt
+                && (a.weight.is_none() || plan.dtypes.weight == dt)
+                && (ln || flags & params::F_BIAS == 0)
+                && n.div_ceil(8).div_ceil(rc.group as usize) <= BREG_KMAX
+                && rc.group * rc.rows_per_cta <= if dt == DType::F32 { 512 } else { 256 }
+        });
+        if let Some(rc) = reg {
+            let k = find_kernel(&format!(
+                "nk_bwd_reg_{}_{}{}",
+                dt_tag(dt),
+                if ln { "ln" } else { "rms" },
+                if a.d_residual_out.is_some() { "_res" } else { "" }
+            ))?;
+            let smem = if rc.rows_per_cta > 1 { rc.rows_per_cta as usize * n * 4 } else { 0 };
+            let block = rc.group * rc.rows_per_cta;
+            let parts = if m == 0 { 0 } else { self.persistent_blocks(k, block, smem, m.div_ceil(rc.rows_per_cta as u64))? as u64 };
+            let part_bytes = (parts as usize).checked_mul(n * 4).ok_or_else(too_big)?;
+            let total = align256(part_bytes) * nacc;
+            let ws = if total > 0 { self.workspace(total)? } else { 0 };
+            p.ws_dw = ws;
+            p.ws_db = ws + if flags & params::F_WEIGHT != 0 { align256(part_bytes) as u64 } else { 0 };
+            p.nparts = parts as i64;
+            p.group = rc.group as i32;
+            p.rpc = rc.rows_per_cta as i32;
+            if m > 0 {
+                self.launch(k, (to_i32(parts, "grid")?, 1), block, smem as u32, &p)?;
+            }
+            return self.finalize(n, nacc, &p);
+        }
         let staged = 2 + usize::from(a.d_residual_out.is_some());
         let row = tuning::pick(self.tuning.bwd, n)
             .map(|rc| (rc, bwd_row_smem(rc, n, slot, usize::from(a.weight.is_some()), staged, nacc)))
@@ -620,11 +707,7 @@ impl NormKernel for CudaBackend {
                 }
             }
         }
-        if nacc > 0 {
-            let blocks = (n as u64).div_ceil(kernels::NK_WARP_WIDTH as u64).min(MAX_GRID) as u32;
-            self.launch(kernels::NK_BWD_FINALIZE, (blocks, 1), kernels::NK_SPLIT_THREADS as u32, 0, &p)?;
-        }
-        Ok(())
+        self.finalize(n, nacc, &p)
     }
 
     fn alloc(&self, dtype: DType, len: usize) -> Result<CudaBuffer> {
@@ -670,6 +753,16 @@ impl NormKernel for CudaBackend {
 }
 
 impl CudaBackend {
+    /// dW/dB from the partial rows (a fixed order: bitwise repeatable).
+    fn finalize(&self, n: usize, nacc: usize, p: &BwdParams) -> Result<()> {
+        if nacc > 0 {
+            let blocks = (n as u64).div_ceil(kernels::NK_WARP_WIDTH as u64).min(MAX_GRID) as u32;
+            let k = kernels::NK_BWD_FINALIZE_WIDE;
+            self.launch(k, (blocks, 1), k.max_threads, 0, p)?;
+        }
+        Ok(())
+    }
+
     /// CTAs of a persistent row kernel: as many as fit on the device at once, at most `work`.
     fn persistent_blocks(&self, k: Kernel, block: u32, smem: usize, work: u64) -> Result<u32> {
         let occ = self.funcs[k.index]

@@ -22,6 +22,8 @@ pub struct Tuning {
     pub fwd: &'static [RowConfig],
     /// Backward row path.
     pub bwd: &'static [RowConfig],
+    /// Backward register-resident path (at most 2 chunks per thread, 256-thread CTAs).
+    pub bwd_reg: &'static [RowConfig],
     /// Split-row backward: target CTAs per SM for the (chunks × parts) grid.
     pub split_bwd_ctas_per_sm: u32,
 }
@@ -53,10 +55,25 @@ static ROWS_SM90: [RowConfig; 12] = [
     rc(65536, 1024, 1),
 ];
 
+// Backward register path: 2 chunks (16 elements) per thread, so a thread's dW/dB partial
+// (16 + 16 fp32) and its row data stay in registers; 256-thread CTAs. Past N = 4096 the
+// shared-memory row kernel (ROWS_SM90) or the split path runs.
+static BWD_REG_SM90: [RowConfig; 9] = [
+    rc(16, 1, 256),
+    rc(32, 2, 128),
+    rc(64, 4, 64),
+    rc(128, 8, 32),
+    rc(256, 16, 16),
+    rc(512, 32, 8),
+    rc(1024, 64, 4),
+    rc(2048, 128, 2),
+    rc(4096, 256, 1),
+];
+
 impl Tuning {
     /// Hopper (H100, H200).
     pub fn for_sm90() -> &'static Tuning {
-        static T: Tuning = Tuning { fwd: &ROWS_SM90, bwd: &ROWS_SM90, split_bwd_ctas_per_sm: 8 };
+        static T: Tuning = Tuning { fwd: &ROWS_SM90, bwd: &ROWS_SM90, bwd_reg: &BWD_REG_SM90, split_bwd_ctas_per_sm: 8 };
         &T
     }
 
