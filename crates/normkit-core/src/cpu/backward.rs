@@ -210,15 +210,16 @@ impl Ctx {
             let mg = if self.kind == NormKind::Layer { reduce::sum(&g) / nf } else { 0.0 };
             // dx, chunk by chunk, while the same part of the next row of the block is prefetched
             // (see `forward.rs`: the memory would otherwise idle during this pass).
-            let next = super::forward::PREFETCH && i + 1 < end;
+            let ahead = i + super::forward::PREFETCH_AHEAD;
+            let next = super::forward::PREFETCH && ahead < self.m;
             let dx_at = self.dx.at(i);
             for (off, len) in out_chunks(n, self.dx.ptr.elems_to_line(dx_at)) {
                 let (gc, xc) = (&mut g[off..off + len], &xh[off..off + len]);
                 if next {
-                    self.x.ptr.prefetch(self.x.at(i + 1) + off, len);
-                    self.dy.ptr.prefetch(self.dy.at(i + 1) + off, len);
+                    self.x.ptr.prefetch(self.x.at(ahead) + off, len);
+                    self.dy.ptr.prefetch(self.dy.at(ahead) + off, len);
                     if let Some(d) = &self.d_residual_out {
-                        d.ptr.prefetch(d.at(i + 1) + off, len);
+                        d.ptr.prefetch(d.at(ahead) + off, len);
                     }
                 }
                 gc.iter_mut().zip(xc).for_each(|(g, &xh)| *g = rs * ((*g - mg) - xh * mgx));
