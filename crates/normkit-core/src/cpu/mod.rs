@@ -29,7 +29,8 @@ use crate::{
 /// Outputs of at least this many bytes (per call) are written with streaming stores, which skip
 /// the read-for-ownership of each destination line (a third of the traffic of a forward pass) and
 /// do not evict the inputs of the next op from the cache. Below it the output is likely to be read
-/// soon from the cache, so plain stores win. 64 MiB: 8192×4096 bf16, the smallest benchmark size.
+/// soon from the cache, so plain stores win. 64 MiB (8192×4096 bf16, the smallest benchmark
+/// output) is a judgement, not a measured crossover.
 const STREAM_MIN_BYTES: usize = 64 << 20;
 
 /// Whether an output of `bytes` bytes is written with streaming stores on `isa`.
