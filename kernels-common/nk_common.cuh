@@ -207,6 +207,32 @@ NK_DEVICE void group_sum(float (&v)[NV], int G, float* scratch) {
     nk_sync();
 }
 
+// group_sum without the trailing barrier (same additions in the same order): callers alternate
+// between two scratch buffers, so the next call's writes never meet this call's reads (the call in
+// between synchronises the block).
+template <int NV>
+NK_DEVICE void group_sum_nb(float (&v)[NV], int G, float* scratch) {
+    const int width = G < NK_WARP ? G : NK_WARP;
+#pragma unroll
+    for (int j = 0; j < NV; ++j)
+        for (int o = width / 2; o > 0; o >>= 1) v[j] += nk_shfl_xor(v[j], o);
+    if (G <= NK_WARP) return;
+    const int tid = nk_tid();
+    const int warp = tid / NK_WARP, lane = tid % NK_WARP, nwarps = nk_bdim() / NK_WARP;
+    if (lane == 0) {
+#pragma unroll
+        for (int j = 0; j < NV; ++j) scratch[j * nwarps + warp] = v[j];
+    }
+    nk_sync();
+    const int wpg = G / NK_WARP, w0 = (tid / G) * wpg;
+#pragma unroll
+    for (int j = 0; j < NV; ++j) {
+        float s = scratch[j * nwarps + w0];
+        for (int i = 1; i < wpg; ++i) s += scratch[j * nwarps + w0 + i];
+        v[j] = s;
+    }
+}
+
 // Everything the forward output formula needs besides the element, its weight and its bias.
 struct FwdConsts {
     float mean, rstd;       // fp32 statistics (mean = 0 for RMSNorm)

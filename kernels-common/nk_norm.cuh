@@ -670,7 +670,7 @@ NK_DEVICE void bwd_finalize(const NkBwdParams& p) {
 
 // ---------------------------------------------------------------------------------------------
 // Register-resident row kernels (the hot path): every tensor has x's dtype DT and casting is
-// Gemma (the host checks). SPEC = DT + 4·LN + 8·RES; LayerNorm and the fused residual are
+// Gemma (the host checks). SPEC = DT + 4·LN + 8·RES (+ 16: KMAX = 2·REG_KMAX); LayerNorm and the fused residual are
 // compile-time, so the element loops carry no flag or dtype branches. A group of G threads per
 // row and thread t owns the 8-element chunks t, t + G, ... exactly as fwd_row (same table, same
 // chunking, same group_sum), with K = ⌈nch/G⌉ ≤ KMAX chunks held in registers: each thread issues
@@ -683,9 +683,10 @@ NK_DEVICE void fwd_reg(const NkFwdParams& p0) {
     constexpr int DT = SPEC & 3;
     constexpr bool LN = (SPEC & 4) != 0, RES = (SPEC & 8) != 0;
     constexpr bool NARROW = DT != NK_DT_F32;
-    constexpr int KMAX = REG_KMAX;
+    constexpr int KMAX = (SPEC & 16) ? 2 * REG_KMAX : REG_KMAX;
     const NkFwdParams p = specialise<DT, NK_CAST_GEMMA>(p0);
-    NK_SHARED float scratch[NK_ROW_MAX_THREADS / NK_WARP];
+    NK_SHARED float scratch[2][NK_ROW_MAX_THREADS / NK_WARP];
+    int par = 0;
     const bool has_w = (p.flags & NK_F_WEIGHT) != 0, has_b = (p.flags & NK_F_BIAS) != 0;
     const bool stats = (p.flags & NK_F_STATS) != 0;
     const int G = p.group, rpc = p.rpc, tid = nk_tid();
@@ -746,7 +747,8 @@ NK_DEVICE void fwd_reg(const NkFwdParams& p0) {
                 }
             }
         }
-        group_sum<1>(acc, G, scratch);
+        group_sum_nb<1>(acc, G, scratch[par]);
+        par ^= 1;
         float mean = 0.f, var;
         if (LN) {
             mean = nk_div_rn(acc[0], nf);
@@ -762,7 +764,8 @@ NK_DEVICE void fwd_reg(const NkFwdParams& p0) {
                     }
                 }
             }
-            group_sum<1>(a2, G, scratch);
+            group_sum_nb<1>(a2, G, scratch[par]);
+            par ^= 1;
             var = nk_div_rn(a2[0], nf);
         } else {
             var = nk_div_rn(acc[0], nf);
@@ -812,7 +815,7 @@ NK_DEVICE void fwd_reg(const NkFwdParams& p0) {
 }
 
 // Backward, register-resident (16-byte accesses only; other layouts take bwd_row): every tensor
-// has x's dtype DT. SPEC = DT + 4·LN + 8·RES (d_residual_out). Groups of G threads walk the rows
+// has x's dtype DT. SPEC = DT + 4·LN + 8·RES (d_residual_out) + 16 (KMAX = 1) or 32 (KMAX = 4). Groups of G threads walk the rows
 // of a persistent grid; thread t owns the chunks t, t + G, ... (K ≤ KMAX) of every row it visits,
 // so its dW/dB partial stays in registers across rows. At the end the CTA's groups are summed in
 // group order through shared memory (rpc·N floats, dynamic; none when rpc = 1) and the CTA writes
@@ -824,9 +827,10 @@ NK_DEVICE void bwd_reg(const NkBwdParams& p0) {
     constexpr int DT = SPEC & 3;
     constexpr bool LN = (SPEC & 4) != 0, RES = (SPEC & 8) != 0;
     constexpr bool NARROW = DT != NK_DT_F32;
-    constexpr int KMAX = BREG_KMAX;
+    constexpr int KMAX = (SPEC & 16) ? 1 : (SPEC & 32) ? 2 * BREG_KMAX : BREG_KMAX;
     const NkBwdParams p = specialise<DT>(p0);
-    NK_SHARED float scratch[2 * NK_ROW_MAX_THREADS / NK_WARP];
+    NK_SHARED float scratch[2][2 * NK_ROW_MAX_THREADS / NK_WARP];
+    int par = 0;
     NK_DYN_SMEM(smem);
     Flags f(p.flags);
     f.ln = LN;
@@ -872,7 +876,8 @@ NK_DEVICE void bwd_reg(const NkBwdParams& p0) {
                 if (k < K && c < nch) bwd_chunk_sums<NARROW>(p, f, st, xr[k], dyr[k], wr[k], a);
             }
         }
-        group_sum<2>(a, G, scratch);
+        group_sum_nb<2>(a, G, scratch[par]);
+        par ^= 1;
         if (!active) continue;
         const float c1 = nk_div_rn(a[0], nf);
         const float c2 = LN ? nk_div_rn(a[1], nf) : 0.f;

@@ -146,6 +146,12 @@ pub struct CudaBackend {
     tuning: &'static Tuning,
     /// Dynamic shared memory a row-path CTA may use (the same for every row kernel).
     smem_limit: usize,
+    /// Backward register path: N above which one chunk per thread is used (env
+    /// `NORMKIT_CUDA_BWD_K1_ABOVE`, default 4096; for tuning).
+    bwd_k1_above: usize,
+    /// Forward register path with 8 chunks per thread (env `NORMKIT_CUDA_FWD_K8=0` turns it off;
+    /// for tuning).
+    fwd_k8: bool,
     workspace: Mutex<Workspace>,
 }
 
@@ -228,6 +234,8 @@ impl CudaBackend {
             cc,
             tuning: Tuning::for_cc(cc.0),
             smem_limit: smem_limit as usize,
+            bwd_k1_above: std::env::var("NORMKIT_CUDA_BWD_K1_ABOVE").ok().and_then(|v| v.parse().ok()).unwrap_or(4096),
+            fwd_k8: std::env::var("NORMKIT_CUDA_FWD_K8").map_or(true, |v| v != "0"),
             workspace: Mutex::new(Workspace::default()),
         })
     }
@@ -494,13 +502,20 @@ impl NormKernel for CudaBackend {
             let block = rc.group * rc.rows_per_cta;
             let k_per_thread = plan.n.div_ceil(8).div_ceil(rc.group as usize);
             let wide_ok = dt != DType::F32 && !desc.residual;
+            // 8 chunks per thread: bf16 without residual only (N = 65536 with 1024-thread groups).
+            let k8 = self.fwd_k8
+                && k_per_thread > REG_KMAX
+                && k_per_thread <= 2 * REG_KMAX
+                && dt == DType::BF16
+                && !desc.residual;
             if uniform
                 && desc.casting == CastingMode::Gemma
-                && k_per_thread <= REG_KMAX
+                && (k_per_thread <= REG_KMAX || k8)
                 && (block <= 512 || wide_ok)
             {
                 let name = format!(
-                    "nk_fwd_reg_{}_{}{}_{}",
+                    "nk_fwd_reg{}_{}_{}{}_{}",
+                    if k8 { "8" } else { "" },
                     dt_tag(dt),
                     if flags & params::F_LN != 0 { "ln" } else { "rms" },
                     if desc.residual { "_res" } else { "" },
@@ -625,21 +640,32 @@ impl NormKernel for CudaBackend {
         // LayerNorm, at most BREG_KMAX chunks per thread (its own table).
         let dt = plan.dtypes.x;
         let ln = flags & params::F_LN != 0;
-        let reg = tuning::pick(self.tuning.bwd_reg, n).filter(|rc| {
-            vec_ok
-                && plan.dtypes.y == dt
-                && (a.weight.is_none() || plan.dtypes.weight == dt)
-                && (ln || flags & params::F_BIAS == 0)
-                && n.div_ceil(8).div_ceil(rc.group as usize) <= BREG_KMAX
-                && rc.group * rc.rows_per_cta <= if dt == DType::F32 { 512 } else { 256 }
-        });
-        if let Some(rc) = reg {
-            let k = find_kernel(&format!(
-                "nk_bwd_reg_{}_{}{}",
+        // Tables: 2 chunks per thread up to `bwd_k1_above`, then 1 chunk per thread (groups up
+        // to 1024) to N = 8192, then 4 chunks per thread (bf16) to N = 16384.
+        let (table, kmax, prefix): (&[RowConfig], usize, &str) = if n <= self.bwd_k1_above.min(4096) {
+            (self.tuning.bwd_reg, BREG_KMAX, "nk_bwd_reg_")
+        } else if n <= 8192 {
+            (self.tuning.bwd_reg1, 1, "nk_bwd_reg1_")
+        } else {
+            (self.tuning.bwd_reg4, 2 * BREG_KMAX, "nk_bwd_reg4_")
+        };
+        let uniform_b = vec_ok
+            && plan.dtypes.y == dt
+            && (a.weight.is_none() || plan.dtypes.weight == dt)
+            && (ln || flags & params::F_BIAS == 0);
+        let reg = tuning::pick(table, n).filter(|rc| uniform_b && n.div_ceil(8).div_ceil(rc.group as usize) <= kmax);
+        let reg = reg.and_then(|rc| {
+            find_kernel(&format!(
+                "{prefix}{}_{}{}",
                 dt_tag(dt),
                 if ln { "ln" } else { "rms" },
                 if a.d_residual_out.is_some() { "_res" } else { "" }
-            ))?;
+            ))
+            .ok()
+            .filter(|k| rc.group * rc.rows_per_cta <= k.max_threads)
+            .map(|k| (rc, k))
+        });
+        if let Some((rc, k)) = reg {
             let smem = if rc.rows_per_cta > 1 { rc.rows_per_cta as usize * n * 4 } else { 0 };
             let block = rc.group * rc.rows_per_cta;
             let parts = if m == 0 { 0 } else { self.persistent_blocks(k, block, smem, m.div_ceil(rc.rows_per_cta as u64))? as u64 };
@@ -758,7 +784,9 @@ impl CudaBackend {
         if nacc > 0 {
             let blocks = (n as u64).div_ceil(kernels::NK_WARP_WIDTH as u64).min(MAX_GRID) as u32;
             let k = kernels::NK_BWD_FINALIZE_WIDE;
-            self.launch(k, (blocks, 1), k.max_threads, 0, p)?;
+            // About four parts per warp: the warp count follows the number of parts.
+            let warps = (p.nparts.max(0) as u64).div_ceil(4).clamp(1, (k.max_threads / kernels::NK_WARP_WIDTH as u32) as u64);
+            self.launch(k, (blocks, 1), warps as u32 * kernels::NK_WARP_WIDTH as u32, 0, p)?;
         }
         Ok(())
     }

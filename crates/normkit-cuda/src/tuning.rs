@@ -24,6 +24,10 @@ pub struct Tuning {
     pub bwd: &'static [RowConfig],
     /// Backward register-resident path (at most 2 chunks per thread, 256-thread CTAs).
     pub bwd_reg: &'static [RowConfig],
+    /// Backward register path, one chunk per thread (groups up to 1024 threads).
+    pub bwd_reg1: &'static [RowConfig],
+    /// Backward register path, four chunks per thread (bf16).
+    pub bwd_reg4: &'static [RowConfig],
     /// Split-row backward: target CTAs per SM for the (chunks × parts) grid.
     pub split_bwd_ctas_per_sm: u32,
 }
@@ -70,10 +74,26 @@ static BWD_REG_SM90: [RowConfig; 9] = [
     rc(4096, 256, 1),
 ];
 
+static BWD_REG1_SM90: [RowConfig; 11] = [
+    rc(8, 1, 256),
+    rc(16, 2, 128),
+    rc(32, 4, 64),
+    rc(64, 8, 32),
+    rc(128, 16, 16),
+    rc(256, 32, 8),
+    rc(512, 64, 4),
+    rc(1024, 128, 2),
+    rc(2048, 256, 1),
+    rc(4096, 512, 1),
+    rc(8192, 1024, 1),
+];
+
+static BWD_REG4_SM90: [RowConfig; 2] = [rc(8192, 256, 1), rc(16384, 512, 1)];
+
 impl Tuning {
     /// Hopper (H100, H200).
     pub fn for_sm90() -> &'static Tuning {
-        static T: Tuning = Tuning { fwd: &ROWS_SM90, bwd: &ROWS_SM90, bwd_reg: &BWD_REG_SM90, split_bwd_ctas_per_sm: 8 };
+        static T: Tuning = Tuning { fwd: &ROWS_SM90, bwd: &ROWS_SM90, bwd_reg: &BWD_REG_SM90, bwd_reg1: &BWD_REG1_SM90, bwd_reg4: &BWD_REG4_SM90, split_bwd_ctas_per_sm: 8 };
         &T
     }
 
