@@ -106,8 +106,8 @@ fn compile(compiler: &Compiler, arch: &str, src: &Path, include: &Path, out: &Pa
 }
 
 /// A kernel of kernels.def: symbol, aligned (16-byte accesses), narrow (16-bit tensors only),
-/// parameter struct, workgroup-size bound.
-type Entry = (String, bool, bool, String, u32);
+/// SPEC of the register-resident kernels (-1 for the others), parameter struct, workgroup bound.
+type Entry = (String, bool, bool, i32, String, u32);
 
 /// The entries of kernels.def: `NK_CONST(name, value)` and either
 /// `NK_KERNEL(symbol, impl, vec, params, max_threads)` (vec 8 = 16-byte accesses, 1 = scalar) or
@@ -140,7 +140,7 @@ fn parse_list(text: &str) -> List {
                     _ => panic!("kernels.def: `{line}`: vector width must be 8 or 1"),
                 };
                 let max = max.parse().unwrap_or_else(|_| panic!("kernels.def: `{line}`: bad thread count"));
-                list.kernels.push((sym.to_string(), aligned, false, params.to_string(), max));
+                list.kernels.push((sym.to_string(), aligned, false, -1, params.to_string(), max));
             }
             ("NK_KERNEL", [sym, _imp, aligned, narrow, params, max, _min_blocks]) => {
                 let flag = |v: &str| match v {
@@ -149,7 +149,13 @@ fn parse_list(text: &str) -> List {
                     _ => panic!("kernels.def: `{line}`: expected true or false"),
                 };
                 let max = max.parse().unwrap_or_else(|_| panic!("kernels.def: `{line}`: bad thread count"));
-                list.kernels.push((sym.to_string(), flag(aligned), flag(narrow), params.to_string(), max));
+                // The 4th argument is NARROW (true/false) or, for the register-resident kernels,
+                // SPEC = dtype code + 4·LN + 8·residual (its dtype code says whether it is 16-bit).
+                let (narrow, spec) = match narrow.parse::<i32>() {
+                    Ok(spec) => (spec & 3 != 0, spec),
+                    Err(_) => (flag(narrow), -1),
+                };
+                list.kernels.push((sym.to_string(), flag(aligned), narrow, spec, params.to_string(), max));
             }
             _ => panic!("kernels.def: cannot parse `{line}`"),
         }
@@ -222,7 +228,7 @@ fn main() {
     for (name, v) in &list.consts {
         let _ = writeln!(rs, "pub const {name}: usize = {v};");
     }
-    for (i, (sym, aligned, narrow, params, max)) in list.kernels.iter().enumerate() {
+    for (i, (sym, aligned, narrow, spec, params, max)) in list.kernels.iter().enumerate() {
         let bwd = match params.as_str() {
             "NkFwdParams" => false,
             "NkBwdParams" => true,
@@ -230,7 +236,7 @@ fn main() {
         };
         let _ = writeln!(
             rs,
-            "pub const {}: Kernel = Kernel {{ index: {i}, name: {sym:?}, aligned: {aligned}, narrow: {narrow}, max_threads: {max}, bwd: {bwd} }};",
+            "pub const {}: Kernel = Kernel {{ index: {i}, name: {sym:?}, aligned: {aligned}, narrow: {narrow}, spec: {spec}, max_threads: {max}, bwd: {bwd} }};",
             sym.to_uppercase()
         );
     }

@@ -347,8 +347,9 @@ impl HipBackend {
             module,
             arch,
             config,
-            fwd_lds_limit: plan::dyn_lds_limit(&config, &co, "nk_fwd_row"),
-            bwd_lds_limit: plan::dyn_lds_limit(&config, &co, "nk_bwd_row"),
+            // "nk_fwd_r" / "nk_bwd_r": the LDS row kernels and the register-resident ones.
+            fwd_lds_limit: plan::dyn_lds_limit(&config, &co, "nk_fwd_r"),
+            bwd_lds_limit: plan::dyn_lds_limit(&config, &co, "nk_bwd_r"),
             cus: cus.max(1) as u32,
             name,
             funcs: Mutex::new(HashMap::new()),
@@ -617,7 +618,12 @@ impl NormKernel for HipBackend {
             && (!desc.residual || d.residual != DType::F32)
             && ((flags & (params::F_WEIGHT | params::F_BIAS)) == 0 || d.weight != DType::F32);
         let nvec = usize::from(flags & params::F_WEIGHT != 0) + usize::from(flags & params::F_BIAS != 0);
-        let shape = FwdShape { m: plan.m, n: plan.n, aligned: vec_ok, all16, nvec, residual: desc.residual };
+        // The register-resident kernels: every tensor in x's dtype and Gemma casting.
+        let uniform = d.y == d.x
+            && (!desc.residual || d.residual == d.x)
+            && ((flags & (params::F_WEIGHT | params::F_BIAS)) == 0 || d.weight == d.x);
+        let reg = (uniform && desc.casting == CastingMode::Gemma).then(|| (d.x.name(), desc.kind == NormKind::Layer));
+        let shape = FwdShape { m: plan.m, n: plan.n, aligned: vec_ok, all16, nvec, residual: desc.residual, reg };
         match plan::forward(&self.ctx.config, self.ctx.cus, &shape, self.ctx.fwd_lds_limit)? {
             FwdLaunch::Row { kernel, group, rows_per_cta, slot, lds, blocks } => {
                 p.group = group as i32;
@@ -625,10 +631,11 @@ impl NormKernel for HipBackend {
                 p.slot = slot as i32;
                 self.launch(kernel, (blocks, 1), group * rows_per_cta, lds, &mut p)
             }
-            FwdLaunch::Split { stats, apply, nsplit, blocks, threads, ws_bytes } => {
+            FwdLaunch::Split { stats, reduce, apply, nsplit, blocks, reduce_blocks, threads, ws_bytes } => {
                 p.ws = self.workspace(ws_bytes)?;
                 p.nsplit = nsplit as i64;
                 self.launch(stats, (blocks, 1), threads, 0, &mut p)?;
+                self.launch(reduce, (reduce_blocks, 1), threads, 0, &mut p)?;
                 self.launch(apply, (blocks, 1), threads, 0, &mut p)
             }
         }
@@ -698,6 +705,11 @@ impl NormKernel for HipBackend {
             weight: a.weight.is_some(),
             d_residual: a.d_residual_out.is_some(),
             nacc,
+            reg: (vec_ok
+                && d.y == d.x
+                && (a.weight.is_none() || d.weight == d.x)
+                && (desc.kind == NormKind::Layer || flags & params::F_BIAS == 0))
+                .then(|| (d.x.name(), desc.kind == NormKind::Layer)),
         };
         let l = plan::backward(&self.ctx.config, self.ctx.cus, &shape, self.ctx.bwd_lds_limit)?;
         let ws = if l.ws_bytes > 0 { self.workspace(l.ws_bytes)? } else { 0 };
@@ -722,7 +734,8 @@ impl NormKernel for HipBackend {
         }
         if l.finalize_blocks > 0 {
             // With M = 0 the finalize sums zero parts: dw and db become zeros (an empty sum).
-            self.launch(kernels::NK_BWD_FINALIZE, (l.finalize_blocks, 1), kernels::NK_SPLIT_THREADS as u32, 0, &mut p)?;
+            let k = kernels::NK_BWD_FINALIZE_WIDE;
+            self.launch(k, (l.finalize_blocks, 1), k.max_threads, 0, &mut p)?;
         }
         Ok(())
     }

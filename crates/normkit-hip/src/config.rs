@@ -65,6 +65,27 @@ static BWD_ROWS: [RowConfig; 10] = [
     rc(4096, 512, 1),
 ];
 
+/// Backward register-resident path: 2 chunks (16 elements) per thread, so a thread's dW/dB
+/// partials and its row data stay in registers; 256-thread workgroups (the 16-bit kernels are
+/// bounded at 256, see kernels.def). The CUDA table's shape; past N = 4096 the LDS row kernel or
+/// the split path runs.
+static BWD_REG_ROWS: [RowConfig; 9] = [
+    rc(16, 1, 256),
+    rc(32, 2, 128),
+    rc(64, 4, 64),
+    rc(128, 8, 32),
+    rc(256, 16, 16),
+    rc(512, 32, 8),
+    rc(1024, 64, 4),
+    rc(2048, 128, 2),
+    rc(4096, 256, 1),
+];
+
+/// Chunks per thread the register-resident kernels hold (REG_KMAX, BREG_KMAX of
+/// kernels-common/nk_norm.cuh).
+pub const REG_KMAX: usize = 4;
+pub const BREG_KMAX: usize = 2;
+
 /// VGPRs per SIMD lane on CDNA2/3/3.5 (arch VGPRs and AGPRs share them).
 pub const VGPRS_PER_SIMD: u32 = 512;
 /// SIMDs per CU.
@@ -84,7 +105,11 @@ pub const MAX_WAVES_PER_SIMD: u32 = 8;
 /// - `bwd_split_stats_a` / `_u` 4 (98), `_ah` 6 (70); `bwd_split_apply_a` / `_u` 2 (166-171),
 ///   `_ah` 3 (124-128): the chunk's dW/dB partials (2·NK_SPLIT_ELEMS floats) stay in registers
 ///   across rows.
-/// - `bwd_finalize` 8 (30).
+/// - `bwd_finalize` 8 (30), `bwd_finalize_wide` 8 (58), `fwd_split_reduce` 8 (25);
+///   `fwd_split_apply_pre_*` as `fwd_split_apply_*` (70-101).
+/// - register-resident: `fwd_reg` 4 (16-bit 71-98 in 1024-thread workgroups, where 128 is the
+///   hard limit; f32 87-125 in 512); `bwd_reg` 16-bit 3 (114-144), f32 2 (128-166: 166 would
+///   sit at the 3-wave edge).
 pub const OCCUPANCY: &[(&str, u32)] = &[
     ("nk_fwd_row_a", 4),
     ("nk_fwd_row_ah", 5),
@@ -105,11 +130,28 @@ pub const OCCUPANCY: &[(&str, u32)] = &[
     ("nk_bwd_split_apply_ah", 3),
     ("nk_bwd_split_apply_u", 2),
     ("nk_bwd_finalize", 8),
+    ("nk_bwd_finalize_wide", 8),
+    ("nk_fwd_split_reduce", 8),
+    ("nk_fwd_split_apply_pre_a", 4),
+    ("nk_fwd_split_apply_pre_ah", 5),
+    ("nk_fwd_split_apply_pre_u", 4),
+    // Register-resident kernels, by prefix (a trailing '*'; the longest match wins).
+    ("nk_fwd_reg_*", 4),
+    ("nk_bwd_reg_f32_*", 2),
+    ("nk_bwd_reg_*", 3),
 ];
 
-/// The designed occupancy of a kernel (wavefronts per SIMD).
+/// The designed occupancy of a kernel (wavefronts per SIMD): its exact entry, else the longest
+/// prefix entry.
 pub fn occupancy(kernel: &str) -> Option<u32> {
-    OCCUPANCY.iter().find(|(k, _)| *k == kernel).map(|&(_, w)| w)
+    if let Some(&(_, w)) = OCCUPANCY.iter().find(|(k, _)| *k == kernel) {
+        return Some(w);
+    }
+    OCCUPANCY
+        .iter()
+        .filter_map(|&(k, w)| k.strip_suffix('*').filter(|p| kernel.starts_with(p)).map(|p| (p.len(), w)))
+        .max_by_key(|&(len, _)| len)
+        .map(|(_, w)| w)
 }
 
 /// Most VGPRs (allocation granule 8) a wavefront may use for `waves` of them to fit a SIMD.
@@ -130,6 +172,7 @@ pub struct LaunchConfig {
     pub lds_per_cu: u32,
     pub fwd_rows: &'static [RowConfig],
     pub bwd_rows: &'static [RowConfig],
+    pub bwd_reg_rows: &'static [RowConfig],
     /// Split-row backward: target workgroups per CU for the (chunks × parts) grid; 2 = the
     /// designed occupancy of `bwd_split_apply` (2 waves per SIMD) in 4-wave workgroups.
     pub split_bwd_ctas_per_cu: u32,
@@ -146,6 +189,7 @@ impl LaunchConfig {
             lds_per_cu: 64 * 1024,
             fwd_rows: &FWD_ROWS,
             bwd_rows: &BWD_ROWS,
+            bwd_reg_rows: &BWD_REG_ROWS,
             split_bwd_ctas_per_cu: 2,
         }
     }
@@ -217,7 +261,9 @@ mod tests {
     #[test]
     fn tables_are_consistent_with_the_kernels() {
         for cfg in [LaunchConfig::for_gfx942(), LaunchConfig::for_gfx950(), LaunchConfig::for_gfx90a()] {
-            for (table, kernel) in [(cfg.fwd_rows, "nk_fwd_row_a"), (cfg.bwd_rows, "nk_bwd_row_a")] {
+            for (table, kernel) in
+                [(cfg.fwd_rows, "nk_fwd_row_a"), (cfg.bwd_rows, "nk_bwd_row_a"), (cfg.bwd_reg_rows, "nk_bwd_reg_bf16_rms")]
+            {
                 let mut last = 0;
                 for r in table {
                     assert!(r.max_n > last, "tables grow");
@@ -267,5 +313,10 @@ mod tests {
         for k in kernels::KERNELS {
             assert!(occupancy(k.name).is_some(), "{} has no designed occupancy", k.name);
         }
+        assert_eq!(occupancy("nk_fwd_row_a"), Some(4));
+        assert_eq!(occupancy("nk_fwd_row_ah"), Some(5));
+        assert_eq!(occupancy("nk_fwd_reg_f32_ln_a"), Some(4));
+        assert_eq!(occupancy("nk_bwd_reg_bf16_ln"), Some(3));
+        assert_eq!(occupancy("nk_bwd_reg_f32_ln"), Some(2));
     }
 }

@@ -12,6 +12,8 @@ pub struct Kernel {
     pub aligned: bool,
     /// Every tensor f16/bf16 (kernels-common's NARROW variants).
     pub narrow: bool,
+    /// Register-resident kernels: SPEC = dtype code + 4·LayerNorm + 8·residual; -1 otherwise.
+    pub spec: i32,
     /// The workgroup-size bound it was compiled with.
     pub max_threads: u32,
     /// Takes `NkBwdParams` (else `NkFwdParams`).
@@ -23,6 +25,11 @@ include!(concat!(env!("OUT_DIR"), "/kernels.rs"));
 /// The code object built for `arch`.
 pub fn code_object(arch: &str) -> Option<&'static [u8]> {
     CODE_OBJECTS.iter().find(|(a, _)| *a == arch).map(|(_, b)| *b)
+}
+
+/// The kernel called `name`, if kernels.def lists it.
+pub fn find(name: &str) -> Option<Kernel> {
+    KERNELS.iter().copied().find(|k| k.name == name)
 }
 
 /// The targets code objects were built for.

@@ -2,7 +2,7 @@
 //! from the shape, the dtypes and the layout. Pure functions of the [`LaunchConfig`], tested
 //! without a device.
 
-use crate::config::{bwd_row_lds, fwd_row_lds, pick, LaunchConfig};
+use crate::config::{bwd_row_lds, fwd_row_lds, pick, LaunchConfig, BREG_KMAX, REG_KMAX};
 use crate::elf::CodeObject;
 use crate::kernels::{self, Kernel};
 use normkit_core::{NormError, Operand, Result};
@@ -41,6 +41,9 @@ pub struct FwdShape {
     /// Weight and bias present (0, 1 or 2).
     pub nvec: usize,
     pub residual: bool,
+    /// The register-resident kernels apply (every tensor in x's dtype, Gemma casting): x's dtype
+    /// name and whether this is LayerNorm.
+    pub reg: Option<(&'static str, bool)>,
 }
 
 /// How a forward call runs.
@@ -49,8 +52,9 @@ pub enum FwdLaunch {
     /// One `group` of threads per row, `rows_per_cta` rows per persistent workgroup, `lds`
     /// bytes of dynamic LDS with `slot`-byte chunk slots.
     Row { kernel: Kernel, group: u32, rows_per_cta: u32, slot: u32, lds: usize, blocks: u64 },
-    /// `nsplit` chunks per row; partial statistics (8 bytes per (row, chunk)) in the workspace.
-    Split { stats: Kernel, apply: Kernel, nsplit: usize, blocks: u64, threads: u32, ws_bytes: usize },
+    /// `nsplit` chunks per row: `stats` writes partial statistics (8 bytes per (row, chunk)),
+    /// `reduce` combines each row's once (8 more bytes per row), `apply` writes y.
+    Split { stats: Kernel, reduce: Kernel, apply: Kernel, nsplit: usize, blocks: u64, reduce_blocks: u64, threads: u32, ws_bytes: usize },
 }
 
 impl FwdLaunch {
@@ -70,6 +74,23 @@ impl FwdLaunch {
 pub fn forward(cfg: &LaunchConfig, cus: u32, s: &FwdShape, lds_limit: usize) -> Result<FwdLaunch> {
     let slot = if s.all16 { 16 } else { 32 };
     if let Some(rc) = pick(cfg.fwd_rows, s.n) {
+        let threads = rc.group * rc.rows_per_cta;
+        // The register-resident kernels: chosen by N, dtypes and flags only; their 16-byte and
+        // element-wise variants share one body (same chunks, same order).
+        if let Some((dt, ln)) = s.reg {
+            let name = format!(
+                "nk_fwd_reg_{dt}_{}{}_{}",
+                if ln { "ln" } else { "rms" },
+                if s.residual { "_res" } else { "" },
+                if s.aligned { "a" } else { "u" }
+            );
+            let k_per_thread = s.n.div_ceil(8).div_ceil(rc.group as usize);
+            if let Some(kernel) = kernels::find(&name).filter(|k| k_per_thread <= REG_KMAX && threads <= k.max_threads) {
+                let per_cu = cfg.ctas_per_cu(kernel.name, threads, 0);
+                let blocks = (s.m as u64).div_ceil(rc.rows_per_cta as u64).min(u64::from(cus.max(1)) * u64::from(per_cu)).max(1);
+                return Ok(FwdLaunch::Row { kernel, group: rc.group, rows_per_cta: rc.rows_per_cta, slot: slot as u32, lds: 0, blocks });
+            }
+        }
         let lds = fwd_row_lds(rc, s.n, slot, s.nvec, 1 + usize::from(s.residual));
         if lds <= lds_limit {
             let kernel = match (s.aligned, s.all16) {
@@ -77,7 +98,6 @@ pub fn forward(cfg: &LaunchConfig, cus: u32, s: &FwdShape, lds_limit: usize) -> 
                 (true, false) => kernels::NK_FWD_ROW_A,
                 _ => kernels::NK_FWD_ROW_U,
             };
-            let threads = rc.group * rc.rows_per_cta;
             let per_cu = cfg.ctas_per_cu(kernel.name, threads, lds);
             let blocks = (s.m as u64).div_ceil(rc.rows_per_cta as u64).min(u64::from(cus.max(1)) * u64::from(per_cu)).max(1);
             return Ok(FwdLaunch::Row { kernel, group: rc.group, rows_per_cta: rc.rows_per_cta, slot: slot as u32, lds, blocks });
@@ -85,18 +105,23 @@ pub fn forward(cfg: &LaunchConfig, cus: u32, s: &FwdShape, lds_limit: usize) -> 
     }
     let nsplit = s.n.div_ceil(SPLIT_CHUNK);
     let tiles = (s.m as u64).checked_mul(nsplit as u64).ok_or(NormError::Overflow { operand: Operand::X })?;
-    let ws_bytes = tiles.checked_mul(8).and_then(|b| usize::try_from(b).ok()).ok_or_else(too_big)?;
+    // [chunk partials (M·S pairs) | combined (mean, rstd) per row (M pairs)]
+    let ws_bytes =
+        tiles.checked_add(s.m as u64).and_then(|t| t.checked_mul(8)).and_then(|b| usize::try_from(b).ok()).ok_or_else(too_big)?;
     let (stats, apply) = match (s.aligned, s.all16) {
-        (true, true) => (kernels::NK_FWD_SPLIT_STATS_AH, kernels::NK_FWD_SPLIT_APPLY_AH),
-        (true, false) => (kernels::NK_FWD_SPLIT_STATS_A, kernels::NK_FWD_SPLIT_APPLY_A),
-        _ => (kernels::NK_FWD_SPLIT_STATS_U, kernels::NK_FWD_SPLIT_APPLY_U),
+        (true, true) => (kernels::NK_FWD_SPLIT_STATS_AH, kernels::NK_FWD_SPLIT_APPLY_PRE_AH),
+        (true, false) => (kernels::NK_FWD_SPLIT_STATS_A, kernels::NK_FWD_SPLIT_APPLY_PRE_A),
+        _ => (kernels::NK_FWD_SPLIT_STATS_U, kernels::NK_FWD_SPLIT_APPLY_PRE_U),
     };
+    let threads = kernels::NK_SPLIT_THREADS as u32;
     Ok(FwdLaunch::Split {
         stats,
+        reduce: kernels::NK_FWD_SPLIT_REDUCE,
         apply,
         nsplit,
         blocks: tiles.clamp(1, MAX_GRID),
-        threads: kernels::NK_SPLIT_THREADS as u32,
+        reduce_blocks: (s.m as u64).div_ceil(u64::from(threads)).clamp(1, MAX_GRID),
+        threads,
         ws_bytes,
     })
 }
@@ -113,12 +138,16 @@ pub struct BwdShape {
     pub d_residual: bool,
     /// dW and dB wanted (0, 1 or 2).
     pub nacc: usize,
+    /// The register-resident kernel applies (16-byte layouts, every tensor in x's dtype, dB only
+    /// for LayerNorm): x's dtype name and whether this is LayerNorm.
+    pub reg: Option<(&'static str, bool)>,
 }
 
 /// How the main pass of a backward call runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BwdPath {
-    /// Persistent row kernel; dW/dB partials in `lds` bytes of dynamic LDS.
+    /// Persistent row kernel; dW/dB partials in `lds` bytes of dynamic LDS (the LDS row kernel)
+    /// or in registers (the register-resident kernel, whose `lds` only sums its groups).
     Row { kernel: Kernel, group: u32, rows_per_cta: u32, slot: u32, lds: usize },
     /// Split rows: `stats` over `tiles` (row, chunk) tiles, then `apply` on a (nsplit × parts) grid.
     Split { stats: Kernel, apply: Kernel, tiles: u64 },
@@ -147,6 +176,32 @@ pub fn backward(cfg: &LaunchConfig, cus: u32, s: &BwdShape, lds_limit: usize) ->
     let m64 = s.m as u64;
     let cus = u64::from(cus.max(1));
     let slot = if s.all16 { 16 } else { 32 };
+    let finalize_blocks = if s.nacc > 0 { (s.n as u64).div_ceil(kernels::NK_WARP_WIDTH as u64).min(MAX_GRID) } else { 0 };
+    // The register-resident kernel, with its own table.
+    if let Some((dt, ln)) = s.reg {
+        let name = format!("nk_bwd_reg_{dt}_{}{}", if ln { "ln" } else { "rms" }, if s.d_residual { "_res" } else { "" });
+        let found = kernels::find(&name).and_then(|k| pick(cfg.bwd_reg_rows, s.n).map(|rc| (k, rc)));
+        if let Some((kernel, rc)) = found {
+            let threads = rc.group * rc.rows_per_cta;
+            // The workgroup's groups are summed through LDS (rows_per_cta · N floats) when > 1.
+            let lds = if rc.rows_per_cta > 1 { rc.rows_per_cta as usize * s.n * 4 } else { 0 };
+            if s.n.div_ceil(8).div_ceil(rc.group as usize) <= BREG_KMAX && threads <= kernel.max_threads && lds <= lds_limit {
+                let parts = if s.m == 0 {
+                    0
+                } else {
+                    m64.div_ceil(rc.rows_per_cta as u64).min(cus * u64::from(cfg.ctas_per_cu(kernel.name, threads, lds))).max(1)
+                };
+                let part_bytes = usize::try_from(parts).ok().and_then(|p| p.checked_mul(s.n.checked_mul(4)?)).ok_or_else(too_big)?;
+                let ws_bytes = align256(part_bytes).checked_mul(s.nacc).ok_or_else(too_big)?;
+                let path = if s.m == 0 {
+                    BwdPath::Empty
+                } else {
+                    BwdPath::Row { kernel, group: rc.group, rows_per_cta: rc.rows_per_cta, slot: slot as u32, lds }
+                };
+                return Ok(BwdLaunch { path, parts, nsplit: 0, stats_bytes: 0, part_bytes, ws_bytes, finalize_blocks });
+            }
+        }
+    }
     let kernel = match (s.aligned, s.all16) {
         (true, true) => kernels::NK_BWD_ROW_AH,
         (true, false) => kernels::NK_BWD_ROW_A,
@@ -182,7 +237,6 @@ pub fn backward(cfg: &LaunchConfig, cus: u32, s: &BwdShape, lds_limit: usize) ->
     let ws_bytes = align256(stats_bytes)
         .checked_add(align256(part_bytes).checked_mul(s.nacc).ok_or_else(too_big)?)
         .ok_or_else(too_big)?;
-    let finalize_blocks = if s.nacc > 0 { (s.n as u64).div_ceil(kernels::NK_WARP_WIDTH as u64).min(MAX_GRID) } else { 0 };
     Ok(BwdLaunch { path, parts, nsplit, stats_bytes, part_bytes, ws_bytes, finalize_blocks })
 }
 
@@ -202,13 +256,14 @@ mod tests {
     #[test]
     fn forward_path_never_depends_on_m_or_the_layout() {
         for cfg in [LaunchConfig::for_gfx942(), LaunchConfig::for_gfx950()] {
-            let lim = limit(&cfg, "nk_fwd_row");
+            let lim = limit(&cfg, "nk_fwd_r");
             assert!(lim > 60 * 1024 && lim <= 64 * 1024, "{lim}");
             for n in NS {
                 for all16 in [true, false] {
                     for nvec in 0..=2 {
                         for residual in [false, true] {
-                            let shape = |m, aligned| FwdShape { m, n, aligned, all16, nvec, residual };
+                            let reg = if all16 { Some(("bf16", nvec == 2)) } else { None };
+                            let shape = |m, aligned| FwdShape { m, n, aligned, all16, nvec, residual, reg };
                             let first = forward(&cfg, 304, &shape(1, false), lim).unwrap().row_shape();
                             for m in MS {
                                 for aligned in [false, true] {
@@ -222,7 +277,7 @@ mod tests {
                                         }
                                         FwdLaunch::Split { blocks, ws_bytes, nsplit, .. } => {
                                             assert!((1..=MAX_GRID).contains(&blocks));
-                                            assert_eq!(ws_bytes, m * nsplit * 8);
+                                            assert_eq!(ws_bytes, (m * nsplit + m) * 8);
                                         }
                                     }
                                 }
@@ -237,20 +292,30 @@ mod tests {
     #[test]
     fn forward_row_path_limits() {
         let cfg = LaunchConfig::for_gfx942();
-        let lim = limit(&cfg, "nk_fwd_row");
-        let s = |n, nvec| FwdShape { m: 4, n, aligned: true, all16: true, nvec, residual: false };
+        let lim = limit(&cfg, "nk_fwd_r");
+        let s = |n, nvec| FwdShape { m: 4, n, aligned: true, all16: true, nvec, residual: false, reg: None };
         assert!(matches!(forward(&cfg, 304, &s(8192, 1), lim).unwrap(), FwdLaunch::Row { group: 256, slot: 16, kernel, .. } if kernel.narrow));
         // 16384 bf16 with a weight needs 64 KiB of LDS plus the scratch: split on gfx942.
         assert!(matches!(forward(&cfg, 304, &s(16384, 1), lim).unwrap(), FwdLaunch::Split { nsplit: 4, apply, .. } if apply.narrow));
         assert!(matches!(forward(&cfg, 304, &s(16384, 0), lim).unwrap(), FwdLaunch::Row { group: 512, .. }));
         assert!(matches!(forward(&cfg, 304, &s(70000, 0), lim).unwrap(), FwdLaunch::Split { .. }));
+        // The register-resident kernels take uniform-dtype Gemma calls up to 4 chunks per thread,
+        // whatever the LDS: 16384 bf16 with a weight runs in registers.
+        let r = |n, aligned| FwdShape { reg: Some(("bf16", false)), aligned, ..s(n, 1) };
+        assert!(matches!(forward(&cfg, 304, &r(16384, true), lim).unwrap(), FwdLaunch::Row { kernel, lds: 0, .. } if kernel.name == "nk_fwd_reg_bf16_rms_a"));
+        assert!(matches!(forward(&cfg, 304, &r(16384, false), lim).unwrap(), FwdLaunch::Row { kernel, .. } if kernel.name == "nk_fwd_reg_bf16_rms_u"));
+        // f32 register kernels are bounded at 512 threads: 16384 (groups of 512) runs in them,
+        // 32768 (groups of 1024) does not.
+        let f32r = |n| FwdShape { all16: false, reg: Some(("f32", true)), ..s(n, 2) };
+        assert!(matches!(forward(&cfg, 304, &f32r(16384), lim).unwrap(), FwdLaunch::Row { kernel, .. } if kernel.name == "nk_fwd_reg_f32_ln_a"));
+        assert!(!matches!(forward(&cfg, 304, &f32r(32768), lim).unwrap(), FwdLaunch::Row { kernel, .. } if kernel.spec >= 0));
     }
 
     #[test]
     fn backward_plans() {
         let cfg = LaunchConfig::for_gfx942();
-        let lim = limit(&cfg, "nk_bwd_row");
-        let s = |m, n, nacc| BwdShape { m, n, aligned: true, all16: true, weight: true, d_residual: false, nacc };
+        let lim = limit(&cfg, "nk_bwd_r");
+        let s = |m, n, nacc| BwdShape { m, n, aligned: true, all16: true, weight: true, d_residual: false, nacc, reg: None };
         let l = backward(&cfg, 304, &s(32768, 1024, 2), lim).unwrap();
         let BwdPath::Row { group, lds, .. } = l.path else { panic!("{l:?}") };
         assert_eq!(group, 128);
@@ -272,6 +337,11 @@ mod tests {
         // No dW/dB: no finalize, no partials.
         let l = backward(&cfg, 304, &s(10, 512, 0), lim).unwrap();
         assert_eq!((l.finalize_blocks, l.ws_bytes), (0, 0));
+        // Register-resident backward: 4096 bf16 LayerNorm with dW and dB, one group of 256.
+        let r = BwdShape { reg: Some(("bf16", true)), ..s(1000, 4096, 2) };
+        let l = backward(&cfg, 304, &r, limit(&cfg, "nk_bwd_r")).unwrap();
+        assert!(matches!(l.path, BwdPath::Row { kernel, group: 256, lds: 0, .. } if kernel.name == "nk_bwd_reg_bf16_ln"), "{l:?}");
+        assert!(l.finalize_blocks > 0 && l.ws_bytes > 0);
         // Huge shapes report a typed error rather than overflowing.
         assert!(backward(&cfg, 304, &s(usize::MAX / 2, 1 << 20, 2), lim).is_err());
     }

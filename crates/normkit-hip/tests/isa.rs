@@ -45,7 +45,26 @@ const VECTOR_ACCESS: &[(&str, usize, usize)] = &[
     // x, dy, weight, d_residual_out in; dx out.
     ("nk_bwd_split_apply_a", 4, 1),
     ("nk_bwd_split_apply_ah", 4, 1),
+    // h, weight, bias in; y out.
+    ("nk_fwd_split_apply_pre_a", 3, 1),
+    ("nk_fwd_split_apply_pre_ah", 3, 1),
 ];
+
+/// The floors of a kernel: its VECTOR_ACCESS entry, or for the register-resident aligned kernels
+/// x and the weight in (plus the residual), y out (plus residual_out) / dx out.
+fn floors(name: &str) -> Option<(usize, usize)> {
+    if let Some(&(_, l, s)) = VECTOR_ACCESS.iter().find(|(n, ..)| *n == name) {
+        return Some((l, s));
+    }
+    let res = name.contains("_res");
+    if name.starts_with("nk_fwd_reg_") && name.ends_with("_a") {
+        return Some(if res { (3, 2) } else { (2, 1) });
+    }
+    if name.starts_with("nk_bwd_reg_") {
+        return Some(if res { (3, 1) } else { (2, 1) });
+    }
+    None
+}
 
 fn tool(env: &str, versioned: &str, rocm: &str) -> PathBuf {
     if let Some(p) = std::env::var_os(env) {
@@ -179,7 +198,7 @@ fn every_kernel_of_every_target_passes_the_isa_checks() {
             if body.contains("scratch_store") || body.contains("scratch_load") {
                 fail("scratch instructions in the body".into());
             }
-            if let Some(&(_, min_ld, min_st)) = VECTOR_ACCESS.iter().find(|(n, ..)| *n == k.name) {
+            if let Some((min_ld, min_st)) = floors(k.name) {
                 if ld < min_ld || st < min_st {
                     fail(format!("{ld} global_load_dwordx4 / {st} global_store_dwordx4, want >= {min_ld} / {min_st}"));
                 }
@@ -197,7 +216,7 @@ fn every_kernel_of_every_target_passes_the_isa_checks() {
                     fail("row kernel without ds_write_b128: the LDS staging is gone".into());
                 }
             }
-            if k.name.contains("row") || k.name.contains("stats") {
+            if k.name.contains("row") || k.name.contains("stats") || k.name.contains("_reg_") {
                 // Cross-lane reductions go through ds_bpermute (the 64-lane xor shuffle).
                 if count(body, "ds_bpermute_b32") == 0 {
                     fail("no ds_bpermute_b32: the wavefront reduction is gone".into());
