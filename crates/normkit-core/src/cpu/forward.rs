@@ -3,7 +3,7 @@
 
 use rayon::prelude::*;
 
-use super::convert::{round_scalar, round_slice, stream_fence, Ptr};
+use super::convert::{round_scalar, round_slice, shift_for, stream_fence, Aligned, Ptr};
 use super::reduce;
 use crate::{CastingMode, DType, ForwardPlan, Forward, HostBuf, InOut, Layout, NormDesc, NormKind};
 
@@ -111,9 +111,13 @@ struct Ctx {
     y: Rows,
     /// `(residual, residual_out, residual dtype)`.
     residual: Option<(Rows, Rows, DType)>,
-    /// `w + offset` in fp32 (rounded to `xdt` in `None` mode).
-    w: Option<Vec<f32>>,
-    b: Option<Vec<f32>>,
+    /// `w + offset` in fp32 (rounded to `xdt` in `None` mode), from element `vec_shift` on.
+    w: Option<Aligned>,
+    /// The bias in fp32, from element `vec_shift` on.
+    b: Option<Aligned>,
+    /// Where `w` and `b` start in their buffers: chosen so that the output chunks of every row
+    /// laid out like row 0 read them line-aligned.
+    vec_shift: usize,
     mean: Option<Stat>,
     rstd: Option<Stat>,
     /// The instruction set of the row kernel.
@@ -130,6 +134,13 @@ pub(super) fn run(desc: &NormDesc, plan: &ForwardPlan, mut args: Forward<'_, Hos
     }
     let xdt = plan.dtypes.x;
     let none = desc.casting == CastingMode::None;
+    let (x, y) = in_out(&mut args.x);
+    let vec_shift = shift_for(y.ptr.elems_to_line(y.at(0)));
+    let aligned = |v: Vec<f32>| {
+        let mut a = Aligned::zeros(vec_shift + v.len());
+        a.as_mut_slice()[vec_shift..].copy_from_slice(&v);
+        a
+    };
     let w = match (&args.weight, plan.weight, desc.weight) {
         (Some(w), Some(s), Some(spec)) => {
             let mut v = read_span(w.buf, s.offset, s.len);
@@ -139,15 +150,14 @@ pub(super) fn run(desc: &NormDesc, plan: &ForwardPlan, mut args: Forward<'_, Hos
             if none {
                 round_slice(xdt, &mut v);
             }
-            Some(v)
+            Some(aligned(v))
         }
         _ => None,
     };
     let b = match (&args.bias, plan.bias) {
-        (Some(b), Some(s)) => Some(read_span(b.buf, s.offset, s.len)),
+        (Some(b), Some(s)) => Some(aligned(read_span(b.buf, s.offset, s.len))),
         _ => None,
     };
-    let (x, y) = in_out(&mut args.x);
     let residual = args.residual.as_mut().map(|r| {
         let dt = r.input_dtype();
         let (i, o) = in_out(r);
@@ -159,13 +169,18 @@ pub(super) fn run(desc: &NormDesc, plan: &ForwardPlan, mut args: Forward<'_, Hos
     let isa = super::Isa::detect();
     let out_bytes = m * n * (plan.dtypes.y.size_bytes() + residual.map_or(0, |r| r.2.size_bytes()));
     let stream = super::use_stream(isa, out_bytes);
-    let ctx = Ctx { kind: desc.kind, casting: desc.casting, eps: desc.eps, m, n, xdt, x, y, residual, w, b, mean, rstd, isa, stream };
+    let ctx = Ctx { kind: desc.kind, casting: desc.casting, eps: desc.eps, m, n, xdt, x, y, residual, w, b, mean, rstd, isa, stream, vec_shift };
 
     let min_rows = (TASK_ELEMS / n).max(1);
     let has_res = ctx.residual.is_some();
     (0..m).into_par_iter().with_min_len(min_rows).for_each_init(
-        || (vec![0.0f32; n], if has_res { vec![0.0f32; n] } else { Vec::new() }),
-        |(h, r), i| ctx.row_dispatch(i, h, r),
+        || (Aligned::zeros(n + 16), Aligned::zeros(if has_res { n + 16 } else { 0 })),
+        |(h, r), i| {
+            // Scratch rows start where the row's output chunks fall on cache lines.
+            let sh = shift_for(ctx.y.ptr.elems_to_line(ctx.y.at(i)));
+            let r = if has_res { &mut r.as_mut_slice()[sh..sh + n] } else { &mut [][..] };
+            ctx.row_dispatch(i, &mut h.as_mut_slice()[sh..sh + n], r)
+        },
     );
     // `args` holds the borrows behind every pointer in `ctx` until the function returns, after
     // the parallel loop has joined.
@@ -293,7 +308,8 @@ impl Ctx {
         // while the same part of the next row is prefetched. The hardware prefetcher only runs
         // ahead of demand loads, so without this the memory would idle while a row is finished;
         // spreading the prefetches keeps few misses in flight at a time.
-        let (w, b) = (self.w.as_deref(), self.b.as_deref());
+        let vs = self.vec_shift;
+        let (w, b) = (self.w.as_ref().map(|a| &a.as_slice()[vs..]), self.b.as_ref().map(|a| &a.as_slice()[vs..]));
         let ahead = i + PREFETCH_AHEAD;
         let next = (PREFETCH && ahead < self.m).then(|| (self.x.at(ahead), self.residual.as_ref().map(|(r, _, _)| (r.ptr, r.at(ahead)))));
         let y_at = self.y.at(i);
