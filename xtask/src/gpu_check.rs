@@ -70,13 +70,14 @@ pub fn hip(target: &Path, objdump: Option<&Path>) -> String {
     if objs.is_empty() {
         return format!("no code objects in {}", out.display());
     }
-    let mut parts = Vec::new();
+    // (arch, what was found): archs with identical findings are reported together
+    let mut parts: Vec<(String, String)> = Vec::new();
     for obj in &objs {
         let bytes = std::fs::read(obj).unwrap_or_default();
         let text = String::from_utf8_lossy(&bytes);
         let arch = ["gfx942", "gfx950", "gfx90a", "gfx1100"].into_iter().find(|a| text.contains(&format!("amdhsa--{a}"))).unwrap_or("unknown arch");
         let Some(objdump) = objdump else {
-            parts.push(format!("{arch} ({} KiB, not disassembled: llvm-objdump-22 missing)", file_kib(obj)));
+            parts.push((arch.to_string(), format!("{} KiB, not disassembled (llvm-objdump-22 missing)", file_kib(obj))));
             continue;
         };
         let asm = util::output(Command::new(objdump).arg("-d").arg(obj)).unwrap_or_default();
@@ -89,17 +90,25 @@ pub fn hip(target: &Path, objdump: Option<&Path>) -> String {
             (Some(_), false) => format!(", mixed wavefront sizes {waves:?}"),
             (None, _) => String::new(),
         };
-        parts.push(format!(
-            "{arch}: {} global_load_dwordx4, {} global_store_dwordx4, {} ds_bpermute/DPP, {} v_rsq_f32, {} v_sqrt_f32{}",
+        parts.push((arch.to_string(), format!(
+            "{} global_load_dwordx4, {} global_store_dwordx4, {} ds_bpermute/DPP, {} v_rsq_f32, {} v_sqrt_f32{}",
             count(&asm, "global_load_dwordx4"),
             count(&asm, "global_store_dwordx4"),
             count(&asm, "ds_bpermute_b32") + count(&asm, "row_shr") + count(&asm, "row_bcast") + count(&asm, "quad_perm") + count(&asm, "DPP"),
             count(&asm, "v_rsq_f32"),
             count(&asm, "v_sqrt_f32"),
             wave
-        ));
+        )));
     }
-    format!("{} code objects — {}", objs.len(), parts.join("; "))
+    let mut groups: Vec<(Vec<String>, String)> = Vec::new();
+    for (arch, found) in parts {
+        match groups.iter_mut().find(|g| g.1 == found) {
+            Some(g) => g.0.push(arch),
+            None => groups.push((vec![arch], found)),
+        }
+    }
+    let text: Vec<String> = groups.into_iter().map(|(archs, found)| format!("{}: {found}", archs.join(", "))).collect();
+    format!("{} code objects — {}", objs.len(), text.join("; "))
 }
 
 fn file_kib(p: &Path) -> u64 {
