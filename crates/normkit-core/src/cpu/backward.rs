@@ -8,7 +8,7 @@
 //! of `dw`/`db` therefore depend on `M`, `N` and the data only. Memory stays bounded: a partial
 //! lives only until its parent adds it, so at most about `threads × depth` partials exist.
 
-use super::convert::{stream_fence, Ptr};
+use super::convert::{shift_for, stream_fence, Aligned, Ptr};
 use super::forward::{in_out, out_chunks, read_span, store_row, Rows, Stat};
 use super::reduce;
 use crate::{Backward, BackwardPlan, HostBuf, NormDesc, NormKind, VecMut};
@@ -25,7 +25,9 @@ struct Ctx {
     dx: Rows,
     d_residual_out: Option<Rows>,
     /// `w + offset` in fp32.
-    w: Option<Vec<f32>>,
+    w: Option<Aligned>,
+    /// Where `w` and the dW/dB partials start in their aligned buffers (see `forward.rs`).
+    vec_shift: usize,
     mean: Option<Stat>,
     rstd: Stat,
     want_dw: bool,
@@ -38,8 +40,8 @@ struct Ctx {
 
 /// The fp32 partial sums of a range of blocks (empty vectors for gradients not asked for).
 struct Partial {
-    dw: Vec<f32>,
-    db: Vec<f32>,
+    dw: Aligned,
+    db: Aligned,
 }
 
 #[inline(always)]
@@ -76,6 +78,12 @@ pub(super) fn run(desc: &NormDesc, plan: &BackwardPlan, mut args: Backward<'_, H
         _ => None,
     };
     let (dy, dx) = in_out(&mut args.dy);
+    let vec_shift = if m > 0 { shift_for(dx.ptr.elems_to_line(dx.at(0))) } else { 0 };
+    let w = w.map(|v| {
+        let mut a = Aligned::zeros(vec_shift + v.len());
+        a.as_mut_slice()[vec_shift..].copy_from_slice(&v);
+        a
+    });
     let isa = super::Isa::detect();
     let ctx = Ctx {
         kind: desc.kind,
@@ -86,6 +94,7 @@ pub(super) fn run(desc: &NormDesc, plan: &BackwardPlan, mut args: Backward<'_, H
         dx,
         d_residual_out: args.d_residual_out.map(|d| Rows { ptr: Ptr::of(d.buf), layout: d.layout }),
         w,
+        vec_shift,
         mean: if desc.has_mean() { args.mean.map(|v| Stat { ptr: Ptr::of(v.buf), offset: v.span.offset }) } else { None },
         rstd: Stat { ptr: Ptr::of(args.rstd.buf), offset: args.rstd.span.offset },
         want_dw: args.dw.is_some(),
@@ -97,10 +106,10 @@ pub(super) fn run(desc: &NormDesc, plan: &BackwardPlan, mut args: Backward<'_, H
     let blocks = m.div_ceil(BLOCK_ROWS);
     let total = if blocks == 0 { ctx.empty_partial() } else { ctx.reduce_blocks(0, blocks) };
     if let Some(dw) = args.dw.as_mut() {
-        write_span(dw, &total.dw);
+        write_span(dw, &total.dw.as_slice()[vec_shift..]);
     }
     if let Some(db) = args.db.as_mut() {
-        write_span(db, &total.db);
+        write_span(db, &total.db.as_slice()[vec_shift..]);
     }
     // `args` holds the borrows behind every pointer in `ctx` until the function returns, after
     // the reduction has joined.
@@ -128,7 +137,7 @@ unsafe fn block_avx512(ctx: &Ctx, blk: usize) -> Partial {
 
 impl Ctx {
     fn empty_partial(&self) -> Partial {
-        let z = |want: bool| if want { vec![0.0f32; self.n] } else { Vec::new() };
+        let z = |want: bool| Aligned::zeros(if want { self.vec_shift + self.n } else { 0 });
         Partial { dw: z(self.want_dw), db: z(self.want_db) }
     }
 
@@ -139,8 +148,8 @@ impl Ctx {
         }
         let mid = lo + (hi - lo) / 2;
         let (mut a, b) = rayon::join(|| self.reduce_blocks(lo, mid), || self.reduce_blocks(mid, hi));
-        add_into(&mut a.dw, &b.dw);
-        add_into(&mut a.db, &b.db);
+        add_into(a.dw.as_mut_slice(), b.dw.as_slice());
+        add_into(a.db.as_mut_slice(), b.db.as_slice());
         a
     }
 
@@ -162,12 +171,22 @@ impl Ctx {
     fn block_body(&self, blk: usize) -> Partial {
         let n = self.n;
         let mut part = self.empty_partial();
-        let mut xh = vec![0.0f32; n];
-        let mut g = vec![0.0f32; n];
-        let mut t = if self.d_residual_out.is_some() { vec![0.0f32; n] } else { Vec::new() };
+        let mut xh_buf = Aligned::zeros(n + 16);
+        let mut g_buf = Aligned::zeros(n + 16);
+        let mut t_buf = Aligned::zeros(if self.d_residual_out.is_some() { n + 16 } else { 0 });
+        let vs = self.vec_shift;
+        let (pdw, pdb) = (&mut part.dw.as_mut_slice()[..], &mut part.db.as_mut_slice()[..]);
+        let pdw = if self.want_dw { &mut pdw[vs..] } else { pdw };
+        let pdb = if self.want_db { &mut pdb[vs..] } else { pdb };
         let nf = n as f32;
         let end = ((blk + 1) * BLOCK_ROWS).min(self.m);
         for i in blk * BLOCK_ROWS..end {
+            // Scratch rows start where this row's dx chunks fall on cache lines.
+            let dx_at = self.dx.at(i);
+            let sh = shift_for(self.dx.ptr.elems_to_line(dx_at));
+            let xh = &mut xh_buf.as_mut_slice()[sh..sh + n];
+            let g = &mut g_buf.as_mut_slice()[sh..sh + n];
+            let t = if self.d_residual_out.is_some() { &mut t_buf.as_mut_slice()[sh..sh + n] } else { &mut [][..] };
             // Soundness of all the loads and stores here: validation checked that every row view and
             // statistic span lies inside its buffer; `run` holds the borrows of all buffers for
             // the whole call; row `i` of `dx` is written only by this block (blocks partition the
@@ -179,40 +198,40 @@ impl Ctx {
             };
             // SAFETY: as above.
             unsafe {
-                self.x.ptr.load(self.x.at(i), &mut xh);
-                self.dy.ptr.load(self.dy.at(i), &mut g);
+                self.x.ptr.load(self.x.at(i), xh);
+                self.dy.ptr.load(self.dy.at(i), g);
             }
             // x̂ from x and the saved statistics; the dW/dB partials; g = dy·(w + offset).
             let mu = if self.kind == NormKind::Layer { mu } else { 0.0 };
             // One pass: x̂, and the partials dw += dy·x̂, db += dy (`g` holds dy here).
-            let xs = xh.iter_mut().zip(&g);
+            let xs = xh.iter_mut().zip(g.iter());
             match (self.want_dw, self.want_db) {
-                (true, true) => xs.zip(part.dw.iter_mut().zip(part.db.iter_mut())).for_each(|((x, &dy), (dw, db))| {
+                (true, true) => xs.zip(pdw.iter_mut().zip(pdb.iter_mut())).for_each(|((x, &dy), (dw, db))| {
                     *x = (*x - mu) * rs;
                     *dw += dy * *x;
                     *db += dy;
                 }),
-                (true, false) => xs.zip(part.dw.iter_mut()).for_each(|((x, &dy), dw)| {
+                (true, false) => xs.zip(pdw.iter_mut()).for_each(|((x, &dy), dw)| {
                     *x = (*x - mu) * rs;
                     *dw += dy * *x;
                 }),
-                (false, true) => xs.zip(part.db.iter_mut()).for_each(|((x, &dy), db)| {
+                (false, true) => xs.zip(pdb.iter_mut()).for_each(|((x, &dy), db)| {
                     *x = (*x - mu) * rs;
                     *db += dy;
                 }),
                 (false, false) => xs.for_each(|(x, _)| *x = (*x - mu) * rs),
             }
             if let Some(w) = &self.w {
+                let w = &w.as_slice()[vs..];
                 g.iter_mut().zip(w).for_each(|(g, &w)| *g *= w);
             }
-            let mgx = reduce::dot(&g, &xh) / nf;
+            let mgx = reduce::dot(g, xh) / nf;
             // RMSNorm: mean(g) does not enter; `g − 0` is exactly `g`.
-            let mg = if self.kind == NormKind::Layer { reduce::sum(&g) / nf } else { 0.0 };
+            let mg = if self.kind == NormKind::Layer { reduce::sum(g) / nf } else { 0.0 };
             // dx, chunk by chunk, while the same part of the next row of the block is prefetched
             // (see `forward.rs`: the memory would otherwise idle during this pass).
             let ahead = i + super::forward::PREFETCH_AHEAD;
             let next = super::forward::PREFETCH && ahead < self.m;
-            let dx_at = self.dx.at(i);
             for (off, len) in out_chunks(n, self.dx.ptr.elems_to_line(dx_at)) {
                 let (gc, xc) = (&mut g[off..off + len], &xh[off..off + len]);
                 if next {
