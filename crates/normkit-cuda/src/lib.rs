@@ -11,6 +11,13 @@
 //! buffers that either own their memory or view foreign device memory
 //! ([`CudaBackend::buffer_from_raw`]).
 //!
+//! Hot path: when every tensor has x's dtype and casting is Gemma, register-resident kernels
+//! (`nk_fwd_reg*`, `nk_bwd_reg*`: dtype, LayerNorm and residual fixed at compile time; a row's
+//! 16-byte vectors loaded once into registers; the backward's dW/dB partials in registers of a
+//! persistent grid) run wherever a row fits their chunks-per-thread limit; the forward ones use
+//! the same group/chunk table and reduction as the staged kernels' and have an element-wise twin,
+//! so the layout never changes a result. Otherwise:
+//!
 //! Dispatch (all on the host, from validated plans): the row path — a group of threads per row,
 //! persistent CTAs, the row staged in shared memory — while the staged row and weights fit, else
 //! the split-row path (partial statistics per chunk, then a second pass); each with a 16-byte
