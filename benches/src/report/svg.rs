@@ -170,10 +170,16 @@ pub fn render(c: &Chart<'_>) -> String {
         esc(c.y_label),
         if y.log { " (log scale)" } else { "" }
     );
+    // Labels of lines closer than a text line go alternately to the right and the left end.
+    let mut placed: Vec<(f64, bool)> = Vec::new();
     for l in c.lines {
         let yy = py(l.y);
         let _ = write!(s, r#"<line class="ceiling" stroke="{}" x1="{LEFT}" x2="{}" y1="{yy:.1}" y2="{yy:.1}"><title>{}</title></line>"#, l.color, LEFT + pw, esc(&l.label));
-        let _ = write!(s, r#"<text class="ceiling-label" fill="{}" x="{}" y="{:.1}" text-anchor="end">{}</text>"#, l.color, LEFT + pw - 4.0, yy - 4.0, esc(&l.label));
+        let right = !placed.iter().any(|&(y, r)| r && (y - yy).abs() < 13.0);
+        let (x, anchor) = if right { (LEFT + pw - 4.0, "end") } else { (LEFT + 4.0, "start") };
+        let ty = if !right && placed.iter().any(|&(y, r)| !r && (y - yy).abs() < 13.0) { yy + 13.0 } else { yy - 4.0 };
+        placed.push((yy, right));
+        let _ = write!(s, r#"<text class="ceiling-label" fill="{}" x="{x}" y="{ty:.1}" text-anchor="{anchor}">{}</text>"#, l.color, esc(&l.label));
     }
     for (i, ser) in c.series.iter().enumerate() {
         let mut pts: Vec<&Point> = ser.points.iter().filter(|p| p.x > 0.0).collect();
