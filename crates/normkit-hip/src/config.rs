@@ -81,6 +81,25 @@ static BWD_REG_ROWS: [RowConfig; 9] = [
     rc(4096, 256, 1),
 ];
 
+/// Backward register-resident path with one chunk per thread (f16 / f32 from 4096 to 8192):
+/// groups up to 1024 threads.
+static BWD_REG1_ROWS: [RowConfig; 11] = [
+    rc(8, 1, 256),
+    rc(16, 2, 128),
+    rc(32, 4, 64),
+    rc(64, 8, 32),
+    rc(128, 16, 16),
+    rc(256, 32, 8),
+    rc(512, 64, 4),
+    rc(1024, 128, 2),
+    rc(2048, 256, 1),
+    rc(4096, 512, 1),
+    rc(8192, 1024, 1),
+];
+
+/// Backward register-resident path with four chunks per thread (bf16 from 4096 to 16384).
+static BWD_REG4_ROWS: [RowConfig; 2] = [rc(8192, 256, 1), rc(16384, 512, 1)];
+
 /// Chunks per thread the register-resident kernels hold (REG_KMAX, BREG_KMAX of
 /// kernels-common/nk_norm.cuh).
 pub const REG_KMAX: usize = 4;
@@ -109,7 +128,8 @@ pub const MAX_WAVES_PER_SIMD: u32 = 8;
 ///   `fwd_split_apply_pre_*` as `fwd_split_apply_*` (70-101).
 /// - register-resident: `fwd_reg` 4 (16-bit 71-98 in 1024-thread workgroups, where 128 is the
 ///   hard limit; f32 87-125 in 512); `bwd_reg` 16-bit 3 (114-144), f32 2 (128-166: 166 would
-///   sit at the 3-wave edge).
+///   sit at the 3-wave edge); `bwd_reg1` 4 (86-107 in 1024-thread workgroups), `bwd_reg4` 2
+///   (166-220).
 pub const OCCUPANCY: &[(&str, u32)] = &[
     ("nk_fwd_row_a", 4),
     ("nk_fwd_row_ah", 5),
@@ -139,6 +159,8 @@ pub const OCCUPANCY: &[(&str, u32)] = &[
     ("nk_fwd_reg_*", 4),
     ("nk_bwd_reg_f32_*", 2),
     ("nk_bwd_reg_*", 3),
+    ("nk_bwd_reg1_*", 4),
+    ("nk_bwd_reg4_*", 2),
 ];
 
 /// The designed occupancy of a kernel (wavefronts per SIMD): its exact entry, else the longest
@@ -173,6 +195,8 @@ pub struct LaunchConfig {
     pub fwd_rows: &'static [RowConfig],
     pub bwd_rows: &'static [RowConfig],
     pub bwd_reg_rows: &'static [RowConfig],
+    pub bwd_reg1_rows: &'static [RowConfig],
+    pub bwd_reg4_rows: &'static [RowConfig],
     /// Split-row backward: target workgroups per CU for the (chunks × parts) grid; 2 = the
     /// designed occupancy of `bwd_split_apply` (2 waves per SIMD) in 4-wave workgroups.
     pub split_bwd_ctas_per_cu: u32,
@@ -190,6 +214,8 @@ impl LaunchConfig {
             fwd_rows: &FWD_ROWS,
             bwd_rows: &BWD_ROWS,
             bwd_reg_rows: &BWD_REG_ROWS,
+            bwd_reg1_rows: &BWD_REG1_ROWS,
+            bwd_reg4_rows: &BWD_REG4_ROWS,
             split_bwd_ctas_per_cu: 2,
         }
     }
@@ -262,7 +288,7 @@ mod tests {
     fn tables_are_consistent_with_the_kernels() {
         for cfg in [LaunchConfig::for_gfx942(), LaunchConfig::for_gfx950(), LaunchConfig::for_gfx90a()] {
             for (table, kernel) in
-                [(cfg.fwd_rows, "nk_fwd_row_a"), (cfg.bwd_rows, "nk_bwd_row_a"), (cfg.bwd_reg_rows, "nk_bwd_reg_bf16_rms")]
+                [(cfg.fwd_rows, "nk_fwd_row_a"), (cfg.bwd_rows, "nk_bwd_row_a"), (cfg.bwd_reg_rows, "nk_bwd_reg_bf16_rms"), (cfg.bwd_reg1_rows, "nk_bwd_reg1_f16_rms"), (cfg.bwd_reg4_rows, "nk_bwd_reg4_bf16_rms")]
             {
                 let mut last = 0;
                 for r in table {

@@ -177,15 +177,24 @@ pub fn backward(cfg: &LaunchConfig, cus: u32, s: &BwdShape, lds_limit: usize) ->
     let cus = u64::from(cus.max(1));
     let slot = if s.all16 { 16 } else { 32 };
     let finalize_blocks = if s.nacc > 0 { (s.n as u64).div_ceil(kernels::NK_WARP_WIDTH as u64).min(MAX_GRID) } else { 0 };
-    // The register-resident kernel, with its own table.
+    // The register-resident kernels, with their own tables: 2 chunks per thread up to 4096, then
+    // 1 chunk per thread (f16 / f32, groups up to 1024) to 8192, and 4 chunks per thread (bf16,
+    // the kernels that exist for it) to 16384 — CUDA's choice, kept until measured here.
     if let Some((dt, ln)) = s.reg {
-        let name = format!("nk_bwd_reg_{dt}_{}{}", if ln { "ln" } else { "rms" }, if s.d_residual { "_res" } else { "" });
-        let found = kernels::find(&name).and_then(|k| pick(cfg.bwd_reg_rows, s.n).map(|rc| (k, rc)));
+        let (table, kmax, prefix) = if s.n <= 4096 {
+            (cfg.bwd_reg_rows, BREG_KMAX, "nk_bwd_reg_")
+        } else if s.n <= 8192 && dt != "bf16" {
+            (cfg.bwd_reg1_rows, 1, "nk_bwd_reg1_")
+        } else {
+            (cfg.bwd_reg4_rows, 2 * BREG_KMAX, "nk_bwd_reg4_")
+        };
+        let name = format!("{prefix}{dt}_{}{}", if ln { "ln" } else { "rms" }, if s.d_residual { "_res" } else { "" });
+        let found = kernels::find(&name).and_then(|k| pick(table, s.n).map(|rc| (k, rc)));
         if let Some((kernel, rc)) = found {
             let threads = rc.group * rc.rows_per_cta;
             // The workgroup's groups are summed through LDS (rows_per_cta · N floats) when > 1.
             let lds = if rc.rows_per_cta > 1 { rc.rows_per_cta as usize * s.n * 4 } else { 0 };
-            if s.n.div_ceil(8).div_ceil(rc.group as usize) <= BREG_KMAX && threads <= kernel.max_threads && lds <= lds_limit {
+            if s.n.div_ceil(8).div_ceil(rc.group as usize) <= kmax && threads <= kernel.max_threads && lds <= lds_limit {
                 let parts = if s.m == 0 {
                     0
                 } else {
@@ -342,6 +351,17 @@ mod tests {
         let l = backward(&cfg, 304, &r, limit(&cfg, "nk_bwd_r")).unwrap();
         assert!(matches!(l.path, BwdPath::Row { kernel, group: 256, lds: 0, .. } if kernel.name == "nk_bwd_reg_bf16_ln"), "{l:?}");
         assert!(l.finalize_blocks > 0 && l.ws_bytes > 0);
+        // 8192 f16 → one chunk per thread in 1024-thread groups; 16384 bf16 → four per thread.
+        let r = BwdShape { all16: true, reg: Some(("f16", false)), ..s(1000, 8192, 1) };
+        let l = backward(&cfg, 304, &r, limit(&cfg, "nk_bwd_r")).unwrap();
+        assert!(matches!(l.path, BwdPath::Row { kernel, group: 1024, .. } if kernel.name == "nk_bwd_reg1_f16_rms"), "{l:?}");
+        let r = BwdShape { reg: Some(("bf16", true)), ..s(1000, 16384, 2) };
+        let l = backward(&cfg, 304, &r, limit(&cfg, "nk_bwd_r")).unwrap();
+        assert!(matches!(l.path, BwdPath::Row { kernel, group: 512, .. } if kernel.name == "nk_bwd_reg4_bf16_ln"), "{l:?}");
+        // f32 at 16384 has no register kernel: LDS row or split.
+        let r = BwdShape { all16: false, reg: Some(("f32", true)), ..s(1000, 16384, 2) };
+        let l = backward(&cfg, 304, &r, limit(&cfg, "nk_bwd_r")).unwrap();
+        assert!(!matches!(l.path, BwdPath::Row { kernel, .. } if kernel.spec >= 0), "{l:?}");
         // Huge shapes report a typed error rather than overflowing.
         assert!(backward(&cfg, 304, &s(usize::MAX / 2, 1 << 20, 2), lim).is_err());
     }

@@ -60,7 +60,7 @@ fn floors(name: &str) -> Option<(usize, usize)> {
     if name.starts_with("nk_fwd_reg_") && name.ends_with("_a") {
         return Some(if res { (3, 2) } else { (2, 1) });
     }
-    if name.starts_with("nk_bwd_reg_") {
+    if name.starts_with("nk_bwd_reg") {
         return Some(if res { (3, 1) } else { (2, 1) });
     }
     None
