@@ -124,6 +124,9 @@ struct Ctx {
     isa: super::Isa,
     /// Whether outputs are written with streaming stores (AVX2 and a large output).
     stream: bool,
+    /// Whether rows take the fused AVX-512 bf16 path (`fused.rs`): AVX-512, bf16 x and y, no
+    /// residual, `Gemma` or `Llama` casting.
+    fused: bool,
 }
 
 /// Runs a validated forward call.
@@ -169,7 +172,13 @@ pub(super) fn run(desc: &NormDesc, plan: &ForwardPlan, mut args: Forward<'_, Hos
     let isa = super::Isa::detect();
     let out_bytes = m * n * (plan.dtypes.y.size_bytes() + residual.map_or(0, |r| r.2.size_bytes()));
     let stream = super::use_stream(isa, out_bytes);
-    let ctx = Ctx { kind: desc.kind, casting: desc.casting, eps: desc.eps, m, n, xdt, x, y, residual, w, b, mean, rstd, isa, stream, vec_shift };
+    let fused = isa == super::Isa::Avx512
+        && xdt == DType::BF16
+        && matches!((x.ptr, y.ptr), (super::convert::Ptr::BF16(_), super::convert::Ptr::BF16(_)))
+        && residual.is_none()
+        && !none;
+    let ctx =
+        Ctx { kind: desc.kind, casting: desc.casting, eps: desc.eps, m, n, xdt, x, y, residual, w, b, mean, rstd, isa, stream, vec_shift, fused };
 
     let min_rows = (TASK_ELEMS / n).max(1);
     let has_res = ctx.residual.is_some();
@@ -259,11 +268,54 @@ impl Ctx {
         match self.isa {
             // SAFETY: `isa` comes from `Isa::detect`, which checked these features.
             #[cfg(target_arch = "x86_64")]
+            super::Isa::Avx512 if self.fused => unsafe { self.row_fused(i, h) },
+            // SAFETY: as above.
+            #[cfg(target_arch = "x86_64")]
             super::Isa::Avx512 => unsafe { row_avx512(self, i, h, r) },
             // SAFETY: as above.
             #[cfg(target_arch = "x86_64")]
             super::Isa::Avx2 => unsafe { row_avx2(self, i, h, r) },
             _ => self.row(i, h, r),
+        }
+    }
+
+    /// Row `i` through `fused::row`.
+    ///
+    /// # Safety
+    /// `self.fused` must be set (so the CPU has AVX-512 F/BW/VL and `x`, `y` are bf16).
+    #[cfg(target_arch = "x86_64")]
+    #[inline]
+    unsafe fn row_fused(&self, i: usize, h: &mut [f32]) {
+        use super::convert::Ptr;
+        let (Ptr::BF16(xp), Ptr::BF16(yp)) = (self.x.ptr, self.y.ptr) else { unreachable!("fused needs bf16 x and y") };
+        let vs = self.vec_shift;
+        let (w, b) = (self.w.as_ref().map(|a| &a.as_slice()[vs..]), self.b.as_ref().map(|a| &a.as_slice()[vs..]));
+        let ahead = i + PREFETCH_AHEAD;
+        let x_next = if PREFETCH && ahead < self.m { xp.wrapping_add(self.x.at(ahead)).cast_const().cast() } else { std::ptr::null() };
+        // Soundness as in `row`: row `i` of `x` lies in its buffer and is not written during the
+        // call; row `i` of `y` is written by this call only; `w`/`b` hold `n` elements.
+        // SAFETY: as just said; `fused` implies AVX-512 F/BW/VL (detected at run time).
+        let (mu, rstd) = unsafe {
+            super::fused::row(super::fused::RowArgs {
+                x: xp.add(self.x.at(i)).cast_const().cast(),
+                y: yp.add(self.y.at(i)).cast(),
+                x_next,
+                h,
+                w,
+                b,
+                layer: self.kind == NormKind::Layer,
+                llama: self.casting == CastingMode::Llama,
+                eps: self.eps,
+                stream: self.stream,
+            })
+        };
+        if let Some(s) = &self.mean {
+            // SAFETY: as above (element `i` of the mean span).
+            unsafe { s.ptr.set(s.offset + i, mu) };
+        }
+        if let Some(s) = &self.rstd {
+            // SAFETY: as above (element `i` of the rstd span).
+            unsafe { s.ptr.set(s.offset + i, rstd) };
         }
     }
 

@@ -17,6 +17,8 @@ mod backward;
 mod bench;
 mod convert;
 mod forward;
+#[cfg(target_arch = "x86_64")]
+mod fused;
 mod reduce;
 #[cfg(test)]
 mod tests;

@@ -11,7 +11,7 @@
 pub(crate) const LANES: usize = 32;
 
 #[inline(always)]
-fn fold(mut flat: [f32; LANES]) -> f32 {
+pub(super) fn fold(mut flat: [f32; LANES]) -> f32 {
     let mut w = LANES;
     while w > 1 {
         w /= 2;
@@ -26,7 +26,7 @@ fn fold(mut flat: [f32; LANES]) -> f32 {
 /// to the lane's outer accumulator, so no accumulator sees long runs of same-sign terms: a flat
 /// 32-lane sum of squares over N = 2^20 drifts ~1e-4 relative (32768 sequential terms per lane),
 /// beyond what the conformance suite requires of a reduction; blocked, it stays ~1e-6.
-const BLOCK: usize = 1024;
+pub(super) const BLOCK: usize = 1024;
 
 /// The reduction order every path follows: the row is cut into blocks of [`BLOCK`] elements (the
 /// last one shorter); within a block, element `i` of the full `LANES`-chunks goes to inner lane

@@ -418,3 +418,50 @@ fn device_info_and_copy_ceiling() {
     assert_eq!(t.unwrap().len(), 2);
     assert_eq!(calls, 6);
 }
+
+/// The fused AVX-512 bf16 row (`fused.rs`: bf16 x and y, no residual, Gemma/Llama) against the
+/// portable and AVX2 builds: row lengths around the lane and block widths (odd ones put the
+/// output lines at every offset), with and without weight and bias, streaming and plain stores,
+/// and inputs with NaN, ±Inf, huge and tiny values.
+#[test]
+fn fused_bf16_row_gives_the_same_bits() {
+    use super::{Isa, FORCE_STREAM, MAX_ISA};
+    for n in [1, 15, 31, 32, 33, 63, 100, 777, 1023, 1024, 1025, 2100, 4096] {
+        let m = 4;
+        let mut x = data(m * n, 31 + n as u64);
+        let w = data(n, 32);
+        let b = data(n, 33);
+        if n > 40 {
+            // Row 1 poisoned; rows 2, 3 with extremes that overflow or underflow on the way.
+            x[n + 3] = f32::NAN;
+            x[2 * n + 5] = 3.0e38;
+            x[2 * n + 6] = -3.0e38;
+            x[3 * n + 7] = 1.0e-30;
+            x[3 * n + 8] = f32::INFINITY;
+        }
+        for casting in [CastingMode::Gemma, CastingMode::Llama] {
+            for layer in [false, true] {
+                for (wt, bias) in [(true, true), (true, false), (false, true), (false, false)] {
+                    let mut desc = if layer { NormDesc::layer(1e-5) } else { NormDesc::rms(1e-5) }.with_casting(casting).with_save_stats(true);
+                    desc.weight = if wt { desc.with_weight_offset(0.5).weight } else { None };
+                    desc.bias = bias;
+                    let run = |isa: Isa, stream: bool| {
+                        MAX_ISA.with(|c| c.set(isa));
+                        FORCE_STREAM.with(|c| c.set(stream));
+                        let out = fwd(&desc, DType::BF16, m, n, &x, &w, &b);
+                        MAX_ISA.with(|c| c.set(Isa::Avx512));
+                        FORCE_STREAM.with(|c| c.set(false));
+                        out
+                    };
+                    let base = run(Isa::Portable, false);
+                    for (isa, stream) in [(Isa::Avx2, false), (Isa::Avx512, false), (Isa::Avx512, true)] {
+                        let o = run(isa, stream);
+                        let same = |a: &[f32], b: &[f32]| a.iter().zip(b).all(|(a, b)| a.to_bits() == b.to_bits());
+                        assert!(same(&base.0, &o.0), "y: n={n} {casting:?} layer={layer} w={wt} b={bias} {isa:?} stream={stream}");
+                        assert!(same(&base.1, &o.1) && same(&base.2, &o.2), "stats: n={n} {casting:?} layer={layer} {isa:?}");
+                    }
+                }
+            }
+        }
+    }
+}
