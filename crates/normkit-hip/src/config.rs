@@ -124,10 +124,11 @@ pub const MAX_WAVES_PER_SIMD: u32 = 8;
 /// - `bwd_split_stats_a` / `_u` 4 (98), `_ah` 6 (70); `bwd_split_apply_a` / `_u` 2 (166-171),
 ///   `_ah` 3 (124-128): the chunk's dW/dB partials (2·NK_SPLIT_ELEMS floats) stay in registers
 ///   across rows.
-/// - `bwd_finalize` 8 (30), `bwd_finalize_wide` 8 (58), `fwd_split_reduce` 8 (25);
+/// - `bwd_finalize` 8 (30), `bwd_finalize_wide` 4 (58; 1024-thread workgroups allow at most 4),
+///   `fwd_split_reduce` 8 (25);
 ///   `fwd_split_apply_pre_*` as `fwd_split_apply_*` (70-101).
-/// - register-resident: `fwd_reg` 4 (16-bit 71-98 in 1024-thread workgroups, where 128 is the
-///   hard limit; f32 87-125 in 512); `bwd_reg` 16-bit 3 (114-144), f32 2 (128-166: 166 would
+/// - register-resident: `fwd_reg` 16-bit 4 (71-98 in 1024-thread workgroups, where 128 is the
+///   hard limit), f32 3 (87-126 in 512-thread workgroups); `bwd_reg` 16-bit 3 (114-144), f32 2 (128-166: 166 would
 ///   sit at the 3-wave edge); `bwd_reg1` 4 (86-107 in 1024-thread workgroups), `bwd_reg4` 2
 ///   (166-220).
 pub const OCCUPANCY: &[(&str, u32)] = &[
@@ -150,12 +151,13 @@ pub const OCCUPANCY: &[(&str, u32)] = &[
     ("nk_bwd_split_apply_ah", 3),
     ("nk_bwd_split_apply_u", 2),
     ("nk_bwd_finalize", 8),
-    ("nk_bwd_finalize_wide", 8),
+    ("nk_bwd_finalize_wide", 4),
     ("nk_fwd_split_reduce", 8),
     ("nk_fwd_split_apply_pre_a", 4),
     ("nk_fwd_split_apply_pre_ah", 5),
     ("nk_fwd_split_apply_pre_u", 4),
     // Register-resident kernels, by prefix (a trailing '*'; the longest match wins).
+    ("nk_fwd_reg_f32_*", 3),
     ("nk_fwd_reg_*", 4),
     ("nk_bwd_reg_f32_*", 2),
     ("nk_bwd_reg_*", 3),
@@ -341,7 +343,8 @@ mod tests {
         }
         assert_eq!(occupancy("nk_fwd_row_a"), Some(4));
         assert_eq!(occupancy("nk_fwd_row_ah"), Some(5));
-        assert_eq!(occupancy("nk_fwd_reg_f32_ln_a"), Some(4));
+        assert_eq!(occupancy("nk_fwd_reg_f32_ln_a"), Some(3));
+        assert_eq!(occupancy("nk_fwd_reg_bf16_ln_a"), Some(4));
         assert_eq!(occupancy("nk_bwd_reg_bf16_ln"), Some(3));
         assert_eq!(occupancy("nk_bwd_reg_f32_ln"), Some(2));
     }
