@@ -8,7 +8,7 @@ pub struct Kernel {
     pub index: usize,
     /// The extern "C" symbol.
     pub name: &'static str,
-    /// 16-byte accesses (kernels-common's VEC = 8 / ALIGNED variants); else element by element.
+    /// 16-byte accesses (kernels-common's ALIGNED variants); else element by element.
     pub aligned: bool,
     /// Every tensor f16/bf16 (kernels-common's NARROW variants).
     pub narrow: bool,
