@@ -268,7 +268,7 @@ impl Ctx {
         match self.isa {
             // SAFETY: `isa` comes from `Isa::detect`, which checked these features.
             #[cfg(target_arch = "x86_64")]
-            super::Isa::Avx512 if self.fused => unsafe { self.row_fused(i, h) },
+            super::Isa::Avx512 if self.fused => unsafe { self.row_fused(i) },
             // SAFETY: as above.
             #[cfg(target_arch = "x86_64")]
             super::Isa::Avx512 => unsafe { row_avx512(self, i, h, r) },
@@ -285,7 +285,7 @@ impl Ctx {
     /// `self.fused` must be set (so the CPU has AVX-512 F/BW/VL and `x`, `y` are bf16).
     #[cfg(target_arch = "x86_64")]
     #[inline]
-    unsafe fn row_fused(&self, i: usize, h: &mut [f32]) {
+    unsafe fn row_fused(&self, i: usize) {
         use super::convert::Ptr;
         let (Ptr::BF16(xp), Ptr::BF16(yp)) = (self.x.ptr, self.y.ptr) else { unreachable!("fused needs bf16 x and y") };
         let vs = self.vec_shift;
@@ -300,7 +300,7 @@ impl Ctx {
                 x: xp.add(self.x.at(i)).cast_const().cast(),
                 y: yp.add(self.y.at(i)).cast(),
                 x_next,
-                h,
+                n: self.n,
                 w,
                 b,
                 layer: self.kind == NormKind::Layer,

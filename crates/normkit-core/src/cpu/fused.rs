@@ -1,10 +1,16 @@
 //! A fused AVX-512 forward row for bf16 in, bf16 out, no residual, `Gemma`/`Llama` casting: the
 //! commonest bf16 call, which the generic row runs as five to seven passes over its f32 scratch.
 //!
-//! Here the row costs three passes: (1) bf16 → f32 into scratch fused with the first reduction
-//! (Σx for LayerNorm, Σx² for RMSNorm); (2) Σ(x − μ)² over scratch (LayerNorm only, still two-pass
-//! statistics); (3) normalise, affine, round to bf16 and store, all in registers, 32 elements (one
-//! output line) at a time, with streaming stores of whole lines.
+//! Here the row costs three passes over the bf16 row itself (8 KiB at N = 4096, it stays in L1/L2
+//! once read) and no f32 scratch at all: (1) widen and Σx for LayerNorm (Σx² for RMSNorm);
+//! (2) widen again and Σ(x − μ)² (LayerNorm only, still two-pass statistics); (3) widen,
+//! normalise, affine, round to bf16 and store, all in registers, one 64-byte output line (32
+//! elements) per step, streaming whole lines, while the next row is prefetched. Re-widening costs
+//! two ops per 16 elements; an f32 scratch row beside `w` and `b` (48 KiB at N = 4096) overflowed
+//! L1 in pass 3, and dropping it measured LayerNorm 65–69% → 70–80% of memcpy (below).
+//! The reductions run four 1024-element blocks side by side (see `lanes512`), and the bf16
+//! rounding takes seven ops per 16 lanes (an unordered compare and a masked or for NaN) plus a
+//! two-shuffle pack per 32, against eleven and five before; neither showed above the noise alone.
 //!
 //! Every value is bitwise the generic row's: the reductions follow the order of
 //! `reduce::lanes_portable` (blocks of `reduce::BLOCK`, element `i` of a block's full 32-chunks in
@@ -17,10 +23,13 @@
 //! portable builds.
 //!
 //! Measured with the criterion bench (8192×4096, 2 threads of a 2-core AVX-512 Xeon without
-//! avx512bf16, load average 3–5 from other builds, so noisy; ratio to the memcpy of the same run,
-//! two alternating runs of old and new binaries): LayerNorm fwd bf16 48–53% → 68–68% of memcpy
-//! (10.4–10.6 → 12.0–13.6 GiB/s), RMSNorm fwd bf16 63–76% → 87–94% (12.0–13.4 → 16.6–17.7 GiB/s).
-
+//! avx512bf16; load average 1.5–5 from other builds, so noisy; ratio to the memcpy of the same
+//! run, old and new binaries alternated), % of memcpy:
+//! - generic row (before this file): LayerNorm fwd bf16 48, 53; RMSNorm fwd bf16 63, 76.
+//! - fused, h scratch: LN 68, 68, 70, 69, 73, 67, 69; RMS 87, 94, 73, 78, 93, 94, 83.
+//! - + block groups + cheaper rounding/pack: LN 74, 67, 68, 69, 66, 65; RMS 97, 85, 85, 94, 72, 92.
+//! - + no scratch (this version): LN 70, 80, 72; RMS 96, 82, 86.
+//!
 #![cfg(target_arch = "x86_64")]
 
 use std::arch::x86_64::*;
@@ -39,8 +48,8 @@ pub(super) struct RowArgs<'a> {
     pub y: *mut u16,
     /// The next row's input, to prefetch while this one is finished (null for none).
     pub x_next: *const u16,
-    /// f32 scratch of `n` elements, cache-line aligned from element `lead` on.
-    pub h: &'a mut [f32],
+    /// Elements in the row.
+    pub n: usize,
     /// `w + offset` and `b`, `n` elements each.
     pub w: Option<&'a [f32]>,
     pub b: Option<&'a [f32]>,
@@ -63,6 +72,27 @@ fn lanes512(
 ) -> f32 {
     let mut outer = [_mm512_setzero_ps(); 2];
     let mut start = 0;
+    // Each block's inner lanes start from zero, so the blocks' inner sums are independent: run
+    // `GROUP` full blocks side by side (8 accumulator chains instead of 2, the add latency no
+    // longer bounds the pass), then add them to the outer lanes in block order, as one at a time.
+    const GROUP: usize = 4;
+    while start + GROUP * BLOCK <= n {
+        let mut acc = [[_mm512_setzero_ps(); 2]; GROUP];
+        let mut c = 0;
+        while c < BLOCK {
+            for (g, a) in acc.iter_mut().enumerate() {
+                let i = start + g * BLOCK + c;
+                a[0] = _mm512_add_ps(a[0], fv(load(i)));
+                a[1] = _mm512_add_ps(a[1], fv(load(i + 16)));
+            }
+            c += LANES;
+        }
+        for a in acc {
+            outer[0] = _mm512_add_ps(outer[0], a[0]);
+            outer[1] = _mm512_add_ps(outer[1], a[1]);
+        }
+        start += GROUP * BLOCK;
+    }
     while start < n {
         let end = (start + BLOCK).min(n);
         let full = start + (end - start) / LANES * LANES;
@@ -102,18 +132,53 @@ fn lanes512(
     fold(flat)
 }
 
-/// `convert::f32_to_bf16_bits` on 16 lanes, as 32-bit lanes (the bits in the low half).
+/// Elements `i..i + 16` of a bf16 row, widened.
+///
+/// # Safety
+/// `x + i .. x + i + 16` must be readable.
+#[target_feature(enable = "avx2,avx512f,avx512bw,avx512vl")]
+#[inline]
+unsafe fn wide(x: *const u16, i: usize) -> __m512 {
+    // SAFETY: forwarded from the caller.
+    let u = unsafe { _mm256_loadu_si256(x.add(i).cast()) };
+    _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(u)))
+}
+
+/// `convert::f32_to_bf16_bits` on 16 lanes, as 32-bit lanes (the bits in the low half). NaN
+/// lanes (an unordered self-compare is exactly `(x & 0x7fff_ffff) > 0x7f80_0000`) take the
+/// quieted `(x >> 16) | 0x40` through a masked or, in place of a compare of `|x|` and a blend.
 #[target_feature(enable = "avx2,avx512f,avx512bw,avx512vl")]
 #[inline]
 fn bf16_bits16(v: __m512) -> __m512i {
     let x = _mm512_castps_si512(v);
+    let hi = _mm512_srli_epi32::<16>(x);
+    let odd = _mm512_and_si512(hi, _mm512_set1_epi32(1));
+    let rounded = _mm512_srli_epi32::<16>(_mm512_add_epi32(_mm512_add_epi32(x, _mm512_set1_epi32(0x7fff)), odd));
+    let is_nan = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(v, v);
+    _mm512_mask_or_epi32(rounded, is_nan, hi, _mm512_set1_epi32(0x0040))
+}
+
+/// `bf16_bits16(v) << 16` as f32 (round to bf16 and back), without the shifts: the rounded value
+/// with its low half cleared, `(x | 0x0040_0000) & 0xffff_0000` for NaN.
+#[target_feature(enable = "avx2,avx512f,avx512bw,avx512vl")]
+#[inline]
+fn round_bf16_16(v: __m512) -> __m512 {
+    let x = _mm512_castps_si512(v);
     let odd = _mm512_and_si512(_mm512_srli_epi32::<16>(x), _mm512_set1_epi32(1));
-    let rounded = _mm512_srli_epi32::<16>(_mm512_add_epi32(x, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff))));
-    let quiet = _mm512_or_si512(_mm512_srli_epi32::<16>(x), _mm512_set1_epi32(0x0040));
-    let abs = _mm512_and_si512(x, _mm512_set1_epi32(0x7fff_ffff));
-    // Both sides are below 2^31, so the signed compare is the unsigned one of the scalar code.
-    let is_nan = _mm512_cmpgt_epi32_mask(abs, _mm512_set1_epi32(0x7f80_0000));
-    _mm512_mask_blend_epi32(is_nan, rounded, quiet)
+    let t = _mm512_add_epi32(_mm512_add_epi32(x, _mm512_set1_epi32(0x7fff)), odd);
+    let is_nan = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(v, v);
+    let t = _mm512_mask_or_epi32(t, is_nan, x, _mm512_set1_epi32(0x0040_0000));
+    _mm512_castsi512_ps(_mm512_and_si512(t, _mm512_set1_epi32(0xffff_0000u32 as i32)))
+}
+
+/// Packs two vectors of 16 bf16 patterns (in 32-bit lanes, each `< 2^16`) into one line of 32:
+/// `packus` (exact, nothing saturates) interleaves per 128-bit lane, a qword permute restores
+/// the order. Two shuffles for 32 elements, where two `vpmovdw` and an insert take five.
+#[target_feature(enable = "avx2,avx512f,avx512bw,avx512vl")]
+#[inline]
+fn pack32(lo: __m512i, hi: __m512i) -> __m512i {
+    let p = _mm512_packus_epi32(lo, hi);
+    _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7), p)
 }
 
 /// One output value, scalar (heads and tails), the same operations as the vector loop.
@@ -135,41 +200,36 @@ fn out_scalar(v: f32, mu: f32, rstd: f32, llama: bool, w: Option<f32>, b: Option
 /// Normalises one row; returns `(μ, rstd)` (μ = 0 for RMSNorm).
 ///
 /// # Safety
-/// The CPU must support AVX-512 F/BW/VL; `x` must be valid for `h.len()` reads and `y` for
-/// `h.len()` writes owned by this thread; `w`/`b` have `h.len()` elements.
+/// The CPU must support AVX-512 F/BW/VL; `x` must be valid for `n` reads and `y` for `n` writes
+/// owned by this thread; `w`/`b` have `n` elements.
 #[target_feature(enable = "avx2,avx512f,avx512bw,avx512vl")]
 pub(super) unsafe fn row(a: RowArgs<'_>) -> (f32, f32) {
-    let n = a.h.len();
+    let n = a.n;
     let nf = n as f32;
-    let h = a.h.as_mut_ptr();
     let x = a.x;
     // Soundness of the raw accesses: every index below is `< n` (vector accesses cover `i..i+16`
-    // with `i + 16 <= n`), within `x`, `y` and `h` as the caller guarantees.
-    // Pass 1: widen into scratch, fused with Σx (LayerNorm) or Σx² (RMSNorm).
+    // with `i + 16 <= n`), within `x`, `y`, `w` and `b` as the caller guarantees.
+    // Pass 1: widen, fused with Σx (LayerNorm) or Σx² (RMSNorm).
     let load = |i: usize| {
         // SAFETY: as said above.
         unsafe {
             let u = _mm256_loadu_si256(x.add(i).cast());
-            let v = _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(u)));
-            _mm512_storeu_ps(h.add(i), v);
-            v
+            _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(u)))
         }
     };
     let get = |i: usize| {
         // SAFETY: as said above.
         unsafe {
-            let v = f32::from_bits((*x.add(i) as u32) << 16);
-            *h.add(i) = v;
-            v
+            f32::from_bits((*x.add(i) as u32) << 16)
         }
     };
     let (mu, rstd) = if a.layer {
         let mu = lanes512(n, load, get, |v| v, |v| v) / nf;
         let cv = _mm512_set1_ps(mu);
         // SAFETY: as said above.
-        let ld = |i: usize| unsafe { _mm512_loadu_ps(h.add(i)) };
+        let ld = |i: usize| unsafe { wide(x, i) };
         // SAFETY: as said above.
-        let gt = |i: usize| unsafe { *h.add(i) };
+        let gt = |i: usize| unsafe { f32::from_bits((*x.add(i) as u32) << 16) };
         let fv = |v: __m512| {
             let d = _mm512_sub_ps(v, cv);
             _mm512_mul_ps(d, d)
@@ -185,15 +245,15 @@ pub(super) unsafe fn row(a: RowArgs<'_>) -> (f32, f32) {
     let (w, b, llama) = (a.w, a.b, a.llama);
     let scalar = |i: usize| {
         // SAFETY: as said above.
-        unsafe { out_scalar(*h.add(i), mu, rstd, llama, w.map(|w| w[i]), b.map(|b| b[i])) }
+        unsafe { out_scalar(f32::from_bits((*x.add(i) as u32) << 16), mu, rstd, llama, w.map(|w| w[i]), b.map(|b| b[i])) }
     };
     let (muv, rsv) = (_mm512_set1_ps(mu), _mm512_set1_ps(rstd));
     let vec16 = |i: usize| {
         // SAFETY: as said above (`w`, `b` have `n` elements).
         unsafe {
-            let mut t = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(h.add(i)), muv), rsv);
+            let mut t = _mm512_mul_ps(_mm512_sub_ps(wide(x, i), muv), rsv);
             if llama {
-                t = _mm512_castsi512_ps(_mm512_slli_epi32::<16>(bf16_bits16(t)));
+                t = round_bf16_16(t);
             }
             if let Some(w) = w {
                 t = _mm512_mul_ps(t, _mm512_loadu_ps(w.as_ptr().add(i)));
@@ -201,7 +261,7 @@ pub(super) unsafe fn row(a: RowArgs<'_>) -> (f32, f32) {
             if let Some(b) = b {
                 t = _mm512_add_ps(t, _mm512_loadu_ps(b.as_ptr().add(i)));
             }
-            _mm512_cvtepi32_epi16(bf16_bits16(t))
+            bf16_bits16(t)
         }
     };
     let y = a.y;
@@ -217,7 +277,7 @@ pub(super) unsafe fn row(a: RowArgs<'_>) -> (f32, f32) {
             _mm_prefetch::<_MM_HINT_T1>(a.x_next.wrapping_add(i).cast());
         }
         let (lo, hi) = (vec16(i), vec16(i + 16));
-        let line = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(lo), hi);
+        let line = pack32(lo, hi);
         // SAFETY: as said above; `y + i` is 64-byte aligned here (`y + head` is a line boundary).
         unsafe {
             if a.stream {
@@ -237,4 +297,48 @@ pub(super) unsafe fn row(a: RowArgs<'_>) -> (f32, f32) {
         _mm_sfence();
     }
     (mu, rstd)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cpu::convert::bf16_bits_to_f32;
+
+    /// The 16-lane roundings and the pack against the scalar conversion, over a stride through
+    /// all f32 patterns plus ties, NaNs (quiet and signalling, both signs), infinities, zeros.
+    #[test]
+    fn vector_rounding_matches_scalar() {
+        if !(std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512bw") && std::is_x86_feature_detected!("avx512vl")) {
+            return;
+        }
+        let mut pats: Vec<u32> = vec![
+            0, 0x8000_0000, 0x7f80_0000, 0xff80_0000, 0x7f80_0001, 0xff80_0001, 0x7fc0_0000, 0xffc0_0000, 0x7fbf_ffff, 0x7fff_ffff,
+            0xffff_ffff, 0x7f7f_ffff, 0x7f7f_8000, 0x3f80_8000, 0x3f81_8000, 0x0000_8000, 0x0001_8000, 0x8000_7fff, 0xffff_8000,
+        ];
+        let mut x = 0u32;
+        for _ in 0..2_000_000 {
+            pats.push(x);
+            x = x.wrapping_add(2_147_483_647 / 1000 * 2 + 1);
+        }
+        while pats.len() % 32 != 0 {
+            pats.push(0x7f80_0002);
+        }
+        for c in pats.chunks_exact(32) {
+            let mut out = [0u16; 32];
+            let mut rt = [0.0f32; 32];
+            // SAFETY: AVX-512 F/BW/VL checked above; every access is within the 32-element arrays.
+            unsafe {
+                let lo = _mm512_castsi512_ps(_mm512_loadu_si512(c.as_ptr().cast()));
+                let hi = _mm512_castsi512_ps(_mm512_loadu_si512(c.as_ptr().add(16).cast()));
+                _mm512_storeu_si512(out.as_mut_ptr().cast(), pack32(bf16_bits16(lo), bf16_bits16(hi)));
+                _mm512_storeu_ps(rt.as_mut_ptr(), round_bf16_16(lo));
+                _mm512_storeu_ps(rt.as_mut_ptr().add(16), round_bf16_16(hi));
+            }
+            for (k, &p) in c.iter().enumerate() {
+                let want = f32_to_bf16_bits(f32::from_bits(p));
+                assert_eq!(out[k], want, "{p:#010x}");
+                assert_eq!(rt[k].to_bits(), bf16_bits_to_f32(want).to_bits(), "{p:#010x}");
+            }
+        }
+    }
 }

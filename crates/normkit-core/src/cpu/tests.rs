@@ -426,7 +426,7 @@ fn device_info_and_copy_ceiling() {
 #[test]
 fn fused_bf16_row_gives_the_same_bits() {
     use super::{Isa, FORCE_STREAM, MAX_ISA};
-    for n in [1, 15, 31, 32, 33, 63, 100, 777, 1023, 1024, 1025, 2100, 4096] {
+    for n in [1, 15, 31, 32, 33, 63, 100, 777, 1023, 1024, 1025, 2100, 4096, 4127, 9000] {
         let m = 4;
         let mut x = data(m * n, 31 + n as u64);
         let w = data(n, 32);
