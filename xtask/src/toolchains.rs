@@ -6,7 +6,7 @@
 //!   headers does not work),
 //! - cuobjdump / nvdisasm 13.2 into `$TOOLS/cuobjdump` (SASS checks without a GPU),
 //! - clang-22, lld-22, llvm-22 (HIP code objects for gfx942/gfx950) and chromium (the HTML report
-//!   test) from Debian, with one `apt-get update`.
+//!   test) and Debian's HIP 5.2 runtime (host tests of the no-device path), with one `apt-get update`.
 
 use crate::util::{self, tools_dir, which};
 use std::path::PathBuf;
@@ -21,11 +21,15 @@ const CUDA_WHEELS: [&str; 5] = [
 ];
 const CUOBJDUMP_WHEELS: [&str; 2] = ["nvidia-cuda-cuobjdump==13.2.51", "nvidia-cuda-nvdisasm==13.2.51"];
 /// Debian packages and a file each that proves it is installed.
-const APT: [(&str, &str); 4] = [
+/// `libamdhip64-5` is Debian's HIP 5.2 runtime: it cannot run normkit's gfx942/gfx950 code objects,
+/// but with it the HIP backend's host tests reach the runtime and check the "no AMD GPU"
+/// (`hipErrorNoDevice`) path on machines without one, as CI is.
+const APT: [(&str, &str); 5] = [
     ("clang-22", "/usr/bin/clang++-22"),
     ("lld-22", "/usr/bin/ld.lld-22"),
     ("llvm-22", "/usr/bin/llvm-objdump-22"),
     ("chromium", "/usr/bin/chromium"),
+    ("libamdhip64-5", "/usr/lib/x86_64-linux-gnu/libamdhip64.so.5"),
 ];
 
 /// What is installed after provisioning; a `None` tool could not be installed.
