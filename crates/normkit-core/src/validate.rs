@@ -116,6 +116,14 @@ fn want_dtype(operand: Operand, got: DType, want: DType, rule: &'static str) -> 
     }
 }
 
+/// Checks a vector operand (weight, bias, statistics, dW, dB): its length, dtype and extent.
+fn check_vec<B: Buffer + ?Sized>(op: Operand, buf: &B, span: Span, len: usize, dtype: DType, rule: &'static str) -> Result<Span> {
+    shape(op, Dim::Len, len, span.len)?;
+    want_dtype(op, buf.dtype(), dtype, rule)?;
+    check_span(op, &span, buf.len())?;
+    Ok(span)
+}
+
 /// The bytes an operand covers, for the overlap check of buffers that expose an address.
 struct Region {
     operand: Operand,
@@ -219,17 +227,10 @@ pub fn validate_forward<B: Buffer + ?Sized>(desc: &NormDesc, a: &Forward<'_, B>)
         residual = Some((rl, r.output_layout(), r.is_in_place()));
     }
 
-    let vec = |op: Operand, buf: Option<(&B, Span)>, len: usize, dtype: DType, rule: &'static str| -> Result<Option<Span>> {
-        let Some((b, s)) = buf else { return Ok(None) };
-        shape(op, Dim::Len, len, s.len)?;
-        want_dtype(op, b.dtype(), dtype, rule)?;
-        check_span(op, &s, b.len())?;
-        Ok(Some(s))
-    };
-    let weight = vec(Operand::Weight, a.weight.as_ref().map(|w| (w.buf, w.span)), n, dtypes.weight, "weight and bias must share a dtype")?;
-    let bias = vec(Operand::Bias, a.bias.as_ref().map(|b| (b.buf, b.span)), n, dtypes.weight, "weight and bias must share a dtype")?;
-    let mean = vec(Operand::Mean, a.mean.as_ref().map(|v| (&*v.buf, v.span)), m, DType::F32, "statistics are f32")?;
-    let rstd = vec(Operand::Rstd, a.rstd.as_ref().map(|v| (&*v.buf, v.span)), m, DType::F32, "statistics are f32")?;
+    let weight = a.weight.as_ref().map(|w| check_vec(Operand::Weight, w.buf, w.span, n, dtypes.weight, "weight and bias must share a dtype")).transpose()?;
+    let bias = a.bias.as_ref().map(|b| check_vec(Operand::Bias, b.buf, b.span, n, dtypes.weight, "weight and bias must share a dtype")).transpose()?;
+    let mean = a.mean.as_ref().map(|v| check_vec(Operand::Mean, &*v.buf, v.span, m, DType::F32, "statistics are f32")).transpose()?;
+    let rstd = a.rstd.as_ref().map(|v| check_vec(Operand::Rstd, &*v.buf, v.span, m, DType::F32, "statistics are f32")).transpose()?;
 
     let mut regions = Vec::new();
     io_regions(&a.x, Operand::X, Operand::Y, &mut regions);
@@ -295,18 +296,11 @@ pub fn validate_backward<B: Buffer + ?Sized>(desc: &NormDesc, a: &Backward<'_, B
         d_residual_out = Some(d.layout);
     }
 
-    let vec = |op: Operand, buf: Option<(&B, Span)>, len: usize, dtype: DType, rule: &'static str| -> Result<Option<Span>> {
-        let Some((b, s)) = buf else { return Ok(None) };
-        shape(op, Dim::Len, len, s.len)?;
-        want_dtype(op, b.dtype(), dtype, rule)?;
-        check_span(op, &s, b.len())?;
-        Ok(Some(s))
-    };
-    let weight = vec(Operand::Weight, a.weight.as_ref().map(|w| (w.buf, w.span)), n, wdt, "weight and its gradients must share a dtype")?;
-    let mean = vec(Operand::Mean, a.mean.as_ref().map(|v| (v.buf, v.span)), m, DType::F32, "statistics are f32")?;
-    let rstd = vec(Operand::Rstd, Some((a.rstd.buf, a.rstd.span)), m, DType::F32, "statistics are f32")?.expect("rstd is always present");
-    let dw = vec(Operand::Dw, a.dw.as_ref().map(|v| (&*v.buf, v.span)), n, wdt, "weight and its gradients must share a dtype")?;
-    let db = vec(Operand::Db, a.db.as_ref().map(|v| (&*v.buf, v.span)), n, wdt, "weight and its gradients must share a dtype")?;
+    let weight = a.weight.as_ref().map(|w| check_vec(Operand::Weight, w.buf, w.span, n, wdt, "weight and its gradients must share a dtype")).transpose()?;
+    let mean = a.mean.as_ref().map(|v| check_vec(Operand::Mean, v.buf, v.span, m, DType::F32, "statistics are f32")).transpose()?;
+    let rstd = check_vec(Operand::Rstd, a.rstd.buf, a.rstd.span, m, DType::F32, "statistics are f32")?;
+    let dw = a.dw.as_ref().map(|v| check_vec(Operand::Dw, &*v.buf, v.span, n, wdt, "weight and its gradients must share a dtype")).transpose()?;
+    let db = a.db.as_ref().map(|v| check_vec(Operand::Db, &*v.buf, v.span, n, wdt, "weight and its gradients must share a dtype")).transpose()?;
 
     let mut regions = Vec::new();
     regions.extend(mat_region(Operand::X, a.x.buf, &xl, false));
