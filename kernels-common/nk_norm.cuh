@@ -678,18 +678,60 @@ NK_DEVICE void bwd_finalize(const NkBwdParams& p) {
 // element-wise variants run this same body, so a row's result never depends on the layout.
 constexpr int REG_KMAX = 4;
 
+// Thread-private 16-byte slots of the prefetch buffers (dynamic shared memory): buffer b, tensor
+// s, chunk k, 16-byte half q (two for f32), thread tid; a warp's lanes touch consecutive vectors.
+// K is the chunks per thread of the launch (the host sizes the buffers with it).
+template <int NS, int SW>
+NK_DEVICE nk_u128* pf_slot(unsigned char* smem, int b, int s, int k, int q, int tid, int bd, int K) {
+    return reinterpret_cast<nk_u128*>(smem) + ((((int64_t)(b * NS + s) * K + k) * SW + q) * bd + tid);
+}
+template <int NS, int SW>
+NK_DEVICE void pf_stage(unsigned char* smem, int b, int s, const void* row, int64_t e, int k, int tid, int bd, int K) {
+    const unsigned char* src = static_cast<const unsigned char*>(row) + e * (SW == 2 ? 4 : 2);
+#pragma unroll
+    for (int q = 0; q < SW; ++q) nk_copy16_async(pf_slot<NS, SW>(smem, b, s, k, q, tid, bd, K), src + 16 * q);
+}
+template <int NS, int SW>
+NK_DEVICE void pf_read(unsigned char* smem, int b, int s, int k, int tid, int bd, int K, Raw& r) {
+#pragma unroll
+    for (int q = 0; q < SW; ++q) r.q[q] = *pf_slot<NS, SW>(smem, b, s, k, q, tid, bd, K);
+}
+
+// h = x + r rounded to DT, as stored (the fused residual add).
+template <int DT, bool NARROW>
+NK_DEVICE void residual_add(Raw& h, const Raw& r) {
+    float v[CH], rv[CH];
+    unpack<NARROW>(DT, h, v);
+    unpack<NARROW>(DT, r, rv);
+#pragma unroll
+    for (int j = 0; j < CH; ++j) v[j] = round_to(DT, nk_add_rn(v[j], rv[j]));
+    pack<NARROW>(DT, v, h);
+}
+
+// Forward, register-resident rows. SPEC = DT + 4·LN + 8·RES (+ 16: KMAX = 2·REG_KMAX, + 32: KMAX =
+// 4·REG_KMAX) (+ 64: PF,
+// prefetch). Without PF a thread loads its K chunks of a row into registers at once. With PF
+// (16-byte layouts) the next row's chunks are copied asynchronously (cp.async) into
+// thread-private shared-memory slots (two buffers) while the current row is reduced and written,
+// and each pass re-reads the current row from its slots instead of holding it in registers: loads
+// stay in flight across the reduction, and occupancy is not bounded by a row's registers. Both
+// forms (and the element-wise twin) perform the same arithmetic in the same order, bit for bit.
+// Dynamic shared memory with PF: 2·(1 + RES)·K·blockDim·16·SW bytes (SW = 2 for f32, else 1).
 template <bool ALIGNED, int SPEC>
 NK_DEVICE void fwd_reg(const NkFwdParams& p0) {
     constexpr int DT = SPEC & 3;
     constexpr bool LN = (SPEC & 4) != 0, RES = (SPEC & 8) != 0;
     constexpr bool NARROW = DT != NK_DT_F32;
-    constexpr int KMAX = (SPEC & 16) ? 2 * REG_KMAX : REG_KMAX;
+    constexpr int KMAX = (SPEC & 32) ? 4 * REG_KMAX : (SPEC & 16) ? 2 * REG_KMAX : REG_KMAX;
+    constexpr bool PF = ALIGNED && (SPEC & 64) != 0;
+    constexpr int NS = RES ? 2 : 1, SW = NARROW ? 1 : 2;
     const NkFwdParams p = specialise<DT, NK_CAST_GEMMA>(p0);
     NK_SHARED float scratch[2][NK_ROW_MAX_THREADS / NK_WARP];
-    int par = 0;
+    NK_DYN_SMEM(smem);
+    int par = 0, buf = 0;
     const bool has_w = (p.flags & NK_F_WEIGHT) != 0, has_b = (p.flags & NK_F_BIAS) != 0;
     const bool stats = (p.flags & NK_F_STATS) != 0;
-    const int G = p.group, rpc = p.rpc, tid = nk_tid();
+    const int G = p.group, rpc = p.rpc, tid = nk_tid(), bd = nk_bdim();
     const int t = tid % G, g = tid / G;
     const int64_t n = p.n;
     const int nch = (int)((n + CH - 1) / CH);
@@ -697,60 +739,104 @@ NK_DEVICE void fwd_reg(const NkFwdParams& p0) {
     const float nf = (float)n, offset = p.offset;
     const void* wp = reinterpret_cast<const void*>(p.w);
     const void* bp = reinterpret_cast<const void*>(p.b);
-    for (int64_t row0 = nk_bid() * rpc; row0 < p.m; row0 += nk_nblocks() * rpc) {
+    const int64_t step = nk_nblocks() * rpc;
+    // PF: queues the asynchronous copies of `row` into buffer b (none for rows past M) and closes
+    // the group, so every iteration commits exactly one group.
+    auto stage = [&](int64_t row, int b) {
+        if (row < p.m) {
+            const void* xrow = row_ptr(p.x, row, p.sx, DT);
+            const void* rrow = row_ptr(p.r, row, p.sr, DT);
+#pragma unroll
+            for (int k = 0; k < KMAX; ++k) {
+                const int c = k * G + t;
+                if (k < K && c < nch) {
+                    pf_stage<NS, SW>(smem, b, 0, xrow, (int64_t)c * CH, k, tid, bd, K);
+                    if (RES) pf_stage<NS, SW>(smem, b, 1, rrow, (int64_t)c * CH, k, tid, bd, K);
+                }
+            }
+        }
+        nk_copy_async_commit();
+    };
+    if (PF) stage(nk_bid() * rpc + g, 0);
+    for (int64_t row0 = nk_bid() * rpc; row0 < p.m; row0 += step) {
         const int64_t row = row0 + g;
         const bool active = row < p.m;
-        Raw h[KMAX];
+        if (PF) {
+            stage(row + step, buf ^ 1);
+            nk_copy_async_wait_prior();
+        }
+        // Chunk k of h (x, or x + r as stored): from registers, or re-read from the slots.
+        Raw h[PF ? 1 : KMAX];
+        auto get = [&](int k, Raw& o) {
+            if constexpr (PF) {
+                pf_read<NS, SW>(smem, buf, 0, k, tid, bd, K, o);
+                if (RES) {
+                    Raw r;
+                    pf_read<NS, SW>(smem, buf, 1, k, tid, bd, K, r);
+                    residual_add<DT, NARROW>(o, r);
+                }
+            } else {
+                o = h[k];
+            }
+        };
         float acc[1] = {0.f};
         if (active) {
             const void* xrow = row_ptr(p.x, row, p.sx, DT);
-            if (RES) {
-                const void* rrow = row_ptr(p.r, row, p.sr, DT);
-                Raw r[KMAX];
+            const void* rrow = row_ptr(p.r, row, p.sr, DT);
+            void* rorow = row_ptr_mut(p.r_out, row, p.sro, DT);
+            if constexpr (!PF) {
+                Raw r[RES ? KMAX : 1];
 #pragma unroll
                 for (int k = 0; k < KMAX; ++k) {
                     const int c = k * G + t;
                     if (k < K && c < nch) {
                         load_chunk<ALIGNED, NARROW>(xrow, DT, (int64_t)c * CH, n, h[k]);
-                        load_chunk<ALIGNED, NARROW>(rrow, DT, (int64_t)c * CH, n, r[k]);
+                        if (RES) load_chunk<ALIGNED, NARROW>(rrow, DT, (int64_t)c * CH, n, r[k]);
                     }
                 }
-                void* rorow = row_ptr_mut(p.r_out, row, p.sro, DT);
+                if (RES) {
+#pragma unroll
+                    for (int k = 0; k < KMAX; ++k) {
+                        const int c = k * G + t;
+                        if (k < K && c < nch) residual_add<DT, NARROW>(h[k], r[k]);
+                    }
+                }
+            }
+            if (RES || !LN) {
 #pragma unroll
                 for (int k = 0; k < KMAX; ++k) {
                     const int c = k * G + t;
                     if (k < K && c < nch) {
-                        float v[CH], rv[CH];
-                        unpack<NARROW>(DT, h[k], v);
-                        unpack<NARROW>(DT, r[k], rv);
-#pragma unroll
-                        for (int j = 0; j < CH; ++j) v[j] = round_to(DT, nk_add_rn(v[j], rv[j]));
-                        pack<NARROW>(DT, v, h[k]);
-                        store_chunk<ALIGNED, NARROW>(rorow, DT, (int64_t)c * CH, n, h[k]);
-                        add_chunk(acc[0], v, LN, (int64_t)c * CH, n);
-                    }
-                }
-            } else {
-#pragma unroll
-                for (int k = 0; k < KMAX; ++k) {
-                    const int c = k * G + t;
-                    if (k < K && c < nch) load_chunk<ALIGNED, NARROW>(xrow, DT, (int64_t)c * CH, n, h[k]);
-                }
-#pragma unroll
-                for (int k = 0; k < KMAX; ++k) {
-                    const int c = k * G + t;
-                    if (k < K && c < nch) {
-                        float v[CH];
-                        unpack<NARROW>(DT, h[k], v);
-                        add_chunk(acc[0], v, LN, (int64_t)c * CH, n);
+                        Raw hk;
+                        get(k, hk);
+                        if (RES) store_chunk<ALIGNED, NARROW>(rorow, DT, (int64_t)c * CH, n, hk);
+                        if (!LN) {
+                            float v[CH];
+                            unpack<NARROW>(DT, hk, v);
+                            add_chunk(acc[0], v, false, (int64_t)c * CH, n);
+                        }
                     }
                 }
             }
         }
-        group_sum_nb<1>(acc, G, scratch[par]);
-        par ^= 1;
         float mean = 0.f, var;
         if (LN) {
+            // Two reductions: the mean, then the squared deviations from it (never E[x²] − μ²).
+            if (active) {
+#pragma unroll
+                for (int k = 0; k < KMAX; ++k) {
+                    const int c = k * G + t;
+                    if (k < K && c < nch) {
+                        Raw hk;
+                        float v[CH];
+                        get(k, hk);
+                        unpack<NARROW>(DT, hk, v);
+                        add_chunk(acc[0], v, true, (int64_t)c * CH, n);
+                    }
+                }
+            }
+            group_sum_nb<1>(acc, G, scratch[par]);
+            par ^= 1;
             mean = nk_div_rn(acc[0], nf);
             float a2[1] = {0.f};
             if (active) {
@@ -758,68 +844,79 @@ NK_DEVICE void fwd_reg(const NkFwdParams& p0) {
                 for (int k = 0; k < KMAX; ++k) {
                     const int c = k * G + t;
                     if (k < K && c < nch) {
+                        Raw hk;
                         float v[CH];
-                        unpack<NARROW>(DT, h[k], v);
+                        get(k, hk);
+                        unpack<NARROW>(DT, hk, v);
                         add_centred(a2[0], v, mean, (int64_t)c * CH, n);
                     }
                 }
             }
             group_sum_nb<1>(a2, G, scratch[par]);
-            par ^= 1;
             var = nk_div_rn(a2[0], nf);
         } else {
+            group_sum_nb<1>(acc, G, scratch[par]);
             var = nk_div_rn(acc[0], nf);
         }
+        par ^= 1;
         const float rstd = nk_rsqrt_rn(nk_add_rn(var, p.eps));
-        if (!active) continue;
-        if (stats && t == 0) {
-            store_one(reinterpret_cast<void*>(p.rstd), NK_DT_F32, row, rstd);
-            if (LN) store_one(reinterpret_cast<void*>(p.mean), NK_DT_F32, row, mean);
-        }
-        void* yrow = row_ptr_mut(p.y, row, p.sy, DT);
+        if (active) {
+            if (stats && t == 0) {
+                store_one(reinterpret_cast<void*>(p.rstd), NK_DT_F32, row, rstd);
+                if (LN) store_one(reinterpret_cast<void*>(p.mean), NK_DT_F32, row, mean);
+            }
+            void* yrow = row_ptr_mut(p.y, row, p.sy, DT);
 #pragma unroll
-        for (int k = 0; k < KMAX; ++k) {
-            const int c = k * G + t;
-            if (k < K && c < nch) {
-                const int64_t e = (int64_t)c * CH;
-                float v[CH], wo[CH], b[CH], y[CH];
-                unpack<NARROW>(DT, h[k], v);
-                // Absent weight: multiply by 1 (exact); absent bias: add −0 (exact, keeps −0).
-                if (has_w) {
-                    Raw wr;
-                    load_chunk<ALIGNED, NARROW>(wp, DT, e, n, wr);
-                    unpack<NARROW>(DT, wr, wo);
+            for (int k = 0; k < KMAX; ++k) {
+                const int c = k * G + t;
+                if (k < K && c < nch) {
+                    const int64_t e = (int64_t)c * CH;
+                    float v[CH], wo[CH], b[CH], y[CH];
+                    Raw hk;
+                    get(k, hk);
+                    unpack<NARROW>(DT, hk, v);
+                    // Absent weight: multiply by 1 (exact); absent bias: add −0 (exact, keeps −0).
+                    if (has_w) {
+                        Raw wr;
+                        load_chunk<ALIGNED, NARROW>(wp, DT, e, n, wr);
+                        unpack<NARROW>(DT, wr, wo);
 #pragma unroll
-                    for (int j = 0; j < CH; ++j) wo[j] = nk_add_rn(wo[j], offset);
-                } else {
+                        for (int j = 0; j < CH; ++j) wo[j] = nk_add_rn(wo[j], offset);
+                    } else {
 #pragma unroll
-                    for (int j = 0; j < CH; ++j) wo[j] = 1.f;
+                        for (int j = 0; j < CH; ++j) wo[j] = 1.f;
+                    }
+                    if (has_b) {
+                        Raw br;
+                        load_chunk<ALIGNED, NARROW>(bp, DT, e, n, br);
+                        unpack<NARROW>(DT, br, b);
+                    } else {
+#pragma unroll
+                        for (int j = 0; j < CH; ++j) b[j] = -0.f;
+                    }
+#pragma unroll
+                    for (int j = 0; j < CH; ++j) {
+                        const float xh = nk_mul_rn(LN ? nk_sub_rn(v[j], mean) : v[j], rstd);
+                        y[j] = nk_add_rn(nk_mul_rn(xh, wo[j]), b[j]);
+                    }
+                    store<ALIGNED, NARROW>(yrow, DT, e, n, y);
                 }
-                if (has_b) {
-                    Raw br;
-                    load_chunk<ALIGNED, NARROW>(bp, DT, e, n, br);
-                    unpack<NARROW>(DT, br, b);
-                } else {
-#pragma unroll
-                    for (int j = 0; j < CH; ++j) b[j] = -0.f;
-                }
-#pragma unroll
-                for (int j = 0; j < CH; ++j) {
-                    const float xh = nk_mul_rn(LN ? nk_sub_rn(v[j], mean) : v[j], rstd);
-                    y[j] = nk_add_rn(nk_mul_rn(xh, wo[j]), b[j]);
-                }
-                store<ALIGNED, NARROW>(yrow, DT, e, n, y);
             }
         }
+        buf ^= 1;
     }
+    if (PF) nk_copy_async_wait_all();
 }
 
 // Backward, register-resident (16-byte accesses only; other layouts take bwd_row): every tensor
-// has x's dtype DT. SPEC = DT + 4·LN + 8·RES (d_residual_out) + 16 (KMAX = 1) or 32 (KMAX = 4). Groups of G threads walk the rows
+// has x's dtype DT. SPEC = DT + 4·LN + 8·RES (d_residual_out) + 16 (KMAX = 1) or 32 (KMAX = 4)
+// (+ 64: PF, the next row's x, dy (and d_residual_out) prefetched by cp.async into two buffers of
+// thread-private shared-memory slots, as in fwd_reg; same arithmetic). Groups of G threads walk the rows
 // of a persistent grid; thread t owns the chunks t, t + G, ... (K ≤ KMAX) of every row it visits,
 // so its dW/dB partial stays in registers across rows. At the end the CTA's groups are summed in
 // group order through shared memory (rpc·N floats, dynamic; none when rpc = 1) and the CTA writes
-// one fp32 partial row; bwd_finalize sums the partial rows in a fixed order.
+// one fp32 partial row; bwd_finalize sums the partial rows in a fixed order. Dynamic shared
+// memory: max(rpc > 1 ? rpc·N·4 : 0, PF ? 2·(2 + RES)·K·blockDim·16·SW : 0) bytes.
 constexpr int BREG_KMAX = 2;
 
 template <bool ALIGNED, int SPEC>
@@ -828,9 +925,12 @@ NK_DEVICE void bwd_reg(const NkBwdParams& p0) {
     constexpr bool LN = (SPEC & 4) != 0, RES = (SPEC & 8) != 0;
     constexpr bool NARROW = DT != NK_DT_F32;
     constexpr int KMAX = (SPEC & 16) ? 1 : (SPEC & 32) ? 2 * BREG_KMAX : BREG_KMAX;
+    constexpr bool PF = ALIGNED && (SPEC & 64) != 0;
+    constexpr int NS = RES ? 3 : 2, SW = NARROW ? 1 : 2;
+    constexpr int KR = PF ? 1 : KMAX;  // chunks held in registers across the reduction
     const NkBwdParams p = specialise<DT>(p0);
     NK_SHARED float scratch[2][2 * NK_ROW_MAX_THREADS / NK_WARP];
-    int par = 0;
+    int par = 0, buf = 0;
     NK_DYN_SMEM(smem);
     Flags f(p.flags);
     f.ln = LN;
@@ -843,19 +943,14 @@ NK_DEVICE void bwd_reg(const NkBwdParams& p0) {
     const int K = (nch + G - 1) / G;
     const float nf = (float)n;
     const void* wp = reinterpret_cast<const void*>(p.w);
+    const int64_t step = nk_nblocks() * rpc;
     float dwa[KMAX][CH], dba[KMAX][CH];
 #pragma unroll
     for (int k = 0; k < KMAX; ++k)
 #pragma unroll
         for (int j = 0; j < CH; ++j) dwa[k][j] = dba[k][j] = 0.f;
-    for (int64_t row0 = nk_bid() * rpc; row0 < p.m; row0 += nk_nblocks() * rpc) {
-        const int64_t row = row0 + g;
-        const bool active = row < p.m;
-        Raw xr[KMAX], dyr[KMAX], wr[KMAX], drr[KMAX];
-        BwdRow st = {0.f, 0.f};
-        float a[2] = {0.f, 0.f};
-        if (active) {
-            st = bwd_row_stats(p, row);
+    auto stage = [&](int64_t row, int b) {
+        if (row < p.m) {
             const void* xrow = row_ptr(p.x, row, p.sx, DT);
             const void* dyrow = row_ptr(p.dy, row, p.sdy, DT);
             const void* drow = row_ptr(p.dres, row, p.sdres, DT);
@@ -864,38 +959,101 @@ NK_DEVICE void bwd_reg(const NkBwdParams& p0) {
                 const int c = k * G + t;
                 if (k < K && c < nch) {
                     const int64_t e = (int64_t)c * CH;
-                    load_chunk<ALIGNED, NARROW>(xrow, DT, e, n, xr[k]);
-                    load_chunk<ALIGNED, NARROW>(dyrow, DT, e, n, dyr[k]);
-                    if (has_w) load_chunk<ALIGNED, NARROW>(wp, DT, e, n, wr[k]);
-                    if (RES) load_chunk<ALIGNED, NARROW>(drow, DT, e, n, drr[k]);
+                    pf_stage<NS, SW>(smem, b, 0, xrow, e, k, tid, bd, K);
+                    pf_stage<NS, SW>(smem, b, 1, dyrow, e, k, tid, bd, K);
+                    if (RES) pf_stage<NS, SW>(smem, b, 2, drow, e, k, tid, bd, K);
+                }
+            }
+        }
+        nk_copy_async_commit();
+    };
+    if (PF) stage(nk_bid() * rpc + g, 0);
+    for (int64_t row0 = nk_bid() * rpc; row0 < p.m; row0 += step) {
+        const int64_t row = row0 + g;
+        const bool active = row < p.m;
+        if (PF) {
+            stage(row + step, buf ^ 1);
+            nk_copy_async_wait_prior();
+        }
+        Raw xr[KR], dyr[KR], drr[KR], wr[KR];
+        // Chunk k's x, dy (and d_residual_out): from registers, or re-read from the slots.
+        auto get = [&](int k, Raw& xo, Raw& dyo, Raw& dro) {
+            if constexpr (PF) {
+                pf_read<NS, SW>(smem, buf, 0, k, tid, bd, K, xo);
+                pf_read<NS, SW>(smem, buf, 1, k, tid, bd, K, dyo);
+                if (RES) pf_read<NS, SW>(smem, buf, 2, k, tid, bd, K, dro);
+            } else {
+                xo = xr[k];
+                dyo = dyr[k];
+                if (RES) dro = drr[k];
+            }
+        };
+        BwdRow st = {0.f, 0.f};
+        float a[2] = {0.f, 0.f};
+        if (active) {
+            st = bwd_row_stats(p, row);
+            if constexpr (!PF) {
+                const void* xrow = row_ptr(p.x, row, p.sx, DT);
+                const void* dyrow = row_ptr(p.dy, row, p.sdy, DT);
+                const void* drow = row_ptr(p.dres, row, p.sdres, DT);
+#pragma unroll
+                for (int k = 0; k < KMAX; ++k) {
+                    const int c = k * G + t;
+                    if (k < K && c < nch) {
+                        const int64_t e = (int64_t)c * CH;
+                        load_chunk<ALIGNED, NARROW>(xrow, DT, e, n, xr[k]);
+                        load_chunk<ALIGNED, NARROW>(dyrow, DT, e, n, dyr[k]);
+                        if (has_w) load_chunk<ALIGNED, NARROW>(wp, DT, e, n, wr[k]);
+                        if (RES) load_chunk<ALIGNED, NARROW>(drow, DT, e, n, drr[k]);
+                    }
                 }
             }
 #pragma unroll
             for (int k = 0; k < KMAX; ++k) {
                 const int c = k * G + t;
-                if (k < K && c < nch) bwd_chunk_sums<NARROW>(p, f, st, xr[k], dyr[k], wr[k], a);
+                if (k < K && c < nch) {
+                    Raw xk, dyk, drk, wk;
+                    get(k, xk, dyk, drk);
+                    if (!has_w) {
+                    } else if constexpr (PF) {
+                        load_chunk<ALIGNED, NARROW>(wp, DT, (int64_t)c * CH, n, wk);
+                    } else {
+                        wk = wr[k];
+                    }
+                    bwd_chunk_sums<NARROW>(p, f, st, xk, dyk, wk, a);
+                }
             }
         }
         group_sum_nb<2>(a, G, scratch[par]);
         par ^= 1;
-        if (!active) continue;
-        const float c1 = nk_div_rn(a[0], nf);
-        const float c2 = LN ? nk_div_rn(a[1], nf) : 0.f;
+        if (active) {
+            const float c1 = nk_div_rn(a[0], nf);
+            const float c2 = LN ? nk_div_rn(a[1], nf) : 0.f;
 #pragma unroll
-        for (int k = 0; k < KMAX; ++k) {
-            const int c = k * G + t;
-            if (k < K && c < nch) {
-                float dwv[CH], dbv[CH];
-                bwd_chunk_dx<ALIGNED, NARROW>(p, f, st, xr[k], dyr[k], wr[k], drr[k], row, (int64_t)c * CH, c1, c2, dwv,
-                                              dbv);
+            for (int k = 0; k < KMAX; ++k) {
+                const int c = k * G + t;
+                if (k < K && c < nch) {
+                    Raw xk, dyk, drk, wk;
+                    get(k, xk, dyk, drk);
+                    if (!has_w) {
+                    } else if constexpr (PF) {
+                        load_chunk<ALIGNED, NARROW>(wp, DT, (int64_t)c * CH, n, wk);
+                    } else {
+                        wk = wr[k];
+                    }
+                    float dwv[CH], dbv[CH];
+                    bwd_chunk_dx<ALIGNED, NARROW>(p, f, st, xk, dyk, wk, drk, row, (int64_t)c * CH, c1, c2, dwv, dbv);
 #pragma unroll
-                for (int j = 0; j < CH; ++j) {
-                    dwa[k][j] += dwv[j];
-                    if (LN) dba[k][j] += dbv[j];
+                    for (int j = 0; j < CH; ++j) {
+                        dwa[k][j] += dwv[j];
+                        if (LN) dba[k][j] += dbv[j];
+                    }
                 }
             }
         }
+        buf ^= 1;
     }
+    if (PF) nk_copy_async_wait_all();
     // The CTA's partial row(s) (dB only for LayerNorm: the host sends RMSNorm with db elsewhere).
 #pragma unroll
     for (int acc = 0; acc < 2; ++acc) {

@@ -89,3 +89,8 @@ NK_DEVICE void nk_copy16_async(void* smem, const void* gmem) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem));
 }
 NK_DEVICE void nk_copy_async_wait() { asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;" ::: "memory"); }
+// Double buffering: close the group of copies issued since the last commit (possibly empty), and
+// wait until at most the newest group is still in flight (the row before it has landed).
+NK_DEVICE void nk_copy_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+NK_DEVICE void nk_copy_async_wait_prior() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
+NK_DEVICE void nk_copy_async_wait_all() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }

@@ -140,6 +140,9 @@ NK_DEVICE void nk_store_g16(void* p, uint32_t v) { *(NK_GLOBAL uint16_t*)p = (ui
 #define NK_LDS __attribute__((address_space(3)))
 NK_DEVICE void nk_copy16_async(void* smem, const void* gmem) { *(NK_LDS nk_u128*)smem = nk_load_g128(gmem); }
 NK_DEVICE void nk_copy_async_wait() {}
+NK_DEVICE void nk_copy_async_commit() {}
+NK_DEVICE void nk_copy_async_wait_prior() {}
+NK_DEVICE void nk_copy_async_wait_all() {}
 
 // Streaming store of a 16-byte vector (non-temporal: outputs are not re-read by the kernel).
 NK_DEVICE void nk_store_u128_stream(nk_u128* p, nk_u128 v) { __builtin_nontemporal_store(v, p); }

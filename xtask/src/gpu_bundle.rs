@@ -50,6 +50,23 @@ fn copy(from: &Path, to: &Path) -> Result<(), String> {
     fs::copy(from, to).map(|_| ()).map_err(|e| format!("copy {} -> {}: {e}", from.display(), to.display()))
 }
 
+/// Copies an executable without its Rust debug information (line tables: half the size; the
+/// kernels and symbols stay), when binutils' `strip` is there; a plain copy otherwise.
+fn copy_stripped(from: &Path, to: &Path) -> Result<(), String> {
+    let stripped = std::process::Command::new("strip")
+        .arg("--strip-debug")
+        .arg("-o")
+        .arg(to)
+        .arg(from)
+        .status()
+        .is_ok_and(|s| s.success());
+    if stripped {
+        Ok(())
+    } else {
+        copy(from, to)
+    }
+}
+
 const RUN_SH: &str = r#"#!/usr/bin/env bash
 # normkit GPU bundle: tests, sanitizers, benchmark, peers. Results under $OUT (default ./out).
 # Usage: run.sh [tests] [sanitize] [bench] [peers]   (default: all four)
@@ -96,14 +113,14 @@ pub fn run(root: &Path, out: &Path) -> Result<(), String> {
         &["test", "--release", "-p", "normkit-conformance", "--features", "cuda", "--test", "cuda", "--no-run"],
     )?;
     let (_, t) = tests.iter().find(|(n, _)| n == "cuda").ok_or("cargo reported no `cuda` test executable")?;
-    copy(t, &bin.join("cuda-tests"))?;
+    copy_stripped(t, &bin.join("cuda-tests"))?;
 
     let benches = cargo_executables(
         root,
         &["build", "--release", "-p", "normkit-benches", "--features", "cuda", "--bin", "normkit-bench"],
     )?;
     let (_, b) = benches.iter().find(|(n, _)| n == "normkit-bench").ok_or("cargo reported no normkit-bench executable")?;
-    copy(b, &bin.join("normkit-bench"))?;
+    copy_stripped(b, &bin.join("normkit-bench"))?;
 
     for cand in [root.join("../shared/peers/bench_peers.py"), root.join("shared/peers/bench_peers.py")] {
         if cand.is_file() {

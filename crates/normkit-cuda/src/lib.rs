@@ -159,6 +159,17 @@ pub struct CudaBackend {
     /// Forward register path with 8 chunks per thread (env `NORMKIT_CUDA_FWD_K8=0` turns it off;
     /// for tuning).
     fwd_k8: bool,
+    /// Register kernels' prefetching twins (env `NORMKIT_CUDA_PF=0` turns them off; for A/B
+    /// measurements — both give the same bits).
+    pf: bool,
+    /// Forward register kernels without prefetch on an occupancy-sized persistent grid instead
+    /// of one CTA per rows_per_cta rows (env `NORMKIT_CUDA_FWD_GRID=persist`; for tuning).
+    fwd_persistent: bool,
+    /// Backward register kernels: at most this many CTAs (partial rows) per SM (env
+    /// `NORMKIT_CUDA_BWD_CTAS_PER_SM`; for tuning).
+    bwd_ctas_per_sm: Option<u32>,
+    /// Largest dynamic shared memory each kernel may be launched with (bytes).
+    dyn_smem_max: Vec<usize>,
     workspace: Mutex<Workspace>,
 }
 
@@ -227,6 +238,23 @@ impl CudaBackend {
                 .set_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem_limit)
                 .map_err(dev_err("kernel attribute"))?;
         }
+        // The register kernels (prefetch buffers, the backward's group reduction): each its own
+        // opt-in limit less its static shared memory.
+        let mut dyn_smem_max = vec![48 * 1024; kernels::ALL.len()];
+        for k in kernels::ALL.iter() {
+            if ROW_KERNELS.iter().any(|r| r.index == k.index) {
+                dyn_smem_max[k.index] = smem_limit as usize;
+            } else if k.name.starts_with("nk_fwd_reg") || k.name.starts_with("nk_bwd_reg") {
+                let f = &funcs[k.index];
+                let st = f
+                    .get_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)
+                    .map_err(dev_err("kernel attribute"))?;
+                let lim = smem_optin - st;
+                f.set_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, lim)
+                    .map_err(dev_err("kernel attribute"))?;
+                dyn_smem_max[k.index] = lim as usize;
+            }
+        }
         let sms = ctx
             .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
             .map_err(dev_err("device query"))? as u32;
@@ -239,10 +267,17 @@ impl CudaBackend {
             name,
             sms,
             cc,
-            tuning: Tuning::for_cc(cc.0),
+            tuning: Tuning::for_cc(cc.0).with_overrides(
+                std::env::var("NORMKIT_CUDA_FWD_TABLE").ok().as_deref(),
+                std::env::var("NORMKIT_CUDA_BWD_TABLE").ok().as_deref(),
+            ),
             smem_limit: smem_limit as usize,
             bwd_k1_above: std::env::var("NORMKIT_CUDA_BWD_K1_ABOVE").ok().and_then(|v| v.parse().ok()).unwrap_or(4096),
             fwd_k8: std::env::var("NORMKIT_CUDA_FWD_K8").map_or(true, |v| v != "0"),
+            pf: std::env::var("NORMKIT_CUDA_PF").map_or(true, |v| v != "0"),
+            fwd_persistent: std::env::var("NORMKIT_CUDA_FWD_GRID").is_ok_and(|v| v == "persist"),
+            bwd_ctas_per_sm: std::env::var("NORMKIT_CUDA_BWD_CTAS_PER_SM").ok().and_then(|v| v.parse().ok()).filter(|&c| c > 0),
+            dyn_smem_max,
             workspace: Mutex::new(Workspace::default()),
         })
     }
@@ -392,9 +427,9 @@ fn to_i32(v: u64, what: &'static str) -> Result<u32> {
     u32::try_from(v).map_err(|_| NormError::ResourceLimit { resource: what, requested: v, available: u32::MAX as u64 })
 }
 
-/// Chunks per thread the register-resident kernels hold (REG_KMAX, BREG_KMAX of nk_norm.cuh).
+/// Chunks per thread the forward register-resident kernels hold (REG_KMAX of nk_norm.cuh; the 8-
+/// and 16-chunk variants hold twice and four times as many).
 const REG_KMAX: usize = 4;
-const BREG_KMAX: usize = 2;
 
 fn dt_tag(d: DType) -> &'static str {
     match d {
@@ -517,24 +552,25 @@ impl NormKernel for CudaBackend {
                 && dt == DType::BF16
                 && !desc.residual
                 && desc.kind != NormKind::Layer;
+            // 16 chunks per thread (a warp per row at N = 4096): 16-bit dtypes without residual,
+            // where a table row asks for it (256-thread CTAs at most).
+            let k16 = k_per_thread > 2 * REG_KMAX && k_per_thread <= 4 * REG_KMAX && wide_ok && block <= 256;
             if uniform
                 && desc.casting == CastingMode::Gemma
-                && (k_per_thread <= REG_KMAX || k8)
+                && (k_per_thread <= REG_KMAX || k8 || k16)
                 && (block <= 512 || wide_ok)
             {
-                let name = format!(
-                    "nk_fwd_reg{}_{}_{}{}_{}",
-                    if k8 { "8" } else { "" },
-                    dt_tag(dt),
-                    if flags & params::F_LN != 0 { "ln" } else { "rms" },
-                    if desc.residual { "_res" } else { "" },
-                    if vec_ok { "a" } else { "u" }
-                );
-                let k = find_kernel(&name)?;
+                let kind = if flags & params::F_LN != 0 { "ln" } else { "rms" };
+                let res = if desc.residual { "_res" } else { "" };
+                let ks = if k16 { "16" } else if k8 { "8" } else { "" };
+                let k = find_kernel(&format!("nk_fwd_reg{ks}_{}_{kind}{res}_{}", dt_tag(dt), if vec_ok { "a" } else { "u" }))?;
                 p.group = rc.group as i32;
                 p.rpc = rc.rows_per_cta as i32;
                 p.slot = slot as i32;
-                let blocks = self.persistent_blocks(k, block, 0, (plan.m as u64).div_ceil(rc.rows_per_cta as u64))?;
+                // One CTA per rows_per_cta rows: the hardware balances the last wave (an
+                // occupancy-sized persistent grid left the tail ~3% idle at 32768×4096).
+                let work = (plan.m as u64).div_ceil(rc.rows_per_cta as u64);
+                let blocks = if self.fwd_persistent { self.persistent_blocks(k, block, 0, work)? } else { work.min(MAX_GRID) as u32 };
                 return self.launch(k, (blocks, 1), block, 0, &p);
             }
             let nvec = usize::from(flags & params::F_WEIGHT != 0) + usize::from(flags & params::F_BIAS != 0);
@@ -646,40 +682,68 @@ impl NormKernel for CudaBackend {
             _ => kernels::NK_BWD_ROW_U,
         };
         // The register-resident kernel: 16-byte layouts, every tensor in x's dtype, dB only for
-        // LayerNorm, at most BREG_KMAX chunks per thread (its own table).
+        // LayerNorm, 1, 2 or 4 (bf16) chunks per thread (their own tables).
         let dt = plan.dtypes.x;
         let ln = flags & params::F_LN != 0;
-        // Tables: 2 chunks per thread up to `bwd_k1_above` (4096), then 4 chunks per thread for
-        // bf16 to N = 16384 (H200: 74% of the copy ceiling at 16384² rms_bwd, against 50% for
-        // one chunk per thread at N = 8192) and 1 chunk per thread (groups up to 1024) for the
-        // other dtypes to N = 8192.
-        let (table, kmax, prefix): (&[RowConfig], usize, &str) = if n <= self.bwd_k1_above.min(4096) {
-            (self.tuning.bwd_reg, BREG_KMAX, "nk_bwd_reg_")
-        } else if n <= 8192 && dt != DType::BF16 {
-            (self.tuning.bwd_reg1, 1, "nk_bwd_reg1_")
+        // Tables: 2 chunks per thread to N = 2048, then 4 chunks per thread for 16-bit dtypes to
+        // N = 16384 (H200: 74% of the copy ceiling at 16384² rms_bwd, against 50% for one chunk
+        // per thread at N = 8192; tuning.rs has the N = 4096 figures); f32 keeps 2 chunks to
+        // `bwd_k1_above` (4096), then 1 chunk per thread (groups up to 1024) to N = 8192.
+        let table: &[RowConfig] = if dt == DType::F32 {
+            if n <= self.bwd_k1_above.min(4096) {
+                self.tuning.bwd_reg
+            } else {
+                self.tuning.bwd_reg1
+            }
+        } else if n <= 2048 {
+            self.tuning.bwd_reg
         } else {
-            (self.tuning.bwd_reg4, 2 * BREG_KMAX, "nk_bwd_reg4_")
+            self.tuning.bwd_reg4
         };
         let uniform_b = vec_ok
             && plan.dtypes.y == dt
             && (a.weight.is_none() || plan.dtypes.weight == dt)
             && (ln || flags & params::F_BIAS == 0);
-        let reg = tuning::pick(table, n).filter(|rc| uniform_b && n.div_ceil(8).div_ceil(rc.group as usize) <= kmax);
+        let reg = tuning::pick(table, n).filter(|_| uniform_b);
         let reg = reg.and_then(|rc| {
-            find_kernel(&format!(
-                "{prefix}{}_{}{}",
-                dt_tag(dt),
-                if ln { "ln" } else { "rms" },
-                if a.d_residual_out.is_some() { "_res" } else { "" }
-            ))
-            .ok()
-            .filter(|k| rc.group * rc.rows_per_cta <= k.max_threads)
-            .map(|k| (rc, k))
-        });
-        if let Some((rc, k)) = reg {
-            let smem = if rc.rows_per_cta > 1 { rc.rows_per_cta as usize * n * 4 } else { 0 };
+            // The kernel family by chunks per thread: 1, 2 or 4 (the last bf16 only).
+            let prefix = match n.div_ceil(8).div_ceil(rc.group as usize) {
+                1 => "nk_bwd_reg1",
+                2 => "nk_bwd_reg",
+                3 | 4 => "nk_bwd_reg4",
+                _ => return None,
+            };
             let block = rc.group * rc.rows_per_cta;
-            let parts = if m == 0 { 0 } else { self.persistent_blocks(k, block, smem, m.div_ceil(rc.rows_per_cta as u64))? as u64 };
+            let red = if rc.rows_per_cta > 1 { rc.rows_per_cta as usize * n * 4 } else { 0 };
+            let name = |pf: &str| {
+                format!(
+                    "{prefix}{pf}_{}_{}{}",
+                    dt_tag(dt),
+                    if ln { "ln" } else { "rms" },
+                    if a.d_residual_out.is_some() { "_res" } else { "" }
+                )
+            };
+            // The prefetching twin: two buffers of x, dy (and d_residual_out) × K chunks × 16
+            // bytes (32 for f32) per thread, sharing the dynamic shared memory with the group
+            // reduction (used after the last row).
+            let k_per_thread = n.div_ceil(8).div_ceil(rc.group as usize);
+            let pf_smem = 2 * (2 + usize::from(a.d_residual_out.is_some())) * k_per_thread * block as usize * if dt == DType::F32 { 32 } else { 16 };
+            let pf = self
+                .pf
+                .then(|| find_kernel(&name("pf")).ok())
+                .flatten()
+                .map(|k| (k, pf_smem.max(red)))
+                .filter(|&(k, smem)| block <= k.max_threads && smem <= self.dyn_smem_max[k.index]);
+            pf.or_else(|| find_kernel(&name("")).ok().map(|k| (k, red)))
+                .filter(|&(k, smem)| block <= k.max_threads && smem <= self.dyn_smem_max[k.index])
+                .map(|(k, smem)| (rc, k, smem))
+        });
+        if let Some((rc, k, smem)) = reg {
+            let block = rc.group * rc.rows_per_cta;
+            let mut parts = if m == 0 { 0 } else { self.persistent_blocks(k, block, smem, m.div_ceil(rc.rows_per_cta as u64))? as u64 };
+            if let Some(cap) = self.bwd_ctas_per_sm {
+                parts = parts.min(self.sms as u64 * cap as u64).max(u64::from(m > 0));
+            }
             let part_bytes = (parts as usize).checked_mul(n * 4).ok_or_else(too_big)?;
             let total = align256(part_bytes) * nacc;
             let ws = if total > 0 { self.workspace(total)? } else { 0 };

@@ -26,7 +26,7 @@ pub struct Tuning {
     pub bwd_reg: &'static [RowConfig],
     /// Backward register path, one chunk per thread (groups up to 1024 threads).
     pub bwd_reg1: &'static [RowConfig],
-    /// Backward register path, four chunks per thread (bf16).
+    /// Backward register path, four chunks per thread (16-bit dtypes, N > 2048).
     pub bwd_reg4: &'static [RowConfig],
     /// Split-row backward: target CTAs per SM for the (chunks × parts) grid.
     pub split_bwd_ctas_per_sm: u32,
@@ -49,8 +49,8 @@ static ROWS_SM90: [RowConfig; 12] = [
     rc(64, 2, 128),
     rc(128, 4, 64),
     rc(256, 8, 32),
-    rc(512, 16, 16),
-    rc(1024, 32, 8),
+    rc(512, 16, 8),
+    rc(1024, 32, 4),
     rc(2048, 64, 4),
     rc(4096, 128, 2),
     rc(8192, 256, 1),
@@ -88,7 +88,11 @@ static BWD_REG1_SM90: [RowConfig; 11] = [
     rc(8192, 1024, 1),
 ];
 
-static BWD_REG4_SM90: [RowConfig; 2] = [rc(8192, 256, 1), rc(16384, 512, 1)];
+// Backward register path, four chunks per thread, 16-bit dtypes from N = 4096 (f32 keeps two
+// chunks, then one): H200 2026-11-22 at 32768×4096 bf16 with prefetch, G = 128 × 2 rows against
+// the 2-chunk G = 256: rms_bwd 76% / 73% of the copy ceiling, addrms_bwd 92% / 79%, ln_bwd 71% /
+// 63%; one chunk per thread (G = 512) 58% / 72% / 48%.
+static BWD_REG4_SM90: [RowConfig; 3] = [rc(4096, 128, 2), rc(8192, 256, 1), rc(16384, 512, 1)];
 
 impl Tuning {
     /// Hopper (H100, H200).
@@ -109,6 +113,36 @@ impl Tuning {
         } else {
             Self::for_sm90()
         }
+    }
+}
+
+impl Tuning {
+    /// This table with rows replaced or added from a tuning override `"max_n:group:rows_per_cta,..."`
+    /// (the env variables `NORMKIT_CUDA_FWD_TABLE`, `NORMKIT_CUDA_BWD_TABLE` for measurement runs).
+    /// Malformed entries are ignored. The result is leaked: call once per backend.
+    pub fn with_overrides(&'static self, fwd: Option<&str>, bwd_reg: Option<&str>) -> &'static Tuning {
+        if fwd.is_none() && bwd_reg.is_none() {
+            return self;
+        }
+        let merge = |base: &'static [RowConfig], spec: Option<&str>| -> &'static [RowConfig] {
+            let Some(spec) = spec else { return base };
+            let mut rows = base.to_vec();
+            for e in spec.split(',') {
+                let v: Vec<usize> = e.split(':').filter_map(|x| x.trim().parse().ok()).collect();
+                if let [max_n, g, r] = v[..] {
+                    if g.is_power_of_two() && g <= 1024 && r >= 1 && g * r <= 1024 {
+                        let row = rc(max_n, g as u32, r as u32);
+                        match rows.iter_mut().find(|x| x.max_n == max_n) {
+                            Some(x) => *x = row,
+                            None => rows.push(row),
+                        }
+                    }
+                }
+            }
+            rows.sort_by_key(|r| r.max_n);
+            Box::leak(rows.into_boxed_slice())
+        };
+        Box::leak(Box::new(Tuning { fwd: merge(self.fwd, fwd), bwd_reg: merge(self.bwd_reg, bwd_reg), ..*self }))
     }
 }
 
