@@ -159,6 +159,8 @@ pub struct CudaBackend {
     /// Forward register path with 8 chunks per thread (env `NORMKIT_CUDA_FWD_K8=0` turns it off;
     /// for tuning).
     fwd_k8: bool,
+    /// ... for LayerNorm as well (env `NORMKIT_CUDA_FWD_K8=all`; for tuning).
+    fwd_k8_ln: bool,
     /// Register kernels' prefetching twins (env `NORMKIT_CUDA_PF=0` turns them off; for A/B
     /// measurements — both give the same bits).
     pf: bool,
@@ -270,10 +272,12 @@ impl CudaBackend {
             tuning: Tuning::for_cc(cc.0).with_overrides(
                 std::env::var("NORMKIT_CUDA_FWD_TABLE").ok().as_deref(),
                 std::env::var("NORMKIT_CUDA_BWD_TABLE").ok().as_deref(),
+                std::env::var("NORMKIT_CUDA_BWD4_TABLE").ok().as_deref(),
             ),
             smem_limit: smem_limit as usize,
             bwd_k1_above: std::env::var("NORMKIT_CUDA_BWD_K1_ABOVE").ok().and_then(|v| v.parse().ok()).unwrap_or(4096),
             fwd_k8: std::env::var("NORMKIT_CUDA_FWD_K8").map_or(true, |v| v != "0"),
+            fwd_k8_ln: std::env::var("NORMKIT_CUDA_FWD_K8").is_ok_and(|v| v == "all"),
             pf: std::env::var("NORMKIT_CUDA_PF").map_or(true, |v| v != "0"),
             fwd_persistent: std::env::var("NORMKIT_CUDA_FWD_GRID").is_ok_and(|v| v == "persist"),
             bwd_ctas_per_sm: std::env::var("NORMKIT_CUDA_BWD_CTAS_PER_SM").ok().and_then(|v| v.parse().ok()).filter(|&c| c > 0),
@@ -551,7 +555,7 @@ impl NormKernel for CudaBackend {
                 && k_per_thread <= 2 * REG_KMAX
                 && dt == DType::BF16
                 && !desc.residual
-                && desc.kind != NormKind::Layer;
+                && (desc.kind != NormKind::Layer || self.fwd_k8_ln);
             // 16 chunks per thread (a warp per row at N = 4096): 16-bit dtypes without residual,
             // where a table row asks for it (256-thread CTAs at most).
             let k16 = k_per_thread > 2 * REG_KMAX && k_per_thread <= 4 * REG_KMAX && wide_ok && block <= 256;

@@ -44,6 +44,10 @@ const fn rc(max_n: usize, group: u32, rows_per_cta: u32) -> RowConfig {
 // ceiling at 32768×4096 bf16; the first, register-cached design with the same groups gave 39% /
 // 62% / 45%, register-bound at 2 CTAs per SM. The thresholds themselves are not yet swept: the
 // next measurement to make is group size × rows per CTA at N = 512..16384.
+// Re-measured 2026-11-22 (H200, kernels-cuda/NOTES.md v3): at N = 4096 one row per 128-thread CTA
+// (4 chunks per thread, full grid) gives rms_fwd 91% / ln_fwd 72% of the copy ceiling, against
+// 88–89% / 70% with two rows per CTA and 87% / 66% with four; 2 or 1 chunks per thread (G = 256 /
+// 512) fall to 66% / 38%. N = 512 and 1024: 8 and 4 rows per CTA beat 16 and 8 by 1–2 points.
 static ROWS_SM90: [RowConfig; 12] = [
     rc(32, 1, 256),
     rc(64, 2, 128),
@@ -52,7 +56,7 @@ static ROWS_SM90: [RowConfig; 12] = [
     rc(512, 16, 8),
     rc(1024, 32, 4),
     rc(2048, 64, 4),
-    rc(4096, 128, 2),
+    rc(4096, 128, 1),
     rc(8192, 256, 1),
     rc(16384, 512, 1),
     rc(32768, 1024, 1),
@@ -91,8 +95,9 @@ static BWD_REG1_SM90: [RowConfig; 11] = [
 // Backward register path, four chunks per thread, 16-bit dtypes from N = 4096 (f32 keeps two
 // chunks, then one): H200 2026-11-22 at 32768×4096 bf16 with prefetch, G = 128 × 2 rows against
 // the 2-chunk G = 256: rms_bwd 76% / 73% of the copy ceiling, addrms_bwd 92% / 79%, ln_bwd 71% /
-// 63%; one chunk per thread (G = 512) 58% / 72% / 48%.
-static BWD_REG4_SM90: [RowConfig; 3] = [rc(4096, 128, 2), rc(8192, 256, 1), rc(16384, 512, 1)];
+// 63%; one chunk per thread (G = 512) 58% / 72% / 48%. One row per 128-thread CTA instead of two:
+// 78% / 89% / 73% (four rows per CTA: 71 / 87 / 66%).
+static BWD_REG4_SM90: [RowConfig; 3] = [rc(4096, 128, 1), rc(8192, 256, 1), rc(16384, 512, 1)];
 
 impl Tuning {
     /// Hopper (H100, H200).
@@ -118,10 +123,11 @@ impl Tuning {
 
 impl Tuning {
     /// This table with rows replaced or added from a tuning override `"max_n:group:rows_per_cta,..."`
-    /// (the env variables `NORMKIT_CUDA_FWD_TABLE`, `NORMKIT_CUDA_BWD_TABLE` for measurement runs).
-    /// Malformed entries are ignored. The result is leaked: call once per backend.
-    pub fn with_overrides(&'static self, fwd: Option<&str>, bwd_reg: Option<&str>) -> &'static Tuning {
-        if fwd.is_none() && bwd_reg.is_none() {
+    /// (the env variables `NORMKIT_CUDA_FWD_TABLE`, `NORMKIT_CUDA_BWD_TABLE`,
+    /// `NORMKIT_CUDA_BWD4_TABLE` for measurement runs). Malformed entries are ignored. The result
+    /// is leaked: call once per backend.
+    pub fn with_overrides(&'static self, fwd: Option<&str>, bwd_reg: Option<&str>, bwd_reg4: Option<&str>) -> &'static Tuning {
+        if fwd.is_none() && bwd_reg.is_none() && bwd_reg4.is_none() {
             return self;
         }
         let merge = |base: &'static [RowConfig], spec: Option<&str>| -> &'static [RowConfig] {
@@ -142,7 +148,12 @@ impl Tuning {
             rows.sort_by_key(|r| r.max_n);
             Box::leak(rows.into_boxed_slice())
         };
-        Box::leak(Box::new(Tuning { fwd: merge(self.fwd, fwd), bwd_reg: merge(self.bwd_reg, bwd_reg), ..*self }))
+        Box::leak(Box::new(Tuning {
+            fwd: merge(self.fwd, fwd),
+            bwd_reg: merge(self.bwd_reg, bwd_reg),
+            bwd_reg4: merge(self.bwd_reg4, bwd_reg4),
+            ..*self
+        }))
     }
 }
 
