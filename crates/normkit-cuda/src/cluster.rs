@@ -72,9 +72,32 @@ fn pick(table: &[ClusterConfig], n: usize) -> Option<ClusterConfig> {
     table.iter().copied().find(|r| n <= r.max_n)
 }
 
+/// Tuning overrides from the environment, read once: `NORMKIT_CUDA_CLUSTER=0` turns the cluster
+/// path off; `NORMKIT_CUDA_CLUSTER_CT=C,T` forces C CTAs of T threads at every N (where the chunks
+/// fit). For measurements only: they apply to every N alike, so the path still depends on N alone.
+fn env_override() -> (bool, Option<(u32, u32)>) {
+    static V: std::sync::OnceLock<(bool, Option<(u32, u32)>)> = std::sync::OnceLock::new();
+    *V.get_or_init(|| {
+        let off = std::env::var("NORMKIT_CUDA_CLUSTER").is_ok_and(|v| v == "0");
+        let ct = std::env::var("NORMKIT_CUDA_CLUSTER_CT").ok().and_then(|v| {
+            let (c, t) = v.split_once(',')?;
+            Some((c.trim().parse().ok()?, t.trim().parse().ok()?))
+        });
+        (off, ct)
+    })
+}
+
+fn table_pick(table: &[ClusterConfig], n: usize) -> Option<ClusterConfig> {
+    match env_override() {
+        (true, _) => None,
+        (false, Some((c, t))) => pick(table, n).map(|_| cc(n, c, t)),
+        (false, None) => pick(table, n),
+    }
+}
+
 /// The forward configuration for N (None: not on the cluster path). Public for tests and tools.
 pub fn forward_config(dt: DType, n: usize, residual: bool) -> Option<ClusterConfig> {
-    let rc = pick(if dt == DType::F32 { &FWD32 } else { &FWD16 }, n)?;
+    let rc = table_pick(if dt == DType::F32 { &FWD32 } else { &FWD16 }, n)?;
     if residual && rc.t > 256 {
         return None;
     }
@@ -83,7 +106,7 @@ pub fn forward_config(dt: DType, n: usize, residual: bool) -> Option<ClusterConf
 
 /// The backward configuration for N.
 pub fn backward_config(dt: DType, n: usize) -> Option<ClusterConfig> {
-    let rc = pick(if dt == DType::F32 { &BWD32 } else { &BWD16 }, n)?;
+    let rc = table_pick(if dt == DType::F32 { &BWD32 } else { &BWD16 }, n)?;
     (n.div_ceil(8).div_ceil((rc.c * rc.t) as usize) <= bwd_kmax(dt)).then_some(rc)
 }
 
