@@ -109,7 +109,7 @@ NK_DEVICE float cl_count_of(int64_t n, int64_t span, int r) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Forward. SPEC = DT + 4·LN + 8·RES; every tensor in x's dtype, Gemma casting (the host checks).
+// Forward. SPEC = DT + 4·LN + 8·RES + 16·WIDE (1024-thread CTAs); every tensor in x's dtype, Gemma casting (the host checks).
 // KMAX: 8 chunks per thread for 16-bit dtypes, 4 for f32.
 template <bool ALIGNED, int SPEC>
 NK_DEVICE void fwd_cluster(const NkFwdParams& p0) {
@@ -117,6 +117,7 @@ NK_DEVICE void fwd_cluster(const NkFwdParams& p0) {
     constexpr bool LN = (SPEC & 4) != 0, RES = (SPEC & 8) != 0;
     constexpr bool NARROW = DT != NK_DT_F32;
     constexpr int KMAX = NARROW ? 8 : 4;
+    constexpr bool WIDE = (SPEC & 16) != 0;  // 1024-thread CTAs (64 registers)
     const NkFwdParams p = specialise<DT, NK_CAST_GEMMA>(p0);
     NK_SHARED float scratch[2][32];
     NK_SHARED __align__(8) float part[2][2];
@@ -207,6 +208,29 @@ NK_DEVICE void fwd_cluster(const NkFwdParams& p0) {
             part[par][0] = out0;
             part[par][1] = out1;
         }
+        // The output phase reads the weight and bias in groups of GO chunks, every load of a group
+        // issued before its first store (the accesses are volatile, so they keep program order: one
+        // chunk at a time would cost a round trip per chunk). The first group's loads fly during
+        // the cluster barrier.
+        // GO: 4 chunks (16-bit) / 2 (f32), halved with the residual; 1 in the 64-register WIDE kernels.
+        constexpr int GO = WIDE ? 1 : (NARROW ? 4 : 2) / (RES ? 2 : 1);
+        // Row-invariant weight/bias addresses, recomputed per row rather than held across rows
+        // (hoisting them spilled).
+        Raw wr[GO], br[GO];
+        auto load_wb = [&](int k0) {
+            const void* wq = wp;
+            const void* bq = bp;
+            asm volatile("" : "+l"(wq), "+l"(bq));
+#pragma unroll
+            for (int g = 0; g < GO; ++g) {
+                const int k = k0 + g, c = c0 + k * T;
+                if (k < K && c < nch) {
+                    if (has_w) load_chunk<ALIGNED, NARROW>(wq, DT, (int64_t)c * CH, n, wr[g]);
+                    if (has_b) load_chunk<ALIGNED, NARROW>(bq, DT, (int64_t)c * CH, n, br[g]);
+                }
+            }
+        };
+        if (!WIDE) load_wb(0);
         cl_sync();
         // Lane i fetches rank i's partial; every lane combines them in rank order.
         float2 q = make_float2(0.f, 0.f);
@@ -233,44 +257,39 @@ NK_DEVICE void fwd_cluster(const NkFwdParams& p0) {
             if (LN) store_one(reinterpret_cast<void*>(p.mean), NK_DT_F32, row, mean);
         }
         void* yrow = row_ptr_mut(p.y, row, p.sy, DT);
-        // Row-invariant weight/bias addresses, recomputed per row rather than held across rows
-        // (hoisting them spilled).
-        const void* wq = wp;
-        const void* bq = bp;
-        asm volatile("" : "+l"(wq), "+l"(bq));
 #pragma unroll
-        for (int k = 0; k < KMAX; ++k) {
-            const int c = c0 + k * T;
-            if (k < K && c < nch) {
-                const int64_t e = (int64_t)c * CH;
-                float v[CH], wo[CH], b[CH], y[CH];
-                cl_opaque<NARROW>(h[k]);
-                unpack<NARROW>(DT, h[k], v);
-                // Absent weight: multiply by 1 (exact); absent bias: add −0 (exact, keeps −0).
-                if (has_w) {
-                    Raw wr;
-                    load_chunk<ALIGNED, NARROW>(wq, DT, e, n, wr);
-                    unpack<NARROW>(DT, wr, wo);
+        for (int k0 = 0; k0 < KMAX; k0 += GO) {
+            if (k0 > 0 || WIDE) load_wb(k0);
 #pragma unroll
-                    for (int j = 0; j < CH; ++j) wo[j] = nk_add_rn(wo[j], offset);
-                } else {
+            for (int g = 0; g < GO; ++g) {
+                const int k = k0 + g, c = c0 + k * T;
+                if (k < K && c < nch) {
+                    const int64_t e = (int64_t)c * CH;
+                    float v[CH], wo[CH], b[CH], y[CH];
+                    cl_opaque<NARROW>(h[k]);
+                    unpack<NARROW>(DT, h[k], v);
+                    // Absent weight: multiply by 1 (exact); absent bias: add −0 (exact, keeps −0).
+                    if (has_w) {
+                        unpack<NARROW>(DT, wr[g], wo);
 #pragma unroll
-                    for (int j = 0; j < CH; ++j) wo[j] = 1.f;
+                        for (int j = 0; j < CH; ++j) wo[j] = nk_add_rn(wo[j], offset);
+                    } else {
+#pragma unroll
+                        for (int j = 0; j < CH; ++j) wo[j] = 1.f;
+                    }
+                    if (has_b) {
+                        unpack<NARROW>(DT, br[g], b);
+                    } else {
+#pragma unroll
+                        for (int j = 0; j < CH; ++j) b[j] = -0.f;
+                    }
+#pragma unroll
+                    for (int j = 0; j < CH; ++j) {
+                        const float xh = nk_mul_rn(LN ? nk_sub_rn(v[j], mean) : v[j], rstd);
+                        y[j] = nk_add_rn(nk_mul_rn(xh, wo[j]), b[j]);
+                    }
+                    store<ALIGNED, NARROW>(yrow, DT, e, n, y);
                 }
-                if (has_b) {
-                    Raw br;
-                    load_chunk<ALIGNED, NARROW>(bq, DT, e, n, br);
-                    unpack<NARROW>(DT, br, b);
-                } else {
-#pragma unroll
-                    for (int j = 0; j < CH; ++j) b[j] = -0.f;
-                }
-#pragma unroll
-                for (int j = 0; j < CH; ++j) {
-                    const float xh = nk_mul_rn(LN ? nk_sub_rn(v[j], mean) : v[j], rstd);
-                    y[j] = nk_add_rn(nk_mul_rn(xh, wo[j]), b[j]);
-                }
-                store<ALIGNED, NARROW>(yrow, DT, e, n, y);
             }
         }
     }

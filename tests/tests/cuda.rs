@@ -250,7 +250,7 @@ fn kernel_tour() {
 
 // ---------------------------------------------------------------------------------------------
 // Cluster row kernels (sm_90+, kernels-cuda/cluster.cuh): large N, every tensor in x's dtype,
-// Gemma casting. Forward to N = 1M (16-bit; residual to 262144), backward to 262144 (16-bit) /
+// Gemma casting. Forward to N = 524288 (16-bit; residual to 262144), backward to 262144 (16-bit) /
 // 131072 (f32); odd N and misaligned views run the element-wise forward twin.
 
 mod cluster {

@@ -35,17 +35,11 @@ const fn cc(max_n: usize, c: u32, t: u32) -> ClusterConfig {
 
 // Forward tables. Shape (not yet swept, first measurement in kernels-cuda/NOTES.md "cluster"):
 // a CTA slice of at most 32 KiB at 256 threads (8 chunks of 16 bytes per thread for 16-bit,
-// 4 of 32 bytes for f32), the cluster growing with N to 16, then 512 and (16-bit, no residual)
-// 1024 threads per CTA. The residual kernels stop at 256 threads (their element-wise twin needs
+// 4 of 32 bytes for f32), the cluster growing with N to 16, then 512 threads per CTA (a 1024-thread,
+// 64-register variant for N = 1M spilled once the weight loads were batched; N > 524288 runs the
+// split path). The residual kernels stop at 256 threads (their element-wise twin needs
 // more than 128 registers), so at 262144 elements; beyond, the split path runs.
-static FWD16: [ClusterConfig; 6] = [
-    cc(32768, 2, 256),
-    cc(65536, 4, 256),
-    cc(131072, 8, 256),
-    cc(262144, 16, 256),
-    cc(524288, 16, 512),
-    cc(1048576, 16, 1024),
-];
+static FWD16: [ClusterConfig; 5] = [cc(32768, 2, 256), cc(65536, 4, 256), cc(131072, 8, 256), cc(262144, 16, 256), cc(524288, 16, 512)];
 static FWD32: [ClusterConfig; 4] = [cc(32768, 4, 256), cc(65536, 8, 256), cc(131072, 16, 256), cc(262144, 16, 512)];
 // Backward: 4 chunks per thread (16-bit) or 2 (f32); dW/dB in registers up to 256 threads, in
 // shared memory (the `cls` kernels) at 512.
@@ -117,13 +111,9 @@ impl CudaBackend {
     /// Prepares kernel `k` for clusters of `c` CTAs with `smem` bytes of dynamic shared memory
     /// and returns how many such clusters fit on the device at once (0: none).
     fn cluster_capacity(&self, k: Kernel, c: u32, t: u32, smem: u32) -> Result<u32> {
-        let key = (self.ctx_id(), k.index, c, t, smem);
-        {
-            let cache = OCCUPANCY.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(&(_, v)) = cache.iter().find(|(kk, _)| *kk == key) {
-                return Ok(v);
-            }
-        }
+        // The attributes are set on every call (cheap): a cached occupancy may come from an
+        // earlier context whose handles the driver reused, and the attributes belong to the
+        // function of this module.
         let f = &self.funcs[k.index];
         if c > 8 {
             f.set_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)
@@ -132,6 +122,13 @@ impl CudaBackend {
         if smem > 48 * 1024 {
             f.set_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem as i32)
                 .map_err(dev_err("kernel attribute"))?;
+        }
+        let key = (self.ctx_id(), f.cu_function() as usize, c, t, smem);
+        {
+            let cache = OCCUPANCY.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(&(_, v)) = cache.iter().find(|(kk, _)| *kk == key) {
+                return Ok(v);
+            }
         }
         self.ctx.bind_to_thread().map_err(dev_err("bind context"))?;
         let mut attr = cluster_attr(c);
@@ -182,8 +179,7 @@ impl CudaBackend {
         let Some(rc) = forward_config(dt, n, desc.residual) else { return Ok(false) };
         let ln = desc.kind == NormKind::Layer;
         let name = format!(
-            "nk_fwd_{}_{}_{}{}_{}",
-            if rc.t > 512 { "clw" } else { "cl" },
+            "nk_fwd_cl_{}_{}{}_{}",
             dt_tag(dt),
             if ln { "ln" } else { "rms" },
             if desc.residual { "_res" } else { "" },
