@@ -46,6 +46,29 @@ static FWD32: [ClusterConfig; 4] = [cc(32768, 4, 256), cc(65536, 8, 256), cc(131
 static BWD16: [ClusterConfig; 5] = [cc(16384, 2, 256), cc(32768, 4, 256), cc(65536, 8, 256), cc(131072, 16, 256), cc(262144, 16, 512)];
 static BWD32: [ClusterConfig; 4] = [cc(16384, 4, 256), cc(32768, 8, 256), cc(65536, 16, 256), cc(131072, 16, 512)];
 
+/// Largest N per flag class, from the first measurements (H200, bf16/f16, same-run A/B against
+/// the existing paths, kernels-cuda/NOTES.md "cluster v1"): where the cluster kernel lost, the
+/// existing path keeps the N range. Forward 16-bit: LayerNorm 48% vs 44% at 65536 but 37% vs 43%
+/// at 262144 and 44% vs 45% (f16) at 131072 → 65536; residual 83% vs 74% at 65536, 68% vs 73% at
+/// 262144 → 65536; RMSNorm 53% vs 50% at 262144 → 262144 (524288 unmeasured). f32 forward: rms
+/// 57% vs 37% at 131072, 47% vs 37% at 262144, LayerNorm 48% vs 33%, 35% vs 32% → the whole table.
+/// Backward LayerNorm: 38% vs 34% at 65536 (C = 8), 24% vs 32% at 262144 and 21% with C = 16 at
+/// 65536 → clusters of at most 8 (16-bit 65536, f32 32768); RMSNorm and residual: 58% vs 40%,
+/// 70% vs 50% at 65536, 41% vs 36% and 51% vs 45% at 262144, f32 49% vs 44% at 131072.
+fn cap(fwd: bool, dt: DType, ln: bool, residual: bool) -> usize {
+    let f32 = dt == DType::F32;
+    match (fwd, f32) {
+        (true, false) if ln || residual => 65536,
+        (true, false) => 262144,
+        (true, true) if residual => 131072,
+        (true, true) => 262144,
+        (false, false) if ln => 65536,
+        (false, false) => 262144,
+        (false, true) if ln => 32768,
+        (false, true) => 131072,
+    }
+}
+
 /// Chunks per thread of the kernels (KMAX in cluster.cuh).
 fn fwd_kmax(dt: DType) -> usize {
     if dt == DType::F32 {
@@ -90,7 +113,10 @@ fn table_pick(table: &[ClusterConfig], n: usize) -> Option<ClusterConfig> {
 }
 
 /// The forward configuration for N (None: not on the cluster path). Public for tests and tools.
-pub fn forward_config(dt: DType, n: usize, residual: bool) -> Option<ClusterConfig> {
+pub fn forward_config(dt: DType, n: usize, ln: bool, residual: bool) -> Option<ClusterConfig> {
+    if n > cap(true, dt, ln, residual) {
+        return None;
+    }
     let rc = table_pick(if dt == DType::F32 { &FWD32 } else { &FWD16 }, n)?;
     if residual && rc.t > 256 {
         return None;
@@ -99,7 +125,10 @@ pub fn forward_config(dt: DType, n: usize, residual: bool) -> Option<ClusterConf
 }
 
 /// The backward configuration for N.
-pub fn backward_config(dt: DType, n: usize) -> Option<ClusterConfig> {
+pub fn backward_config(dt: DType, n: usize, ln: bool) -> Option<ClusterConfig> {
+    if n > cap(false, dt, ln, false) {
+        return None;
+    }
     let rc = table_pick(if dt == DType::F32 { &BWD32 } else { &BWD16 }, n)?;
     (n.div_ceil(8).div_ceil((rc.c * rc.t) as usize) <= bwd_kmax(dt)).then_some(rc)
 }
@@ -176,8 +205,8 @@ impl CudaBackend {
             return Ok(false);
         }
         let n = p.n as usize;
-        let Some(rc) = forward_config(dt, n, desc.residual) else { return Ok(false) };
         let ln = desc.kind == NormKind::Layer;
+        let Some(rc) = forward_config(dt, n, ln, desc.residual) else { return Ok(false) };
         let name = format!(
             "nk_fwd_cl_{}_{}{}_{}",
             dt_tag(dt),
@@ -215,7 +244,7 @@ impl CudaBackend {
             return Ok(false);
         }
         let n = p.n as usize;
-        let Some(rc) = backward_config(dt, n) else { return Ok(false) };
+        let Some(rc) = backward_config(dt, n, ln) else { return Ok(false) };
         let sacc = rc.t > 256;
         let name = format!(
             "nk_bwd_{}_{}_{}{}",
