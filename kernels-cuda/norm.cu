@@ -10,6 +10,7 @@
 #undef NK_KERNEL
 
 #include "nk_norm.cuh"
+#include "cluster.cuh"
 
 #define NK_CONST(name, value)
 #define NK_KERNEL(sym, impl, aligned, narrow, params, max_threads, min_blocks) \

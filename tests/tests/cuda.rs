@@ -269,3 +269,221 @@ fn kernel_tour() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Cluster row kernels (sm_90+, kernels-cuda/cluster.cuh): large N, every tensor in x's dtype,
+// Gemma casting. Forward to N = 524288 (16-bit; residual to 262144), backward to 262144 (16-bit) /
+// 131072 (f32); odd N and misaligned views run the element-wise forward twin.
+
+mod cluster {
+    use super::backend;
+    use normkit_core::cpu::CpuBackend;
+    use normkit_core::{Backward, DType, Forward, HostBuf, InOut, Layout, MatMut, MatRef, NormDesc, NormKernel, VecMut, VecRef};
+
+    fn rnd(seed: &mut u64, len: usize) -> Vec<f32> {
+        (0..len)
+            .map(|_| {
+                *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                ((*seed >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+            })
+            .collect()
+    }
+
+    fn desc(ln: bool, res: bool) -> NormDesc {
+        if ln { NormDesc::layer(1e-5) } else { NormDesc::rms(1e-6).with_weight_offset(1.0) }.with_residual(res).with_save_stats(true)
+    }
+
+    struct Inputs {
+        x: HostBuf,
+        r: HostBuf,
+        w: HostBuf,
+        b: HostBuf,
+        dy: HostBuf,
+        dr: HostBuf,
+    }
+
+    fn inputs(len: usize, n: usize, dt: DType, seed: u64) -> Inputs {
+        let mut s = seed;
+        // An offset mean makes LayerNorm's centring matter.
+        let x: Vec<f32> = rnd(&mut s, len).iter().map(|v| v + 0.5).collect();
+        Inputs {
+            x: HostBuf::from_f32(dt, &x),
+            r: HostBuf::from_f32(dt, &rnd(&mut s, len)),
+            w: HostBuf::from_f32(dt, &rnd(&mut s, n)),
+            b: HostBuf::from_f32(dt, &rnd(&mut s, n)),
+            dy: HostBuf::from_f32(dt, &rnd(&mut s, len)),
+            dr: HostBuf::from_f32(dt, &rnd(&mut s, len)),
+        }
+    }
+
+    /// (y, residual_out, rstd, mean)
+    fn fwd<K: NormKernel>(k: &K, ln: bool, res: bool, l: Layout, m: usize, dt: DType, len: usize, i: &Inputs) -> (HostBuf, HostBuf, HostBuf, HostBuf) {
+        let d = desc(ln, res);
+        let x = k.upload(&i.x).unwrap();
+        let w = k.upload(&i.w).unwrap();
+        let b = k.upload(&i.b).unwrap();
+        let r = k.upload(&i.r).unwrap();
+        let mut y = k.upload(&HostBuf::filled(dt, len, f32::NAN)).unwrap();
+        let mut ro = k.upload(&HostBuf::filled(dt, len, f32::NAN)).unwrap();
+        let mut mean = k.upload(&HostBuf::filled(DType::F32, m, f32::NAN)).unwrap();
+        let mut rstd = k.upload(&HostBuf::filled(DType::F32, m, f32::NAN)).unwrap();
+        let mut a = Forward::new(InOut::separate(MatRef::with_layout(&x, l), MatMut::with_layout(&mut y, l)))
+            .weight(VecRef::new(&w))
+            .rstd(VecMut::new(&mut rstd));
+        if ln {
+            a = a.bias(VecRef::new(&b)).mean(VecMut::new(&mut mean));
+        }
+        if res {
+            a = a.residual(InOut::separate(MatRef::with_layout(&r, l), MatMut::with_layout(&mut ro, l)));
+        }
+        k.forward(&d, a).unwrap();
+        (k.download(&y).unwrap(), k.download(&ro).unwrap(), k.download(&rstd).unwrap(), k.download(&mean).unwrap())
+    }
+
+    /// (dx, dw, db) from x = `hx`, stats from the CPU forward.
+    #[allow(clippy::too_many_arguments)]
+    fn bwd<K: NormKernel>(k: &K, ln: bool, res: bool, l: Layout, dt: DType, len: usize, n: usize, hx: &HostBuf, mu: &HostBuf, rs: &HostBuf, i: &Inputs) -> (HostBuf, HostBuf, HostBuf) {
+        let d = desc(ln, res);
+        let x = k.upload(hx).unwrap();
+        let w = k.upload(&i.w).unwrap();
+        let dy = k.upload(&i.dy).unwrap();
+        let dr = k.upload(&i.dr).unwrap();
+        let mu = k.upload(mu).unwrap();
+        let rs = k.upload(rs).unwrap();
+        let mut dx = k.upload(&HostBuf::filled(dt, len, f32::NAN)).unwrap();
+        let mut dw = k.upload(&HostBuf::filled(dt, n, f32::NAN)).unwrap();
+        let mut db = k.upload(&HostBuf::filled(dt, n, f32::NAN)).unwrap();
+        let mut a = Backward::new(
+            MatRef::with_layout(&x, l),
+            InOut::separate(MatRef::with_layout(&dy, l), MatMut::with_layout(&mut dx, l)),
+            VecRef::new(&rs),
+        )
+        .weight(VecRef::new(&w))
+        .dw(VecMut::new(&mut dw));
+        if ln {
+            a = a.mean(VecRef::new(&mu)).db(VecMut::new(&mut db));
+        }
+        if res {
+            a = a.d_residual_out(MatRef::with_layout(&dr, l));
+        }
+        k.backward(&d, a).unwrap();
+        (k.download(&dx).unwrap(), k.download(&dw).unwrap(), k.download(&db).unwrap())
+    }
+
+    fn close(ctx: &str, what: &str, a: &HostBuf, b: &HostBuf, rows: &[(usize, usize)], tol: f32) {
+        let (a, b) = (a.to_f32_vec(), b.to_f32_vec());
+        for &(start, n) in rows {
+            for j in start..start + n {
+                let (p, q) = (a[j], b[j]);
+                assert!((p - q).abs() <= tol * (1.0 + q.abs()), "{ctx}: {what}[{j}] gpu {p} cpu {q}");
+            }
+        }
+    }
+
+    /// Forward and backward against the CPU backend at large N (cluster kernels), every flag combination.
+    #[test]
+    fn cluster_matches_cpu() {
+        let Some(k) = backend() else { return };
+        let cpu = CpuBackend::new();
+        // (m, n, stride, offset, dtype)
+        let shapes = [
+            (3usize, 65536usize, 65536usize, 0usize, DType::BF16),
+            (2, 131072, 131080, 0, DType::F16),
+            (3, 70001, 70001, 0, DType::BF16), // odd N: element-wise twin (forward)
+            (2, 262144, 262144, 0, DType::BF16),
+            (2, 100000, 100008, 0, DType::F32),
+            (2, 131072, 131072, 0, DType::F32),
+            (1, 1048576, 1048576, 0, DType::BF16),
+            (2, 40000, 40000, 3, DType::BF16), // misaligned: element-wise twin
+        ];
+        for (si, &(m, n, stride, off, dt)) in shapes.iter().enumerate() {
+            for (ln, res) in [(false, false), (true, true), (false, true), (true, false)] {
+                if n > 262144 && res {
+                    continue; // split path; covered elsewhere
+                }
+                let len = off + (m - 1) * stride + n;
+                let l = Layout::strided(m, n, stride).with_offset(off);
+                let rows: Vec<(usize, usize)> = (0..m).map(|i| (off + i * stride, n)).collect();
+                let ctx = format!("m={m} n={n} stride={stride} off={off} {dt} ln={ln} res={res}");
+                let i = inputs(len, n, dt, 0x5eed + si as u64);
+                let (gy, gro, grs, gmu) = fwd(&k, ln, res, l, m, dt, len, &i);
+                let (cy, cro, crs, cmu) = fwd(&cpu, ln, res, l, m, dt, len, &i);
+                let tol = 4.0 * dt.unit_roundoff() as f32 + 1e-5;
+                close(&ctx, "y", &gy, &cy, &rows, tol);
+                close(&ctx, "rstd", &grs, &crs, &[(0, m)], 1e-5);
+                if ln {
+                    close(&ctx, "mean", &gmu, &cmu, &[(0, m)], 1e-5);
+                }
+                if res {
+                    close(&ctx, "residual_out", &gro, &cro, &rows, 0.0);
+                }
+                if n > 262144 {
+                    continue;
+                }
+                let hx = if res { cro.clone() } else { i.x.clone() };
+                let (gdx, gdw, gdb) = bwd(&k, ln, res, l, dt, len, n, &hx, &cmu, &crs, &i);
+                let (cdx, cdw, cdb) = bwd(&cpu, ln, res, l, dt, len, n, &hx, &cmu, &crs, &i);
+                close(&ctx, "dx", &gdx, &cdx, &rows, 8.0 * dt.unit_roundoff() as f32 + 1e-4);
+                let wtol = 4.0 * dt.unit_roundoff() as f32 + 1e-4 * m as f32;
+                close(&ctx, "dw", &gdw, &cdw, &[(0, n)], wtol);
+                if ln {
+                    close(&ctx, "db", &gdb, &cdb, &[(0, n)], wtol);
+                }
+            }
+        }
+    }
+
+    /// Bitwise: run to run (forward and backward), aligned vs element-wise twin, and a row's
+    /// forward output alone (M = 1) vs inside a batch (M = 37, not a multiple of the cluster count).
+    #[test]
+    fn cluster_bitwise_invariance() {
+        let Some(k) = backend() else { return };
+        for &(n, dt) in &[(65536usize, DType::BF16), (262144, DType::F16), (131072, DType::F32), (1048576, DType::BF16)] {
+            for (ln, res) in [(true, true), (false, false), (true, false)] {
+                if n > 262144 && res {
+                    continue;
+                }
+                let ctx = format!("n={n} {dt} ln={ln} res={res}");
+                let m = 37usize;
+                let len = m * n;
+                let i = inputs(len + 1, n, dt, 0xb17 + n as u64);
+                let l = Layout::contiguous(m, n);
+                let a = fwd(&k, ln, res, l, m, dt, len + 1, &i);
+                let b = fwd(&k, ln, res, l, m, dt, len + 1, &i);
+                assert!(a.0.bits_eq(&b.0) && a.1.bits_eq(&b.1) && a.2.bits_eq(&b.2) && a.3.bits_eq(&b.3), "{ctx}: forward not repeatable");
+                // Element-wise twin: the same rows one element into the buffer.
+                let shifted = Inputs {
+                    x: HostBuf::from_f32(dt, &[&[0.0f32][..], &i.x.to_f32_vec()[..len]].concat()),
+                    r: HostBuf::from_f32(dt, &[&[0.0f32][..], &i.r.to_f32_vec()[..len]].concat()),
+                    w: i.w.clone(),
+                    b: i.b.clone(),
+                    dy: i.dy.clone(),
+                    dr: i.dr.clone(),
+                };
+                let u = fwd(&k, ln, res, Layout::contiguous(m, n).with_offset(1), m, dt, len + 1, &shifted);
+                let (ay, uy) = (a.0.to_bits_vec(), u.0.to_bits_vec());
+                assert_eq!(ay[..len], uy[1..len + 1], "{ctx}: element-wise twin differs from the 16-byte kernel");
+                assert!(a.2.bits_eq(&u.2), "{ctx}: rstd differs between the twins");
+                // Row 5 alone.
+                let row = 5usize;
+                let one = Inputs {
+                    x: HostBuf::from_f32(dt, &i.x.to_f32_vec()[row * n..(row + 1) * n]),
+                    r: HostBuf::from_f32(dt, &i.r.to_f32_vec()[row * n..(row + 1) * n]),
+                    w: i.w.clone(),
+                    b: i.b.clone(),
+                    dy: i.dy.clone(),
+                    dr: i.dr.clone(),
+                };
+                let s = fwd(&k, ln, res, Layout::contiguous(1, n), 1, dt, n, &one);
+                assert_eq!(ay[row * n..(row + 1) * n], s.0.to_bits_vec()[..], "{ctx}: row depends on M");
+                if n > 262144 || (dt == DType::F32 && n > 131072) {
+                    continue;
+                }
+                let x = if res { a.1.clone() } else { i.x.clone() };
+                let g1 = bwd(&k, ln, res, l, dt, len + 1, n, &x, &a.3, &a.2, &i);
+                let g2 = bwd(&k, ln, res, l, dt, len + 1, n, &x, &a.3, &a.2, &i);
+                assert!(g1.0.bits_eq(&g2.0) && g1.1.bits_eq(&g2.1) && g1.2.bits_eq(&g2.2), "{ctx}: backward not repeatable");
+            }
+        }
+    }
+}

@@ -32,6 +32,7 @@
 //! rows in index order. No floating-point atomics anywhere: bitwise deterministic.
 
 mod bench;
+mod cluster;
 mod params;
 pub mod tuning;
 
@@ -594,6 +595,10 @@ impl NormKernel for CudaBackend {
                 return self.launch(k, (blocks, 1), block, smem as u32, &p);
             }
         }
+        // Cluster row kernels (sm_90+, cluster.rs): chosen by N, dtypes and flags only.
+        if self.cluster_forward(desc, &plan.dtypes, &mut p, vec_ok)? {
+            return Ok(());
+        }
         // Split rows.
         let s = plan.n.div_ceil(SPLIT_CHUNK);
         let tiles = (plan.m as u64).checked_mul(s as u64).ok_or(NormError::Overflow { operand: Operand::X })?;
@@ -760,6 +765,10 @@ impl NormKernel for CudaBackend {
                 self.launch(k, (to_i32(parts, "grid")?, 1), block, smem as u32, &p)?;
             }
             return self.finalize(n, nacc, &p);
+        }
+        // Cluster row kernels (sm_90+, cluster.rs).
+        if self.cluster_backward(desc, &plan.dtypes, a.weight.is_some(), &mut p, vec_ok, nacc)? {
+            return Ok(());
         }
         let staged = 2 + usize::from(a.d_residual_out.is_some());
         let row = tuning::pick(self.tuning.bwd, n)

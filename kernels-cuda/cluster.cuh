@@ -1,0 +1,430 @@
+// normkit cluster row kernels (CUDA, sm_90+): one row per thread-block cluster of C CTAs (C in
+// 1..16, the launch's cluster dimension), x read from HBM exactly once.
+//
+// Mapping: a row's 8-element chunks are cut into C contiguous slices of K·T chunks (T threads per
+// CTA, K = ⌈nch/(C·T)⌉ ≤ KMAX); CTA rank r owns slice r and its thread t the chunks
+// r·K·T + k·T + t (k < K), held in registers like fwd_reg. Each CTA reduces its slice (thread:
+// chunks in k order, elements in index order; warp butterfly; warps in index order), publishes
+// the partial in its own shared memory, one cluster barrier, then every CTA reads the C partials
+// through DSMEM (ld.shared::cluster) and combines them in rank order, so every CTA of the cluster
+// computes bitwise the same statistics. Partial slots are double-buffered by row parity: a CTA
+// writes slot (i+1)&1 only after the barrier of row i, which every peer reaches after reading row
+// i−1's slots, so one cluster barrier per row suffices.
+//   RMSNorm: the partial is the slice's Σx², summed in rank order.
+//   LayerNorm: the partial is (mean, M2) of the slice (its own two-pass: Σx, then Σ(x − mean)²),
+//   combined in rank order by Chan's formula (chan_combine): never E[x²] − μ².
+// Persistent: clusters walk rows (row = cluster id, += cluster count).
+// The order depends on N, C and T only (the host picks C and T by N and dtypes): a row's output
+// never depends on M. ALIGNED (16-byte) and element-wise variants run the same body (same chunks,
+// same order), so it never depends on the layout either.
+//
+// Backward: the same mapping; a CTA's columns never change, so its dW/dB partial stays in
+// registers across all rows it walks; at the end the CTA writes its slice of partial row
+// `cluster id` of the (clusters × N) fp32 workspace and bwd_finalize_wide sums the parts in a
+// fixed order. No atomics: bitwise deterministic.
+#pragma once
+
+namespace nk {
+
+NK_DEVICE unsigned cl_rank() {
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+NK_DEVICE unsigned cl_size() {
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(r));
+    return r;
+}
+NK_DEVICE unsigned cl_id() {
+    unsigned r;
+    asm volatile("mov.u32 %0, %%clusterid.x;" : "=r"(r));
+    return r;
+}
+NK_DEVICE unsigned cl_count() {
+    unsigned r;
+    asm volatile("mov.u32 %0, %%nclusterid.x;" : "=r"(r));
+    return r;
+}
+// Every thread of every CTA of the cluster: release this CTA's shared-memory writes, wait for
+// all, acquire the others'.
+NK_DEVICE void cl_sync() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+// Two floats at `local` (this CTA's shared memory) as CTA `rank` of the cluster holds them.
+NK_DEVICE float2 cl_load2(const float* local, unsigned rank) {
+    const unsigned a = (unsigned)__cvta_generic_to_shared(local);
+    unsigned ra;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(a), "r"(rank));
+    float2 v;
+    asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];" : "=f"(v.x), "=f"(v.y) : "r"(ra) : "memory");
+    return v;
+}
+
+// Hides a chunk's registers from the compiler, so that a later unpack of it is recomputed (a few
+// integer operations) instead of the compiler keeping every unpacked float of the row alive
+// across the reduction (which spilled at KMAX = 8).
+template <bool NARROW>
+NK_DEVICE void cl_opaque(Raw& r) {
+    asm volatile("" : "+r"(r.q[0].x), "+r"(r.q[0].y), "+r"(r.q[0].z), "+r"(r.q[0].w));
+    if (!NARROW) asm volatile("" : "+r"(r.q[1].x), "+r"(r.q[1].y), "+r"(r.q[1].z), "+r"(r.q[1].w));
+}
+
+// Element-wise variants only: a chunk's eight scalar loads occupy eight registers until packed;
+// pinning the packed chunk here bounds how many are in flight (the 16-byte variants are untouched).
+template <bool ALIGNED, bool NARROW, int>
+NK_DEVICE void cl_pace(Raw& a, Raw& b) {
+    if (!ALIGNED) {
+        cl_opaque<NARROW>(a);
+        cl_opaque<NARROW>(b);
+    }
+}
+
+// Sums NV values over the CTA (butterfly in the warp, then warps in index order); every thread
+// gets the sums. `scratch` holds NV·32 floats; it is reused only after a later barrier.
+template <int NV>
+NK_DEVICE void cl_block_sum(float (&v)[NV], float* scratch) {
+#pragma unroll
+    for (int j = 0; j < NV; ++j)
+#pragma unroll
+        for (int o = NK_WARP / 2; o > 0; o >>= 1) v[j] += nk_shfl_xor(v[j], o);
+    const int tid = nk_tid(), warp = tid / NK_WARP, lane = tid % NK_WARP, nw = nk_bdim() / NK_WARP;
+    if (lane == 0) {
+#pragma unroll
+        for (int j = 0; j < NV; ++j) scratch[j * 32 + warp] = v[j];
+    }
+    nk_sync();
+#pragma unroll
+    for (int j = 0; j < NV; ++j) {
+        float s = scratch[j * 32];
+        for (int i = 1; i < nw; ++i) s += scratch[j * 32 + i];
+        v[j] = s;
+    }
+}
+
+// Elements of rank r's slice (slices of `span` elements, the last one cut at N).
+NK_DEVICE float cl_count_of(int64_t n, int64_t span, int r) {
+    const int64_t c = n - (int64_t)r * span;
+    return (float)(c <= 0 ? 0 : (c < span ? c : span));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Forward. SPEC = DT + 4·LN + 8·RES + 16·WIDE (1024-thread CTAs); every tensor in x's dtype, Gemma casting (the host checks).
+// KMAX: 8 chunks per thread for 16-bit dtypes, 4 for f32.
+template <bool ALIGNED, int SPEC>
+NK_DEVICE void fwd_cluster(const NkFwdParams& p0) {
+    constexpr int DT = SPEC & 3;
+    constexpr bool LN = (SPEC & 4) != 0, RES = (SPEC & 8) != 0;
+    constexpr bool NARROW = DT != NK_DT_F32;
+    constexpr int KMAX = NARROW ? 8 : 4;
+    constexpr bool WIDE = (SPEC & 16) != 0;  // 1024-thread CTAs (64 registers)
+    const NkFwdParams p = specialise<DT, NK_CAST_GEMMA>(p0);
+    NK_SHARED float scratch[2][32];
+    NK_SHARED __align__(8) float part[2][2];
+    const bool has_w = (p.flags & NK_F_WEIGHT) != 0, has_b = (p.flags & NK_F_BIAS) != 0;
+    const bool stats = (p.flags & NK_F_STATS) != 0;
+    const int T = nk_bdim(), t = nk_tid(), lane = t % NK_WARP;
+    const int C = (int)cl_size(), r = (int)cl_rank();
+    const int64_t n = p.n;
+    const int nch = (int)((n + CH - 1) / CH);
+    const int K = (nch + C * T - 1) / (C * T);
+    const int c0 = r * K * T + t;  // this thread's first chunk
+    const int64_t span = (int64_t)K * T * CH;
+    const float cnt = cl_count_of(n, span, r);
+    const float nf = (float)n, offset = p.offset;
+    const void* wp = reinterpret_cast<const void*>(p.w);
+    const void* bp = reinterpret_cast<const void*>(p.b);
+    int par = 0;
+    for (int64_t row = cl_id(); row < p.m; row += cl_count()) {
+        Raw h[KMAX];
+        float acc[1] = {0.f};
+        const void* xrow = row_ptr(p.x, row, p.sx, DT);
+        if (RES) {
+            const void* rrow = row_ptr(p.r, row, p.sr, DT);
+            Raw rr[KMAX];
+#pragma unroll
+            for (int k = 0; k < KMAX; ++k) {
+                const int c = c0 + k * T;
+                if (k < K && c < nch) {
+                    load_chunk<ALIGNED, NARROW>(xrow, DT, (int64_t)c * CH, n, h[k]);
+                    load_chunk<ALIGNED, NARROW>(rrow, DT, (int64_t)c * CH, n, rr[k]);
+                    cl_pace<ALIGNED, NARROW, 1>(h[k], rr[k]);
+                }
+            }
+            void* rorow = row_ptr_mut(p.r_out, row, p.sro, DT);
+#pragma unroll
+            for (int k = 0; k < KMAX; ++k) {
+                const int c = c0 + k * T;
+                if (k < K && c < nch) {
+                    float v[CH], rv[CH];
+                    unpack<NARROW>(DT, h[k], v);
+                    unpack<NARROW>(DT, rr[k], rv);
+#pragma unroll
+                    for (int j = 0; j < CH; ++j) v[j] = round_to(DT, nk_add_rn(v[j], rv[j]));
+                    pack<NARROW>(DT, v, h[k]);
+                    store_chunk<ALIGNED, NARROW>(rorow, DT, (int64_t)c * CH, n, h[k]);
+                    add_chunk(acc[0], v, LN, (int64_t)c * CH, n);
+                }
+            }
+        } else {
+#pragma unroll
+            for (int k = 0; k < KMAX; ++k) {
+                const int c = c0 + k * T;
+                if (k < K && c < nch) {
+                    load_chunk<ALIGNED, NARROW>(xrow, DT, (int64_t)c * CH, n, h[k]);
+                    if (k % 2 == 1) cl_pace<ALIGNED, NARROW, 1>(h[k], h[k - 1]);
+                }
+            }
+#pragma unroll
+            for (int k = 0; k < KMAX; ++k) {
+                const int c = c0 + k * T;
+                if (k < K && c < nch) {
+                    float v[CH];
+                    unpack<NARROW>(DT, h[k], v);
+                    add_chunk(acc[0], v, LN, (int64_t)c * CH, n);
+                }
+            }
+        }
+        cl_block_sum<1>(acc, scratch[0]);
+        float out0 = acc[0], out1 = 0.f;
+        if (LN) {
+            const float mr = cnt > 0.f ? nk_div_rn(acc[0], cnt) : 0.f;
+            float a2[1] = {0.f};
+#pragma unroll
+            for (int k = 0; k < KMAX; ++k) {
+                const int c = c0 + k * T;
+                if (k < K && c < nch) {
+                    float v[CH];
+                    cl_opaque<NARROW>(h[k]);
+                    unpack<NARROW>(DT, h[k], v);
+                    add_centred(a2[0], v, mr, (int64_t)c * CH, n);
+                }
+            }
+            cl_block_sum<1>(a2, scratch[1]);
+            out0 = mr;
+            out1 = a2[0];
+        }
+        if (t == 0) {
+            part[par][0] = out0;
+            part[par][1] = out1;
+        }
+        // The output phase reads the weight and bias in groups of GO chunks, every load of a group
+        // issued before its first store (the accesses are volatile, so they keep program order: one
+        // chunk at a time would cost a round trip per chunk). The first group's loads fly during
+        // the cluster barrier.
+        // GO: 4 chunks (16-bit) / 2 (f32), halved with the residual; 1 in the 64-register WIDE kernels.
+        constexpr int GO = WIDE ? 1 : (NARROW ? 4 : 2) / (RES ? 2 : 1);
+        // Row-invariant weight/bias addresses, recomputed per row rather than held across rows
+        // (hoisting them spilled).
+        Raw wr[GO], br[GO];
+        auto load_wb = [&](int k0) {
+            const void* wq = wp;
+            const void* bq = bp;
+            asm volatile("" : "+l"(wq), "+l"(bq));
+#pragma unroll
+            for (int g = 0; g < GO; ++g) {
+                const int k = k0 + g, c = c0 + k * T;
+                if (k < K && c < nch) {
+                    if (has_w) load_chunk<ALIGNED, NARROW>(wq, DT, (int64_t)c * CH, n, wr[g]);
+                    if (has_b) load_chunk<ALIGNED, NARROW>(bq, DT, (int64_t)c * CH, n, br[g]);
+                }
+            }
+        };
+        if (!WIDE) load_wb(0);
+        cl_sync();
+        // Lane i fetches rank i's partial; every lane combines them in rank order.
+        float2 q = make_float2(0.f, 0.f);
+        if (lane < C) q = cl_load2(&part[par][0], (unsigned)lane);
+        par ^= 1;
+        float mean = 0.f, var;
+        if (LN) {
+            float na = cl_count_of(n, span, 0), ma = __shfl_sync(NK_FULL_MASK, q.x, 0), m2 = __shfl_sync(NK_FULL_MASK, q.y, 0);
+            for (int j = 1; j < C; ++j) {
+                const float mb = __shfl_sync(NK_FULL_MASK, q.x, j), m2b = __shfl_sync(NK_FULL_MASK, q.y, j);
+                const float nb = cl_count_of(n, span, j);
+                if (nb > 0.f) chan_combine(na, ma, m2, nb, mb, m2b);
+            }
+            mean = ma;
+            var = nk_div_rn(m2, nf);
+        } else {
+            float ss = __shfl_sync(NK_FULL_MASK, q.x, 0);
+            for (int j = 1; j < C; ++j) ss += __shfl_sync(NK_FULL_MASK, q.x, j);
+            var = nk_div_rn(ss, nf);
+        }
+        const float rstd = nk_rsqrt_rn(nk_add_rn(var, p.eps));
+        if (stats && r == 0 && t == 0) {
+            store_one(reinterpret_cast<void*>(p.rstd), NK_DT_F32, row, rstd);
+            if (LN) store_one(reinterpret_cast<void*>(p.mean), NK_DT_F32, row, mean);
+        }
+        void* yrow = row_ptr_mut(p.y, row, p.sy, DT);
+#pragma unroll
+        for (int k0 = 0; k0 < KMAX; k0 += GO) {
+            if (k0 > 0 || WIDE) load_wb(k0);
+#pragma unroll
+            for (int g = 0; g < GO; ++g) {
+                const int k = k0 + g, c = c0 + k * T;
+                if (k < K && c < nch) {
+                    const int64_t e = (int64_t)c * CH;
+                    float v[CH], wo[CH], b[CH], y[CH];
+                    cl_opaque<NARROW>(h[k]);
+                    unpack<NARROW>(DT, h[k], v);
+                    // Absent weight: multiply by 1 (exact); absent bias: add −0 (exact, keeps −0).
+                    if (has_w) {
+                        unpack<NARROW>(DT, wr[g], wo);
+#pragma unroll
+                        for (int j = 0; j < CH; ++j) wo[j] = nk_add_rn(wo[j], offset);
+                    } else {
+#pragma unroll
+                        for (int j = 0; j < CH; ++j) wo[j] = 1.f;
+                    }
+                    if (has_b) {
+                        unpack<NARROW>(DT, br[g], b);
+                    } else {
+#pragma unroll
+                        for (int j = 0; j < CH; ++j) b[j] = -0.f;
+                    }
+#pragma unroll
+                    for (int j = 0; j < CH; ++j) {
+                        const float xh = nk_mul_rn(LN ? nk_sub_rn(v[j], mean) : v[j], rstd);
+                        y[j] = nk_add_rn(nk_mul_rn(xh, wo[j]), b[j]);
+                    }
+                    store<ALIGNED, NARROW>(yrow, DT, e, n, y);
+                }
+            }
+        }
+    }
+    cl_sync();  // no CTA leaves while a peer may still read its partials
+}
+
+// ---------------------------------------------------------------------------------------------
+// Backward. SPEC = DT + 4·LN + 8·RES (d_residual_out) + 16·SACC; every tensor in x's dtype, dB
+// only for LayerNorm (the host checks). KMAX: 4 chunks per thread for 16-bit dtypes, 2 for f32.
+// SACC: the dW/dB partials live in dynamic shared memory instead of registers (each thread owns
+// its words, laid out [acc][k][j][t]; nacc·K·8·T floats), for CTAs of 512 threads.
+template <bool ALIGNED, int SPEC>
+NK_DEVICE void bwd_cluster(const NkBwdParams& p0) {
+    constexpr int DT = SPEC & 3;
+    constexpr bool LN = (SPEC & 4) != 0, RES = (SPEC & 8) != 0;
+    constexpr bool NARROW = DT != NK_DT_F32;
+    constexpr int KMAX = NARROW ? 4 : 2;
+    constexpr bool SACC = (SPEC & 16) != 0;
+    constexpr int KR = SACC ? 1 : KMAX;  // register accumulators
+    const NkBwdParams p = specialise<DT>(p0);
+    NK_DYN_SMEM(smem);
+    NK_SHARED float scratch[2 * 32];
+    NK_SHARED __align__(8) float part[2][2];
+    Flags f(p.flags);
+    f.ln = LN;
+    f.res = RES;
+    const bool has_w = p.w != 0;
+    const int T = nk_bdim(), t = nk_tid(), lane = t % NK_WARP;
+    const int C = (int)cl_size(), r = (int)cl_rank();
+    const int64_t n = p.n;
+    const int nch = (int)((n + CH - 1) / CH);
+    const int K = (nch + C * T - 1) / (C * T);
+    const int c0 = r * K * T + t;
+    const float nf = (float)n;
+    const void* wp = reinterpret_cast<const void*>(p.w);
+    float dwa[KR][CH], dba[KR][CH];
+#pragma unroll
+    for (int k = 0; k < KR; ++k)
+#pragma unroll
+        for (int j = 0; j < CH; ++j) dwa[k][j] = dba[k][j] = 0.f;
+    float* sw = reinterpret_cast<float*>(smem);
+    float* sb = sw + (f.w ? K * CH * T : 0);
+    if (SACC) {
+        for (int i = t; i < K * CH * T; i += T) {
+            if (f.w) sw[i] = 0.f;
+            if (LN && f.b) sb[i] = 0.f;
+        }
+    }
+    int par = 0;
+    for (int64_t row = cl_id(); row < p.m; row += cl_count()) {
+        Raw xr[KMAX], dyr[KMAX], wr[KMAX], drr[KMAX];
+        const BwdRow st = bwd_row_stats(p, row);
+        const void* xrow = row_ptr(p.x, row, p.sx, DT);
+        const void* dyrow = row_ptr(p.dy, row, p.sdy, DT);
+        const void* drow = row_ptr(p.dres, row, p.sdres, DT);
+#pragma unroll
+        for (int k = 0; k < KMAX; ++k) {
+            const int c = c0 + k * T;
+            if (k < K && c < nch) {
+                const int64_t e = (int64_t)c * CH;
+                load_chunk<ALIGNED, NARROW>(xrow, DT, e, n, xr[k]);
+                load_chunk<ALIGNED, NARROW>(dyrow, DT, e, n, dyr[k]);
+                if (has_w) load_chunk<ALIGNED, NARROW>(wp, DT, e, n, wr[k]);
+                if (RES) load_chunk<ALIGNED, NARROW>(drow, DT, e, n, drr[k]);
+            }
+        }
+        float a[2] = {0.f, 0.f};
+#pragma unroll
+        for (int k = 0; k < KMAX; ++k) {
+            const int c = c0 + k * T;
+            if (k < K && c < nch) bwd_chunk_sums<NARROW>(p, f, st, xr[k], dyr[k], wr[k], a);
+        }
+        cl_block_sum<2>(a, scratch);
+        if (t == 0) {
+            part[par][0] = a[0];
+            part[par][1] = a[1];
+        }
+        cl_sync();
+        float2 q = make_float2(0.f, 0.f);
+        if (lane < C) q = cl_load2(&part[par][0], (unsigned)lane);
+        par ^= 1;
+        float s1 = __shfl_sync(NK_FULL_MASK, q.x, 0), s2 = __shfl_sync(NK_FULL_MASK, q.y, 0);
+        for (int j = 1; j < C; ++j) {
+            s1 += __shfl_sync(NK_FULL_MASK, q.x, j);
+            s2 += __shfl_sync(NK_FULL_MASK, q.y, j);
+        }
+        const float c1 = nk_div_rn(s1, nf);
+        const float c2 = LN ? nk_div_rn(s2, nf) : 0.f;
+#pragma unroll
+        for (int k = 0; k < KMAX; ++k) {
+            const int c = c0 + k * T;
+            if (k < K && c < nch) {
+                float dwv[CH], dbv[CH];
+                cl_opaque<NARROW>(xr[k]);
+                cl_opaque<NARROW>(dyr[k]);
+                if (has_w) cl_opaque<NARROW>(wr[k]);
+                bwd_chunk_dx<ALIGNED, NARROW>(p, f, st, xr[k], dyr[k], wr[k], drr[k], row, (int64_t)c * CH, c1, c2, dwv,
+                                              dbv);
+                if (SACC) {
+#pragma unroll
+                    for (int j = 0; j < CH; ++j) {
+                        const int ai = (k * CH + j) * T + t;
+                        if (f.w) sw[ai] += dwv[j];
+                        if (LN && f.b) sb[ai] += dbv[j];
+                    }
+                } else {
+#pragma unroll
+                    for (int j = 0; j < CH; ++j) {
+                        dwa[k % KR][j] += dwv[j];
+                        if (LN) dba[k % KR][j] += dbv[j];
+                    }
+                }
+            }
+        }
+    }
+    cl_sync();  // no CTA leaves while a peer may still read its partials
+    // This CTA's slice of partial row `cluster id`.
+    const int64_t prow = cl_id();
+#pragma unroll
+    for (int acc = 0; acc < 2; ++acc) {
+        const bool want = acc == 0 ? f.w : (LN && f.b);
+        if (!want) continue;
+        float* dst = reinterpret_cast<float*>(acc == 0 ? p.ws_dw : p.ws_db) + prow * n;
+#pragma unroll
+        for (int k = 0; k < KMAX; ++k) {
+            const int c = c0 + k * T;
+            if (k < K && c < nch) {
+                float v[CH];
+#pragma unroll
+                for (int j = 0; j < CH; ++j)
+                    v[j] = SACC ? (acc == 0 ? sw : sb)[(k * CH + j) * T + t] : (acc == 0 ? dwa[k % KR][j] : dba[k % KR][j]);
+                store<ALIGNED, false>(dst, NK_DT_F32, (int64_t)c * CH, n, v);
+            }
+        }
+    }
+}
+
+}  // namespace nk
