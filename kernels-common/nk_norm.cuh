@@ -53,15 +53,26 @@ NK_DEVICE NkBwdParams specialise(const NkBwdParams& p0) {
 }
 
 // Sum of squares (RMSNorm) or sum (LayerNorm) of a chunk's valid elements, added in index order.
-NK_DEVICE void add_chunk(float& acc, const float (&v)[CH], bool ln, int64_t e, int64_t n) {
-#pragma unroll
-    for (int j = 0; j < CH; ++j)
-        if (e + j < n) acc += ln ? v[j] : v[j] * v[j];
+// FULL: every element of the chunk is below N (the 16-byte kernels: the host sends them only N % 8 == 0),
+// so no element needs a bounds check; otherwise one 32-bit compare per element against the chunk's
+// valid length. Both add the same elements in the same order.
+NK_DEVICE int chunk_len(int64_t e, int64_t n) {
+    const int64_t r = n - e;
+    return r >= CH ? CH : (int)r;
 }
-NK_DEVICE void add_centred(float& acc, const float (&v)[CH], float mean, int64_t e, int64_t n) {
+template <bool FULL>
+NK_DEVICE void add_chunk(float& acc, const float (&v)[CH], bool ln, int64_t e, int64_t n) {
+    const int lim = FULL ? CH : chunk_len(e, n);
 #pragma unroll
     for (int j = 0; j < CH; ++j)
-        if (e + j < n) {
+        if (FULL || j < lim) acc += ln ? v[j] : v[j] * v[j];
+}
+template <bool FULL>
+NK_DEVICE void add_centred(float& acc, const float (&v)[CH], float mean, int64_t e, int64_t n) {
+    const int lim = FULL ? CH : chunk_len(e, n);
+#pragma unroll
+    for (int j = 0; j < CH; ++j)
+        if (FULL || j < lim) {
             const float d = v[j] - mean;
             acc += d * d;
         }
@@ -141,7 +152,7 @@ NK_DEVICE void fwd_row_body(const NkFwdParams& p0) {
                     slot_write<NARROW>(xs + c * SLOT, p.dt_r, h);
                     store_chunk<ALIGNED, NARROW>(rorow, p.dt_r, c * CH, n, h);
                 }
-                add_chunk(acc[0], v, f.ln, c * CH, n);
+                add_chunk<ALIGNED>(acc[0], v, f.ln, c * CH, n);
             }
         }
         group_sum<1>(acc, G, scratch);
@@ -157,7 +168,7 @@ NK_DEVICE void fwd_row_body(const NkFwdParams& p0) {
                     float v[CH];
                     slot_read<NARROW>(xs + c * SLOT, cdt, h);
                     unpack<NARROW>(cdt, h, v);
-                    add_centred(a2[0], v, mean, c * CH, n);
+                    add_centred<ALIGNED>(a2[0], v, mean, c * CH, n);
                 }
             }
             group_sum<1>(a2, G, scratch);
@@ -237,7 +248,7 @@ NK_DEVICE void fwd_split_stats_body(const NkFwdParams& p0) {
                     pack<NARROW>(p.dt_r, v, h[k]);
                     store_chunk<ALIGNED, NARROW>(row_ptr_mut(p.r_out, row, p.sro, p.dt_r), p.dt_r, e, n, h[k]);
                 }
-                add_chunk(acc[0], v, f.ln, e, n);
+                add_chunk<ALIGNED>(acc[0], v, f.ln, e, n);
             }
         }
         group_sum<1>(acc, T, scratch);
@@ -252,7 +263,7 @@ NK_DEVICE void fwd_split_stats_body(const NkFwdParams& p0) {
                 if (e < n) {
                     float v[CH];
                     unpack<NARROW>(cdt, h[k], v);
-                    add_centred(a2[0], v, mean_c, e, n);
+                    add_centred<ALIGNED>(a2[0], v, mean_c, e, n);
                 }
             }
             group_sum<1>(a2, T, scratch);
@@ -378,10 +389,10 @@ NK_DEVICE void bwd_chunk_sums(const NkBwdParams& p, const Flags& f, const BwdRow
     if (f.w) unpack<NARROW>(p.dt_w, wr, w);
 #pragma unroll
     for (int j = 0; j < CH; ++j) {
-        const float xh = (xv[j] - st.mean) * st.rstd;
+        const float xh = (f.ln ? xv[j] - st.mean : xv[j]) * st.rstd;  // RMSNorm: mean = 0, x − 0 = x
         const float gg = f.w ? dv[j] * (w[j] + p.offset) : dv[j];
         a[0] += gg * xh;
-        a[1] += gg;
+        if (f.ln) a[1] += gg;  // Σg is LayerNorm's only (every caller gates its c2 on LN)
     }
 }
 
@@ -397,9 +408,9 @@ NK_DEVICE void bwd_chunk_dx(const NkBwdParams& p, const Flags& f, const BwdRow& 
     if (f.res) unpack<NARROW>(p.dt_y, drr, dr);
 #pragma unroll
     for (int j = 0; j < CH; ++j) {
-        const float xh = (xv[j] - st.mean) * st.rstd;
+        const float xh = (f.ln ? xv[j] - st.mean : xv[j]) * st.rstd;
         const float gg = f.w ? dv[j] * (w[j] + p.offset) : dv[j];
-        float d = st.rstd * (gg - c2 - xh * c1);
+        float d = st.rstd * ((f.ln ? gg - c2 : gg) - xh * c1);  // RMSNorm: c2 = 0
         if (f.res) d += dr[j];
         dx[j] = d;
         dwv[j] = dv[j] * xh;
@@ -813,7 +824,7 @@ NK_DEVICE void fwd_reg(const NkFwdParams& p0) {
                         if (!LN) {
                             float v[CH];
                             unpack<NARROW>(DT, hk, v);
-                            add_chunk(acc[0], v, false, (int64_t)c * CH, n);
+                            add_chunk<ALIGNED>(acc[0], v, false, (int64_t)c * CH, n);
                         }
                     }
                 }
@@ -831,7 +842,7 @@ NK_DEVICE void fwd_reg(const NkFwdParams& p0) {
                         float v[CH];
                         get(k, hk);
                         unpack<NARROW>(DT, hk, v);
-                        add_chunk(acc[0], v, true, (int64_t)c * CH, n);
+                        add_chunk<ALIGNED>(acc[0], v, true, (int64_t)c * CH, n);
                     }
                 }
             }
@@ -848,7 +859,7 @@ NK_DEVICE void fwd_reg(const NkFwdParams& p0) {
                         float v[CH];
                         get(k, hk);
                         unpack<NARROW>(DT, hk, v);
-                        add_centred(a2[0], v, mean, (int64_t)c * CH, n);
+                        add_centred<ALIGNED>(a2[0], v, mean, (int64_t)c * CH, n);
                     }
                 }
             }
@@ -871,33 +882,29 @@ NK_DEVICE void fwd_reg(const NkFwdParams& p0) {
                 const int c = k * G + t;
                 if (k < K && c < nch) {
                     const int64_t e = (int64_t)c * CH;
-                    float v[CH], wo[CH], b[CH], y[CH];
+                    float v[CH], y[CH];
                     Raw hk;
                     get(k, hk);
                     unpack<NARROW>(DT, hk, v);
-                    // Absent weight: multiply by 1 (exact); absent bias: add −0 (exact, keeps −0).
+#pragma unroll
+                    for (int j = 0; j < CH; ++j) y[j] = nk_mul_rn(LN ? nk_sub_rn(v[j], mean) : v[j], rstd);
+                    // y = x̂·(w + offset) + b; an absent weight multiplies by 1 and an absent bias
+                    // adds −0, both exact, so they are skipped (no instruction per element).
                     if (has_w) {
                         Raw wr;
+                        float w[CH];
                         load_chunk<ALIGNED, NARROW>(wp, DT, e, n, wr);
-                        unpack<NARROW>(DT, wr, wo);
+                        unpack<NARROW>(DT, wr, w);
 #pragma unroll
-                        for (int j = 0; j < CH; ++j) wo[j] = nk_add_rn(wo[j], offset);
-                    } else {
-#pragma unroll
-                        for (int j = 0; j < CH; ++j) wo[j] = 1.f;
+                        for (int j = 0; j < CH; ++j) y[j] = nk_mul_rn(y[j], nk_add_rn(w[j], offset));
                     }
                     if (has_b) {
                         Raw br;
+                        float b[CH];
                         load_chunk<ALIGNED, NARROW>(bp, DT, e, n, br);
                         unpack<NARROW>(DT, br, b);
-                    } else {
 #pragma unroll
-                        for (int j = 0; j < CH; ++j) b[j] = -0.f;
-                    }
-#pragma unroll
-                    for (int j = 0; j < CH; ++j) {
-                        const float xh = nk_mul_rn(LN ? nk_sub_rn(v[j], mean) : v[j], rstd);
-                        y[j] = nk_add_rn(nk_mul_rn(xh, wo[j]), b[j]);
+                        for (int j = 0; j < CH; ++j) y[j] = nk_add_rn(y[j], b[j]);
                     }
                     store<ALIGNED, NARROW>(yrow, DT, e, n, y);
                 }
@@ -916,7 +923,8 @@ NK_DEVICE void fwd_reg(const NkFwdParams& p0) {
 // so its dW/dB partial stays in registers across rows. At the end the CTA's groups are summed in
 // group order through shared memory (rpc·N floats, dynamic; none when rpc = 1) and the CTA writes
 // one fp32 partial row; bwd_finalize sums the partial rows in a fixed order. Dynamic shared
-// memory: max(rpc > 1 ? rpc·N·4 : 0, PF ? 2·(2 + RES)·K·blockDim·16·SW : 0) bytes.
+// memory: max(rpc > 1 ? rpc·N·4 : 0, PF ? (2·(2 + RES) + W)·K·blockDim·16·SW : 0) bytes, W = 1 with a
+// weight (its slots follow the row buffers).
 constexpr int BREG_KMAX = 2;
 
 template <bool ALIGNED, int SPEC>
@@ -967,7 +975,18 @@ NK_DEVICE void bwd_reg(const NkBwdParams& p0) {
         }
         nk_copy_async_commit();
     };
-    if (PF) stage(nk_bid() * rpc + g, 0);
+    if (PF) {
+        // The weight: copied once into this thread's own slots after the two row buffers (the
+        // CTA walks many rows); the copies join the first row's group.
+        if (has_w) {
+#pragma unroll
+            for (int k = 0; k < KMAX; ++k) {
+                const int c = k * G + t;
+                if (k < K && c < nch) pf_stage<NS, SW>(smem, 2, 0, wp, (int64_t)c * CH, k, tid, bd, K);
+            }
+        }
+        stage(nk_bid() * rpc + g, 0);
+    }
     for (int64_t row0 = nk_bid() * rpc; row0 < p.m; row0 += step) {
         const int64_t row = row0 + g;
         const bool active = row < p.m;
@@ -1016,7 +1035,7 @@ NK_DEVICE void bwd_reg(const NkBwdParams& p0) {
                     get(k, xk, dyk, drk);
                     if (!has_w) {
                     } else if constexpr (PF) {
-                        load_chunk<ALIGNED, NARROW>(wp, DT, (int64_t)c * CH, n, wk);
+                        pf_read<NS, SW>(smem, 2, 0, k, tid, bd, K, wk);
                     } else {
                         wk = wr[k];
                     }
@@ -1037,7 +1056,7 @@ NK_DEVICE void bwd_reg(const NkBwdParams& p0) {
                     get(k, xk, dyk, drk);
                     if (!has_w) {
                     } else if constexpr (PF) {
-                        load_chunk<ALIGNED, NARROW>(wp, DT, (int64_t)c * CH, n, wk);
+                        pf_read<NS, SW>(smem, 2, 0, k, tid, bd, K, wk);
                     } else {
                         wk = wr[k];
                     }

@@ -163,7 +163,7 @@ NK_DEVICE void fwd_cluster(const NkFwdParams& p0) {
                     for (int j = 0; j < CH; ++j) v[j] = round_to(DT, nk_add_rn(v[j], rv[j]));
                     pack<NARROW>(DT, v, h[k]);
                     store_chunk<ALIGNED, NARROW>(rorow, DT, (int64_t)c * CH, n, h[k]);
-                    add_chunk(acc[0], v, LN, (int64_t)c * CH, n);
+                    add_chunk<ALIGNED>(acc[0], v, LN, (int64_t)c * CH, n);
                 }
             }
         } else {
@@ -181,7 +181,7 @@ NK_DEVICE void fwd_cluster(const NkFwdParams& p0) {
                 if (k < K && c < nch) {
                     float v[CH];
                     unpack<NARROW>(DT, h[k], v);
-                    add_chunk(acc[0], v, LN, (int64_t)c * CH, n);
+                    add_chunk<ALIGNED>(acc[0], v, LN, (int64_t)c * CH, n);
                 }
             }
         }
@@ -197,7 +197,7 @@ NK_DEVICE void fwd_cluster(const NkFwdParams& p0) {
                     float v[CH];
                     cl_opaque<NARROW>(h[k]);
                     unpack<NARROW>(DT, h[k], v);
-                    add_centred(a2[0], v, mr, (int64_t)c * CH, n);
+                    add_centred<ALIGNED>(a2[0], v, mr, (int64_t)c * CH, n);
                 }
             }
             cl_block_sum<1>(a2, scratch[1]);
@@ -265,28 +265,23 @@ NK_DEVICE void fwd_cluster(const NkFwdParams& p0) {
                 const int k = k0 + g, c = c0 + k * T;
                 if (k < K && c < nch) {
                     const int64_t e = (int64_t)c * CH;
-                    float v[CH], wo[CH], b[CH], y[CH];
+                    float v[CH], y[CH];
                     cl_opaque<NARROW>(h[k]);
                     unpack<NARROW>(DT, h[k], v);
-                    // Absent weight: multiply by 1 (exact); absent bias: add −0 (exact, keeps −0).
+#pragma unroll
+                    for (int j = 0; j < CH; ++j) y[j] = nk_mul_rn(LN ? nk_sub_rn(v[j], mean) : v[j], rstd);
+                    // y = x̂·(w + offset) + b; an absent weight (× 1) or bias (+ −0) is exact: skipped.
                     if (has_w) {
-                        unpack<NARROW>(DT, wr[g], wo);
+                        float w[CH];
+                        unpack<NARROW>(DT, wr[g], w);
 #pragma unroll
-                        for (int j = 0; j < CH; ++j) wo[j] = nk_add_rn(wo[j], offset);
-                    } else {
-#pragma unroll
-                        for (int j = 0; j < CH; ++j) wo[j] = 1.f;
+                        for (int j = 0; j < CH; ++j) y[j] = nk_mul_rn(y[j], nk_add_rn(w[j], offset));
                     }
                     if (has_b) {
+                        float b[CH];
                         unpack<NARROW>(DT, br[g], b);
-                    } else {
 #pragma unroll
-                        for (int j = 0; j < CH; ++j) b[j] = -0.f;
-                    }
-#pragma unroll
-                    for (int j = 0; j < CH; ++j) {
-                        const float xh = nk_mul_rn(LN ? nk_sub_rn(v[j], mean) : v[j], rstd);
-                        y[j] = nk_add_rn(nk_mul_rn(xh, wo[j]), b[j]);
+                        for (int j = 0; j < CH; ++j) y[j] = nk_add_rn(y[j], b[j]);
                     }
                     store<ALIGNED, NARROW>(yrow, DT, e, n, y);
                 }

@@ -732,11 +732,12 @@ impl NormKernel for CudaBackend {
                     if a.d_residual_out.is_some() { "_res" } else { "" }
                 )
             };
-            // The prefetching twin: two buffers of x, dy (and d_residual_out) × K chunks × 16
-            // bytes (32 for f32) per thread, sharing the dynamic shared memory with the group
-            // reduction (used after the last row).
+            // The prefetching twin: two buffers of x, dy (and d_residual_out), then the weight's
+            // slots, × K chunks × 16 bytes (32 for f32) per thread, sharing the dynamic shared
+            // memory with the group reduction (used after the last row).
             let k_per_thread = n.div_ceil(8).div_ceil(rc.group as usize);
-            let pf_smem = 2 * (2 + usize::from(a.d_residual_out.is_some())) * k_per_thread * block as usize * if dt == DType::F32 { 32 } else { 16 };
+            let slots = 2 * (2 + usize::from(a.d_residual_out.is_some())) + usize::from(a.weight.is_some());
+            let pf_smem = slots * k_per_thread * block as usize * if dt == DType::F32 { 32 } else { 16 };
             let pf = self
                 .pf
                 .then(|| find_kernel(&name("pf")).ok())
