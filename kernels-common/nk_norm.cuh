@@ -379,37 +379,52 @@ NK_DEVICE BwdRow bwd_row_stats(const NkBwdParams& p, int64_t row) {
     return r;
 }
 
-// Adds a chunk's g·x̂ and g to a[0], a[1].
+// A chunk's weight as the backward uses it: w + offset in fp32 (unused without a weight).
 template <bool NARROW>
-NK_DEVICE void bwd_chunk_sums(const NkBwdParams& p, const Flags& f, const BwdRow& st, const Raw& xr, const Raw& dyr,
-                              const Raw& wr, float (&a)[2]) {
-    float xv[CH], dv[CH], w[CH];
+NK_DEVICE void bwd_weight(const NkBwdParams& p, const Flags& f, const Raw& wr, float (&wo)[CH]) {
+    if (f.w) {
+        unpack<NARROW>(p.dt_w, wr, wo);
+#pragma unroll
+        for (int j = 0; j < CH; ++j) wo[j] = wo[j] + p.offset;
+    }
+}
+
+// Adds a chunk's g·x̂ and g to a[0], a[1]; wo = w + offset (bwd_weight).
+template <bool NARROW>
+NK_DEVICE void bwd_chunk_sums_w(const NkBwdParams& p, const Flags& f, const BwdRow& st, const Raw& xr, const Raw& dyr,
+                                const float (&wo)[CH], float (&a)[2]) {
+    float xv[CH], dv[CH];
     unpack<NARROW>(p.dt_x, xr, xv);
     unpack<NARROW>(p.dt_y, dyr, dv);
-    if (f.w) unpack<NARROW>(p.dt_w, wr, w);
 #pragma unroll
     for (int j = 0; j < CH; ++j) {
         const float xh = (f.ln ? xv[j] - st.mean : xv[j]) * st.rstd;  // RMSNorm: mean = 0, x − 0 = x
-        const float gg = f.w ? dv[j] * (w[j] + p.offset) : dv[j];
+        const float gg = f.w ? dv[j] * wo[j] : dv[j];
         a[0] += gg * xh;
         if (f.ln) a[1] += gg;  // Σg is LayerNorm's only (every caller gates its c2 on LN)
     }
 }
+template <bool NARROW>
+NK_DEVICE void bwd_chunk_sums(const NkBwdParams& p, const Flags& f, const BwdRow& st, const Raw& xr, const Raw& dyr,
+                              const Raw& wr, float (&a)[2]) {
+    float wo[CH];
+    bwd_weight<NARROW>(p, f, wr, wo);
+    bwd_chunk_sums_w<NARROW>(p, f, st, xr, dyr, wo, a);
+}
 
-// dx of a chunk (stored), and its dy·x̂ and dy in dw[], db[].
+// dx of a chunk (stored), and its dy·x̂ and dy in dw[], db[]; wo = w + offset (bwd_weight).
 template <bool ALIGNED, bool NARROW>
-NK_DEVICE void bwd_chunk_dx(const NkBwdParams& p, const Flags& f, const BwdRow& st, const Raw& xr, const Raw& dyr,
-                            const Raw& wr, const Raw& drr, int64_t row, int64_t e, float c1, float c2,
-                            float (&dwv)[CH], float (&dbv)[CH]) {
-    float xv[CH], dv[CH], w[CH], dr[CH], dx[CH];
+NK_DEVICE void bwd_chunk_dx_w(const NkBwdParams& p, const Flags& f, const BwdRow& st, const Raw& xr, const Raw& dyr,
+                              const float (&wo)[CH], const Raw& drr, int64_t row, int64_t e, float c1, float c2,
+                              float (&dwv)[CH], float (&dbv)[CH]) {
+    float xv[CH], dv[CH], dr[CH], dx[CH];
     unpack<NARROW>(p.dt_x, xr, xv);
     unpack<NARROW>(p.dt_y, dyr, dv);
-    if (f.w) unpack<NARROW>(p.dt_w, wr, w);
     if (f.res) unpack<NARROW>(p.dt_y, drr, dr);
 #pragma unroll
     for (int j = 0; j < CH; ++j) {
         const float xh = (f.ln ? xv[j] - st.mean : xv[j]) * st.rstd;
-        const float gg = f.w ? dv[j] * (w[j] + p.offset) : dv[j];
+        const float gg = f.w ? dv[j] * wo[j] : dv[j];
         float d = st.rstd * ((f.ln ? gg - c2 : gg) - xh * c1);  // RMSNorm: c2 = 0
         if (f.res) d += dr[j];
         dx[j] = d;
@@ -417,6 +432,14 @@ NK_DEVICE void bwd_chunk_dx(const NkBwdParams& p, const Flags& f, const BwdRow& 
         dbv[j] = dv[j];
     }
     store<ALIGNED, NARROW>(row_ptr_mut(p.dx, row, p.sdx, p.dt_y), p.dt_y, e, p.n, dx);
+}
+template <bool ALIGNED, bool NARROW>
+NK_DEVICE void bwd_chunk_dx(const NkBwdParams& p, const Flags& f, const BwdRow& st, const Raw& xr, const Raw& dyr,
+                            const Raw& wr, const Raw& drr, int64_t row, int64_t e, float c1, float c2,
+                            float (&dwv)[CH], float (&dbv)[CH]) {
+    float wo[CH];
+    bwd_weight<NARROW>(p, f, wr, wo);
+    bwd_chunk_dx_w<ALIGNED, NARROW>(p, f, st, xr, dyr, wo, drr, row, e, c1, c2, dwv, dbv);
 }
 
 // Backward, one row per group of threads, persistent CTAs. The weight is staged once; each row's
@@ -574,7 +597,19 @@ NK_DEVICE void bwd_split_stats_body(const NkBwdParams& p0) {
 
 // Backward, split rows: dx for chunk blockIdx.x of rows blockIdx.y, blockIdx.y + gridDim.y, ...;
 // the chunk's dW/dB partial stays in registers and is written as partial row blockIdx.y.
-template <bool ALIGNED, bool NARROW, int DT, int CAST>
+// A row's (c1, c2) = (Σg·x̂ / N, Σg / N) from its S chunk partials, added in chunk order.
+NK_DEVICE void bwd_split_row_consts(const NkBwdParams& p, const float* part, float& c1, float& c2) {
+    const float nf = (float)p.n;
+    float s1 = 0.f, s2 = 0.f;
+    for (int64_t i = 0; i < p.nsplit; ++i) {
+        s1 += part[2 * i];
+        s2 += part[2 * i + 1];
+    }
+    c1 = nk_div_rn(s1, nf);
+    c2 = (p.flags & NK_F_LN) ? nk_div_rn(s2, nf) : 0.f;
+}
+
+template <bool ALIGNED, bool NARROW, int DT, int CAST, bool PRE = false>
 NK_DEVICE void bwd_split_apply_body(const NkBwdParams& p0) {
     const NkBwdParams p = specialise<DT>(p0);
     constexpr int T = NK_SPLIT_THREADS, KV = NK_SPLIT_ELEMS / CH;
@@ -606,19 +641,18 @@ NK_DEVICE void bwd_split_apply_body(const NkBwdParams& p0) {
                 if (f.res) load_chunk<ALIGNED, NARROW>(drow, p.dt_y, e, n, drr[k]);
             }
         }
-        if (t == 0) {
-            const float* part = ws + row * S * 2;
-            float s1 = 0.f, s2 = 0.f;
-            for (int64_t i = 0; i < S; ++i) {
-                s1 += part[2 * i];
-                s2 += part[2 * i + 1];
-            }
-            cs[0] = nk_div_rn(s1, nf);
-            cs[1] = f.ln ? nk_div_rn(s2, nf) : 0.f;
+        float c1, c2;
+        if (PRE) {
+            // (c1, c2) combined once per row by bwd_split_reduce: no barrier, no serial sum here.
+            c1 = ws[2 * p.m * S + 2 * row];
+            c2 = ws[2 * p.m * S + 2 * row + 1];
+        } else {
+            if (t == 0) bwd_split_row_consts(p, ws + row * S * 2, cs[0], cs[1]);
+            nk_sync();
+            c1 = cs[0];
+            c2 = cs[1];
+            nk_sync();
         }
-        nk_sync();
-        const float c1 = cs[0], c2 = cs[1];
-        nk_sync();
 #pragma unroll
         for (int k = 0; k < KV; ++k) {
             const int64_t e = base + ((int64_t)k * T + t) * CH;
@@ -728,8 +762,8 @@ NK_DEVICE void residual_add(Raw& h, const Raw& r) {
 // stay in flight across the reduction, and occupancy is not bounded by a row's registers. Both
 // forms (and the element-wise twin) perform the same arithmetic in the same order, bit for bit.
 // Dynamic shared memory with PF: 2·(1 + RES)·K·blockDim·16·SW bytes (SW = 2 for f32, else 1).
-template <bool ALIGNED, int SPEC>
-NK_DEVICE void fwd_reg(const NkFwdParams& p0) {
+template <bool ALIGNED, int SPEC, bool FULL>
+NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
     constexpr int DT = SPEC & 3;
     constexpr bool LN = (SPEC & 4) != 0, RES = (SPEC & 8) != 0;
     constexpr bool NARROW = DT != NK_DT_F32;
@@ -746,7 +780,7 @@ NK_DEVICE void fwd_reg(const NkFwdParams& p0) {
     const int t = tid % G, g = tid / G;
     const int64_t n = p.n;
     const int nch = (int)((n + CH - 1) / CH);
-    const int K = (nch + G - 1) / G;
+    const int K = FULL ? KMAX : (nch + G - 1) / G;
     const float nf = (float)n, offset = p.offset;
     const void* wp = reinterpret_cast<const void*>(p.w);
     const void* bp = reinterpret_cast<const void*>(p.b);
@@ -760,7 +794,7 @@ NK_DEVICE void fwd_reg(const NkFwdParams& p0) {
 #pragma unroll
             for (int k = 0; k < KMAX; ++k) {
                 const int c = k * G + t;
-                if (k < K && c < nch) {
+                if (FULL || (k < K && c < nch)) {
                     pf_stage<NS, SW>(smem, b, 0, xrow, (int64_t)c * CH, k, tid, bd, K);
                     if (RES) pf_stage<NS, SW>(smem, b, 1, rrow, (int64_t)c * CH, k, tid, bd, K);
                 }
@@ -800,7 +834,7 @@ NK_DEVICE void fwd_reg(const NkFwdParams& p0) {
 #pragma unroll
                 for (int k = 0; k < KMAX; ++k) {
                     const int c = k * G + t;
-                    if (k < K && c < nch) {
+                    if (FULL || (k < K && c < nch)) {
                         load_chunk<ALIGNED, NARROW>(xrow, DT, (int64_t)c * CH, n, h[k]);
                         if (RES) load_chunk<ALIGNED, NARROW>(rrow, DT, (int64_t)c * CH, n, r[k]);
                     }
@@ -809,7 +843,7 @@ NK_DEVICE void fwd_reg(const NkFwdParams& p0) {
 #pragma unroll
                     for (int k = 0; k < KMAX; ++k) {
                         const int c = k * G + t;
-                        if (k < K && c < nch) residual_add<DT, NARROW>(h[k], r[k]);
+                        if (FULL || (k < K && c < nch)) residual_add<DT, NARROW>(h[k], r[k]);
                     }
                 }
             }
@@ -817,7 +851,7 @@ NK_DEVICE void fwd_reg(const NkFwdParams& p0) {
 #pragma unroll
                 for (int k = 0; k < KMAX; ++k) {
                     const int c = k * G + t;
-                    if (k < K && c < nch) {
+                    if (FULL || (k < K && c < nch)) {
                         Raw hk;
                         get(k, hk);
                         if (RES) store_chunk<ALIGNED, NARROW>(rorow, DT, (int64_t)c * CH, n, hk);
@@ -837,7 +871,7 @@ NK_DEVICE void fwd_reg(const NkFwdParams& p0) {
 #pragma unroll
                 for (int k = 0; k < KMAX; ++k) {
                     const int c = k * G + t;
-                    if (k < K && c < nch) {
+                    if (FULL || (k < K && c < nch)) {
                         Raw hk;
                         float v[CH];
                         get(k, hk);
@@ -854,7 +888,7 @@ NK_DEVICE void fwd_reg(const NkFwdParams& p0) {
 #pragma unroll
                 for (int k = 0; k < KMAX; ++k) {
                     const int c = k * G + t;
-                    if (k < K && c < nch) {
+                    if (FULL || (k < K && c < nch)) {
                         Raw hk;
                         float v[CH];
                         get(k, hk);
@@ -880,7 +914,7 @@ NK_DEVICE void fwd_reg(const NkFwdParams& p0) {
 #pragma unroll
             for (int k = 0; k < KMAX; ++k) {
                 const int c = k * G + t;
-                if (k < K && c < nch) {
+                if (FULL || (k < K && c < nch)) {
                     const int64_t e = (int64_t)c * CH;
                     float v[CH], y[CH];
                     Raw hk;
@@ -923,12 +957,23 @@ NK_DEVICE void fwd_reg(const NkFwdParams& p0) {
 // so its dW/dB partial stays in registers across rows. At the end the CTA's groups are summed in
 // group order through shared memory (rpc·N floats, dynamic; none when rpc = 1) and the CTA writes
 // one fp32 partial row; bwd_finalize sums the partial rows in a fixed order. Dynamic shared
-// memory: max(rpc > 1 ? rpc·N·4 : 0, PF ? (2·(2 + RES) + W)·K·blockDim·16·SW : 0) bytes, W = 1 with a
-// weight (its slots follow the row buffers).
+// memory: max(rpc > 1 ? rpc·N·4 : 0, PF ? (2·(2 + RES)·16·SW + 32·W)·K·blockDim : 0) bytes, W = 1 with
+// a weight in shared memory (its fp32 slots follow the row buffers; NK_F_WGLOBAL: none).
 constexpr int BREG_KMAX = 2;
 
+// FULL: every thread of a group owns exactly KMAX whole chunks of every row (N = 8·KMAX·G, the
+// tables' usual case), so the per-chunk guards fold away; the arithmetic is the same either way.
 template <bool ALIGNED, int SPEC>
-NK_DEVICE void bwd_reg(const NkBwdParams& p0) {
+NK_DEVICE void fwd_reg(const NkFwdParams& p) {
+    constexpr int KMAX = (SPEC & 32) ? 4 * REG_KMAX : (SPEC & 16) ? 2 * REG_KMAX : REG_KMAX;
+    if ((p.n + CH - 1) / CH == (int64_t)KMAX * p.group && !(p.flags & NK_F_NOFULL))
+        fwd_reg_body<ALIGNED, SPEC, true>(p);
+    else
+        fwd_reg_body<ALIGNED, SPEC, false>(p);
+}
+
+template <bool ALIGNED, int SPEC, bool FULL>
+NK_DEVICE void bwd_reg_body(const NkBwdParams& p0) {
     constexpr int DT = SPEC & 3;
     constexpr bool LN = (SPEC & 4) != 0, RES = (SPEC & 8) != 0;
     constexpr bool NARROW = DT != NK_DT_F32;
@@ -948,7 +993,7 @@ NK_DEVICE void bwd_reg(const NkBwdParams& p0) {
     const int t = tid % G, g = tid / G;
     const int64_t n = p.n;
     const int nch = (int)((n + CH - 1) / CH);
-    const int K = (nch + G - 1) / G;
+    const int K = FULL ? KMAX : (nch + G - 1) / G;
     const float nf = (float)n;
     const void* wp = reinterpret_cast<const void*>(p.w);
     const int64_t step = nk_nblocks() * rpc;
@@ -965,7 +1010,7 @@ NK_DEVICE void bwd_reg(const NkBwdParams& p0) {
 #pragma unroll
             for (int k = 0; k < KMAX; ++k) {
                 const int c = k * G + t;
-                if (k < K && c < nch) {
+                if (FULL || (k < K && c < nch)) {
                     const int64_t e = (int64_t)c * CH;
                     pf_stage<NS, SW>(smem, b, 0, xrow, e, k, tid, bd, K);
                     pf_stage<NS, SW>(smem, b, 1, dyrow, e, k, tid, bd, K);
@@ -975,14 +1020,41 @@ NK_DEVICE void bwd_reg(const NkBwdParams& p0) {
         }
         nk_copy_async_commit();
     };
+    // PF: the weight as the arithmetic uses it, w + offset in fp32, written once into this
+    // thread's own 32-byte slots after the two row buffers (the CTA walks many rows, and each row
+    // then reads 8 floats instead of converting and offsetting 8 weights twice).
+    // NK_F_WGLOBAL: the host found no room for the slots; the weight is then read from global
+    // memory and offset per use (the same values).
+    const bool wsm = (p.flags & NK_F_WGLOBAL) == 0;
+    nk_u128* wslots = reinterpret_cast<nk_u128*>(smem) + (int64_t)2 * NS * K * SW * bd;
+    auto wslot = [&](int k, int q) { return wslots + (int64_t)(2 * k + q) * bd + tid; };
+    auto get_w = [&](int k, float (&wo)[CH]) {
+        if (!wsm) {
+            Raw wr;
+            load_chunk<ALIGNED, NARROW>(wp, DT, (int64_t)(k * G + t) * CH, n, wr);
+            bwd_weight<NARROW>(p, f, wr, wo);
+            return;
+        }
+        const nk_u128 lo = *wslot(k, 0), hi = *wslot(k, 1);
+        wo[0] = nk_u32_as_f32(lo.x), wo[1] = nk_u32_as_f32(lo.y), wo[2] = nk_u32_as_f32(lo.z), wo[3] = nk_u32_as_f32(lo.w);
+        wo[4] = nk_u32_as_f32(hi.x), wo[5] = nk_u32_as_f32(hi.y), wo[6] = nk_u32_as_f32(hi.z), wo[7] = nk_u32_as_f32(hi.w);
+    };
     if (PF) {
-        // The weight: copied once into this thread's own slots after the two row buffers (the
-        // CTA walks many rows); the copies join the first row's group.
-        if (has_w) {
+        if (has_w && wsm) {
 #pragma unroll
             for (int k = 0; k < KMAX; ++k) {
                 const int c = k * G + t;
-                if (k < K && c < nch) pf_stage<NS, SW>(smem, 2, 0, wp, (int64_t)c * CH, k, tid, bd, K);
+                if (FULL || (k < K && c < nch)) {
+                    Raw wr;
+                    float wo[CH];
+                    load_chunk<ALIGNED, NARROW>(wp, DT, (int64_t)c * CH, n, wr);
+                    bwd_weight<NARROW>(p, f, wr, wo);
+                    nk_u128 lo, hi;
+                    lo.x = nk_f32_as_u32(wo[0]), lo.y = nk_f32_as_u32(wo[1]), lo.z = nk_f32_as_u32(wo[2]), lo.w = nk_f32_as_u32(wo[3]);
+                    hi.x = nk_f32_as_u32(wo[4]), hi.y = nk_f32_as_u32(wo[5]), hi.z = nk_f32_as_u32(wo[6]), hi.w = nk_f32_as_u32(wo[7]);
+                    *wslot(k, 0) = lo;
+                    *wslot(k, 1) = hi;
+                }
             }
         }
         stage(nk_bid() * rpc + g, 0);
@@ -1018,7 +1090,7 @@ NK_DEVICE void bwd_reg(const NkBwdParams& p0) {
 #pragma unroll
                 for (int k = 0; k < KMAX; ++k) {
                     const int c = k * G + t;
-                    if (k < K && c < nch) {
+                    if (FULL || (k < K && c < nch)) {
                         const int64_t e = (int64_t)c * CH;
                         load_chunk<ALIGNED, NARROW>(xrow, DT, e, n, xr[k]);
                         load_chunk<ALIGNED, NARROW>(dyrow, DT, e, n, dyr[k]);
@@ -1030,16 +1102,17 @@ NK_DEVICE void bwd_reg(const NkBwdParams& p0) {
 #pragma unroll
             for (int k = 0; k < KMAX; ++k) {
                 const int c = k * G + t;
-                if (k < K && c < nch) {
-                    Raw xk, dyk, drk, wk;
+                if (FULL || (k < K && c < nch)) {
+                    Raw xk, dyk, drk;
+                    float wo[CH];
                     get(k, xk, dyk, drk);
                     if (!has_w) {
                     } else if constexpr (PF) {
-                        pf_read<NS, SW>(smem, 2, 0, k, tid, bd, K, wk);
+                        get_w(k, wo);
                     } else {
-                        wk = wr[k];
+                        bwd_weight<NARROW>(p, f, wr[k], wo);
                     }
-                    bwd_chunk_sums<NARROW>(p, f, st, xk, dyk, wk, a);
+                    bwd_chunk_sums_w<NARROW>(p, f, st, xk, dyk, wo, a);
                 }
             }
         }
@@ -1051,17 +1124,18 @@ NK_DEVICE void bwd_reg(const NkBwdParams& p0) {
 #pragma unroll
             for (int k = 0; k < KMAX; ++k) {
                 const int c = k * G + t;
-                if (k < K && c < nch) {
-                    Raw xk, dyk, drk, wk;
+                if (FULL || (k < K && c < nch)) {
+                    Raw xk, dyk, drk;
+                    float wo[CH];
                     get(k, xk, dyk, drk);
                     if (!has_w) {
                     } else if constexpr (PF) {
-                        pf_read<NS, SW>(smem, 2, 0, k, tid, bd, K, wk);
+                        get_w(k, wo);
                     } else {
-                        wk = wr[k];
+                        bwd_weight<NARROW>(p, f, wr[k], wo);
                     }
                     float dwv[CH], dbv[CH];
-                    bwd_chunk_dx<ALIGNED, NARROW>(p, f, st, xk, dyk, wk, drk, row, (int64_t)c * CH, c1, c2, dwv, dbv);
+                    bwd_chunk_dx_w<ALIGNED, NARROW>(p, f, st, xk, dyk, wo, drk, row, (int64_t)c * CH, c1, c2, dwv, dbv);
 #pragma unroll
                     for (int j = 0; j < CH; ++j) {
                         dwa[k][j] += dwv[j];
@@ -1083,7 +1157,7 @@ NK_DEVICE void bwd_reg(const NkBwdParams& p0) {
 #pragma unroll
             for (int k = 0; k < KMAX; ++k) {
                 const int c = k * G + t;
-                if (k < K && c < nch) store<ALIGNED, false>(dst, NK_DT_F32, (int64_t)c * CH, n, acc == 0 ? dwa[k] : dba[k]);
+                if (FULL || (k < K && c < nch)) store<ALIGNED, false>(dst, NK_DT_F32, (int64_t)c * CH, n, acc == 0 ? dwa[k] : dba[k]);
             }
         } else {
             float* red = reinterpret_cast<float*>(smem);
@@ -1091,7 +1165,7 @@ NK_DEVICE void bwd_reg(const NkBwdParams& p0) {
 #pragma unroll
             for (int k = 0; k < KMAX; ++k) {
                 const int c = k * G + t;
-                if (k < K && c < nch)
+                if (FULL || (k < K && c < nch))
 #pragma unroll
                     for (int j = 0; j < CH; ++j)
                         if ((int64_t)c * CH + j < n) red[(int64_t)g * n + c * CH + j] = acc == 0 ? dwa[k][j] : dba[k][j];
@@ -1104,6 +1178,17 @@ NK_DEVICE void bwd_reg(const NkBwdParams& p0) {
             }
         }
     }
+}
+
+// FULL: every thread of a group owns exactly KMAX whole chunks of every row (N = 8·KMAX·G, the
+// tables' usual case), so the per-chunk guards fold away; the arithmetic is the same either way.
+template <bool ALIGNED, int SPEC>
+NK_DEVICE void bwd_reg(const NkBwdParams& p) {
+    constexpr int KMAX = (SPEC & 16) ? 1 : (SPEC & 32) ? 2 * BREG_KMAX : BREG_KMAX;
+    if ((p.n + CH - 1) / CH == (int64_t)KMAX * p.group && !(p.flags & NK_F_NOFULL))
+        bwd_reg_body<ALIGNED, SPEC, true>(p);
+    else
+        bwd_reg_body<ALIGNED, SPEC, false>(p);
 }
 
 // Forward, split rows, CUDA's three-kernel form: fwd_split_reduce combines each row's chunk
@@ -1127,43 +1212,65 @@ NK_DEVICE void fwd_split_reduce(const NkFwdParams& p) {
     }
 }
 
-// dw[j] = Σ_parts ws_dw[part][j] (and db) in a fixed order, converted to the weight's dtype: a CTA
-// takes NK_WARP columns; warp w takes parts w, w + W, ... into four interleaved accumulators (four
-// loads in flight), combined as (s0 + s1) + (s2 + s3); warp sums then add in warp order. Launched
+// Backward split, CUDA's form: bwd_split_reduce combines each row's chunk partials once (one
+// thread per row, chunk order: the same numbers bwd_split_apply computes in its CTAs) into (c1, c2)
+// at ws_stats[2·M·S + 2·row]; bwd_split_apply_pre reads the pair.
+template <bool ALIGNED, bool NARROW>
+NK_DEVICE void bwd_split_reduce(const NkBwdParams& p) {
+    float* ws = reinterpret_cast<float*>(p.ws_stats);
+    const int64_t S = p.nsplit;
+    for (int64_t row = nk_bid() * nk_bdim() + nk_tid(); row < p.m; row += nk_nblocks() * nk_bdim())
+        bwd_split_row_consts(p, ws + row * S * 2, ws[2 * p.m * S + 2 * row], ws[2 * p.m * S + 2 * row + 1]);
+}
+
+// dw[j] = Σ_parts ws_dw[part][j] (and db) in a fixed order, converted to the weight's dtype. A CTA
+// takes COLS = p.group columns (8, 16 or 32: the host picks fewer for small N, so that the grid
+// still covers the device); lane l of a warp reads column l % COLS of part sub-row l / COLS, so a
+// warp reads L = 32 / COLS parts at once. Warp w's lanes take parts w·L + s, w·L + s + W·L, ... into
+// four interleaved accumulators (four loads in flight), combined as (s0 + s1) + (s2 + s3); the
+// L sub-rows of a warp are added by a fixed butterfly, then warp sums add in warp order. Launched
 // with up to NK_ROW_MAX_THREADS threads.
 template <bool ALIGNED, bool NARROW>
 NK_DEVICE void bwd_finalize_wide(const NkBwdParams& p) {
-    NK_SHARED float red[2][NK_ROW_MAX_THREADS];
+    NK_SHARED float red[2][NK_ROW_MAX_THREADS / NK_WARP][NK_WARP];
     const Flags f(p.flags);
     const int tid = nk_tid(), lane = tid % NK_WARP, warp = tid / NK_WARP, nw = nk_bdim() / NK_WARP;
-    const int64_t Q = p.nparts;
+    const int cols = p.group, L = NK_WARP / cols, sub = lane / cols, cl = lane % cols;
+    const int64_t Q = p.nparts, step = (int64_t)nw * L;
     const float* wsw = reinterpret_cast<const float*>(p.ws_dw);
     const float* wsb = reinterpret_cast<const float*>(p.ws_db);
-    for (int64_t cb = nk_bid(); cb * NK_WARP < p.n; cb += nk_nblocks()) {
-        const int64_t col = cb * NK_WARP + lane;
+    for (int64_t cb = nk_bid(); cb * cols < p.n; cb += nk_nblocks()) {
+        const int64_t col = cb * cols + cl;
         float sw[4] = {0.f, 0.f, 0.f, 0.f}, sb[4] = {0.f, 0.f, 0.f, 0.f};
         if (col < p.n) {
-            int64_t q = warp;
-            for (; q + 3 * nw < Q; q += 4 * nw) {
+            int64_t q = (int64_t)warp * L + sub;
+            for (; q + 3 * step < Q; q += 4 * step) {
 #pragma unroll
                 for (int i = 0; i < 4; ++i) {
-                    if (f.w) sw[i] += wsw[(q + i * nw) * p.n + col];
-                    if (f.b) sb[i] += wsb[(q + i * nw) * p.n + col];
+                    if (f.w) sw[i] += wsw[(q + i * step) * p.n + col];
+                    if (f.b) sb[i] += wsb[(q + i * step) * p.n + col];
                 }
             }
-            for (; q < Q; q += nw) {
+            for (; q < Q; q += step) {
                 if (f.w) sw[0] += wsw[q * p.n + col];
                 if (f.b) sb[0] += wsb[q * p.n + col];
             }
         }
-        red[0][tid] = (sw[0] + sw[1]) + (sw[2] + sw[3]);
-        red[1][tid] = (sb[0] + sb[1]) + (sb[2] + sb[3]);
+        float tw = (sw[0] + sw[1]) + (sw[2] + sw[3]);
+        float tb = (sb[0] + sb[1]) + (sb[2] + sb[3]);
+        for (int o = NK_WARP / 2; o >= cols; o >>= 1) {
+            tw += nk_shfl_xor(tw, o);
+            tb += nk_shfl_xor(tb, o);
+        }
+        red[0][warp][lane] = tw;
+        red[1][warp][lane] = tb;
         nk_sync();
-        if (warp == 0 && col < p.n) {
-            float tw = red[0][lane], tb = red[1][lane];
+        if (warp == 0 && lane < cols && col < p.n) {
+            tw = red[0][0][lane];
+            tb = red[1][0][lane];
             for (int i = 1; i < nw; ++i) {
-                tw += red[0][i * NK_WARP + lane];
-                tb += red[1][i * NK_WARP + lane];
+                tw += red[0][i][lane];
+                tb += red[1][i][lane];
             }
             if (f.w) store_one(reinterpret_cast<void*>(p.dw), p.dt_w, col, tw);
             if (f.b) store_one(reinterpret_cast<void*>(p.db), p.dt_w, col, tb);
@@ -1222,5 +1329,14 @@ NK_DEVICE void fwd_split_apply_pre(const NkFwdParams& p) {
 NK_BWD_ENTRY(bwd_row)
 NK_BWD_ENTRY(bwd_split_stats)
 NK_BWD_ENTRY(bwd_split_apply)
+template <bool ALIGNED, bool NARROW>
+NK_DEVICE void bwd_split_apply_pre(const NkBwdParams& p) {
+    if constexpr (NARROW) {
+        if (p.dt_x == NK_DT_BF16) bwd_split_apply_body<ALIGNED, true, NK_DT_BF16, -1, true>(p);
+        else bwd_split_apply_body<ALIGNED, true, NK_DT_F16, -1, true>(p);
+    } else {
+        bwd_split_apply_body<ALIGNED, false, -1, -1, true>(p);
+    }
+}
 
 }  // namespace nk

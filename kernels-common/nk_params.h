@@ -21,6 +21,8 @@
 #define NK_F_BIAS 4        // bias present (forward) / db wanted (backward)
 #define NK_F_RESIDUAL 8    // fused residual add (forward) / d_residual_out given (backward)
 #define NK_F_STATS 16      // forward writes mean (LN) and rstd
+#define NK_F_NOFULL 32     // measurement knob: register kernels skip their FULL specialisation
+#define NK_F_WGLOBAL 64    // prefetching register backward: weight read from global (its fp32 slots do not fit)
 
 struct NkFwdParams {
     uint64_t x, y, r, r_out, w, b, mean, rstd, ws;

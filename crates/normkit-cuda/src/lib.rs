@@ -165,6 +165,8 @@ pub struct CudaBackend {
     /// Register kernels' prefetching twins (env `NORMKIT_CUDA_PF=0` turns them off; for A/B
     /// measurements — both give the same bits).
     pf: bool,
+    /// Register kernels without their FULL specialisation (env `NORMKIT_CUDA_FULL=0`; for A/B).
+    no_full: bool,
     /// Forward register kernels without prefetch on an occupancy-sized persistent grid instead
     /// of one CTA per rows_per_cta rows (env `NORMKIT_CUDA_FWD_GRID=persist`; for tuning).
     fwd_persistent: bool,
@@ -280,6 +282,7 @@ impl CudaBackend {
             fwd_k8: std::env::var("NORMKIT_CUDA_FWD_K8").map_or(true, |v| v != "0"),
             fwd_k8_ln: std::env::var("NORMKIT_CUDA_FWD_K8").is_ok_and(|v| v == "all"),
             pf: std::env::var("NORMKIT_CUDA_PF").map_or(true, |v| v != "0"),
+            no_full: std::env::var("NORMKIT_CUDA_FULL").is_ok_and(|v| v == "0"),
             fwd_persistent: std::env::var("NORMKIT_CUDA_FWD_GRID").is_ok_and(|v| v == "persist"),
             bwd_ctas_per_sm: std::env::var("NORMKIT_CUDA_BWD_CTAS_PER_SM").ok().and_then(|v| v.parse().ok()).filter(|&c| c > 0),
             dyn_smem_max,
@@ -526,7 +529,7 @@ impl NormKernel for CudaBackend {
             self.check_own(Operand::Mean, mb.buf)?;
             p.mean = addr(mb.buf, s.offset);
         }
-        p.flags = flags;
+        p.flags = flags | if self.no_full { params::F_NOFULL } else { 0 };
         if plan.m == 0 {
             return Ok(());
         }
@@ -677,7 +680,7 @@ impl NormKernel for CudaBackend {
             p.db = addr(d.buf, s.offset);
             flags |= params::F_BIAS;
         }
-        p.flags = flags;
+        p.flags = flags | if self.no_full { params::F_NOFULL } else { 0 };
         let nacc = usize::from(flags & params::F_WEIGHT != 0) + usize::from(flags & params::F_BIAS != 0);
         let n = plan.n;
         let m = plan.m as u64;
@@ -732,23 +735,28 @@ impl NormKernel for CudaBackend {
                     if a.d_residual_out.is_some() { "_res" } else { "" }
                 )
             };
-            // The prefetching twin: two buffers of x, dy (and d_residual_out), then the weight's
-            // slots, × K chunks × 16 bytes (32 for f32) per thread, sharing the dynamic shared
+            // The prefetching twin: two buffers of x, dy (and d_residual_out) × K chunks × 16
+            // bytes (32 for f32) per thread, then the weight + offset in fp32 (32 bytes a chunk), sharing the dynamic shared
             // memory with the group reduction (used after the last row).
             let k_per_thread = n.div_ceil(8).div_ceil(rc.group as usize);
-            let slots = 2 * (2 + usize::from(a.d_residual_out.is_some())) + usize::from(a.weight.is_some());
-            let pf_smem = slots * k_per_thread * block as usize * if dt == DType::F32 { 32 } else { 16 };
-            let pf = self
-                .pf
-                .then(|| find_kernel(&name("pf")).ok())
-                .flatten()
-                .map(|k| (k, pf_smem.max(red)))
-                .filter(|&(k, smem)| block <= k.max_threads && smem <= self.dyn_smem_max[k.index]);
-            pf.or_else(|| find_kernel(&name("")).ok().map(|k| (k, red)))
-                .filter(|&(k, smem)| block <= k.max_threads && smem <= self.dyn_smem_max[k.index])
-                .map(|(k, smem)| (rc, k, smem))
+            // Where the weight's slots do not fit (N = 16384 with d_residual_out: 256 KiB), the
+            // kernel reads the weight from global memory instead (NK_F_WGLOBAL).
+            let row_slots = 2 * (2 + usize::from(a.d_residual_out.is_some())) * if dt == DType::F32 { 32 } else { 16 };
+            let w_slots = if a.weight.is_some() { 32 } else { 0 };
+            let fits = |k: Kernel, smem: usize| block <= k.max_threads && smem <= self.dyn_smem_max[k.index];
+            let pf = self.pf.then(|| find_kernel(&name("pf")).ok()).flatten().and_then(|k| {
+                [(row_slots + w_slots, 0), (row_slots, params::F_WGLOBAL)]
+                    .into_iter()
+                    .map(|(bytes, flag)| ((bytes * k_per_thread * block as usize).max(red), flag))
+                    .find(|&(smem, _)| fits(k, smem))
+                    .map(|(smem, flag)| (k, smem, flag))
+            });
+            pf.or_else(|| find_kernel(&name("")).ok().map(|k| (k, red, 0)))
+                .filter(|&(k, smem, _)| fits(k, smem))
+                .map(|(k, smem, flag)| (rc, k, smem, flag))
         });
-        if let Some((rc, k, smem)) = reg {
+        if let Some((rc, k, smem, wflag)) = reg {
+            p.flags |= wflag;
             let block = rc.group * rc.rows_per_cta;
             let mut parts = if m == 0 { 0 } else { self.persistent_blocks(k, block, smem, m.div_ceil(rc.rows_per_cta as u64))? as u64 };
             if let Some(cap) = self.bwd_ctas_per_sm {
@@ -786,7 +794,8 @@ impl NormKernel for CudaBackend {
                 let s = n.div_ceil(SPLIT_CHUNK);
                 let target = (self.sms * self.tuning.split_bwd_ctas_per_sm) as u64;
                 let parts = if m == 0 { 0 } else { target.div_ceil(s as u64).clamp(1, m.min(65535)) };
-                let stats = m.checked_mul(s as u64 * 8).and_then(|b| usize::try_from(b).ok()).ok_or_else(too_big)?;
+                // Chunk partials (M·S pairs), then each row's combined (c1, c2) (M pairs).
+                let stats = m.checked_mul((s as u64 + 1) * 8).and_then(|b| usize::try_from(b).ok()).ok_or_else(too_big)?;
                 (parts, stats, s)
             }
         };
@@ -813,11 +822,14 @@ impl NormKernel for CudaBackend {
                     let tiles = m.checked_mul(s as u64).ok_or(NormError::Overflow { operand: Operand::X })?;
                     let threads = kernels::NK_SPLIT_THREADS as u32;
                     let (ks, ka) = match (vec_ok, all16) {
-                        (true, true) => (kernels::NK_BWD_SPLIT_STATS_AH, kernels::NK_BWD_SPLIT_APPLY_AH),
-                        (true, false) => (kernels::NK_BWD_SPLIT_STATS_A, kernels::NK_BWD_SPLIT_APPLY_A),
-                        _ => (kernels::NK_BWD_SPLIT_STATS_U, kernels::NK_BWD_SPLIT_APPLY_U),
+                        (true, true) => (kernels::NK_BWD_SPLIT_STATS_AH, kernels::NK_BWD_SPLIT_APPLY_PRE_AH),
+                        (true, false) => (kernels::NK_BWD_SPLIT_STATS_A, kernels::NK_BWD_SPLIT_APPLY_PRE_A),
+                        _ => (kernels::NK_BWD_SPLIT_STATS_U, kernels::NK_BWD_SPLIT_APPLY_PRE_U),
                     };
                     self.launch(ks, (tiles.min(MAX_GRID) as u32, 1), threads, 0, &p)?;
+                    // One thread per row combines the row's partials once (the apply CTAs used to
+                    // do it serially in every CTA: H200 128×1M rms_bwd apply 699 µs).
+                    self.launch(kernels::NK_BWD_SPLIT_REDUCE, (m.div_ceil(threads as u64).min(MAX_GRID) as u32, 1), threads, 0, &p)?;
                     self.launch(ka, (to_i32(s as u64, "grid")?, to_i32(parts, "grid")?), threads, 0, &p)?;
                 }
             }
@@ -871,11 +883,17 @@ impl CudaBackend {
     /// dW/dB from the partial rows (a fixed order: bitwise repeatable).
     fn finalize(&self, n: usize, nacc: usize, p: &BwdParams) -> Result<()> {
         if nacc > 0 {
-            let blocks = (n as u64).div_ceil(kernels::NK_WARP_WIDTH as u64).min(MAX_GRID) as u32;
+            // Columns per CTA: 32, or 16 / 8 where N / 32 CTAs would leave the device half empty
+            // (H200, 4096×1024 rms_bwd: 32 CTAs of 32 columns took 6.6 µs).
+            let cols = [32u64, 16, 8].into_iter().find(|&c| (n as u64).div_ceil(c) >= 2 * self.sms as u64).unwrap_or(8);
+            let blocks = (n as u64).div_ceil(cols).min(MAX_GRID) as u32;
             let k = kernels::NK_BWD_FINALIZE_WIDE;
-            // About four parts per warp: the warp count follows the number of parts.
-            let warps = (p.nparts.max(0) as u64).div_ceil(4).clamp(1, (k.max_threads / kernels::NK_WARP_WIDTH as u32) as u64);
-            self.launch(k, (blocks, 1), warps as u32 * kernels::NK_WARP_WIDTH as u32, 0, p)?;
+            // About four parts per lane: the warp count follows the number of parts.
+            let per_warp = 4 * (kernels::NK_WARP_WIDTH as u64 / cols);
+            let warps = (p.nparts.max(0) as u64).div_ceil(per_warp).clamp(1, (k.max_threads / kernels::NK_WARP_WIDTH as u32) as u64);
+            let mut q = *p;
+            q.group = cols as i32;
+            self.launch(k, (blocks, 1), warps as u32 * kernels::NK_WARP_WIDTH as u32, 0, &q)?;
         }
         Ok(())
     }

@@ -11,6 +11,8 @@ pub(crate) const F_WEIGHT: i32 = 2;
 pub(crate) const F_BIAS: i32 = 4;
 pub(crate) const F_RESIDUAL: i32 = 8;
 pub(crate) const F_STATS: i32 = 16;
+pub(crate) const F_NOFULL: i32 = 32;
+pub(crate) const F_WGLOBAL: i32 = 64;
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]

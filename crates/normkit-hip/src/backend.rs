@@ -734,7 +734,9 @@ impl NormKernel for HipBackend {
         }
         if l.finalize_blocks > 0 {
             // With M = 0 the finalize sums zero parts: dw and db become zeros (an empty sum).
+            // One column per lane of a wavefront (p.group: the finalize's columns per workgroup).
             let k = kernels::NK_BWD_FINALIZE_WIDE;
+            p.group = kernels::NK_WARP_WIDTH as i32;
             self.launch(k, (l.finalize_blocks, 1), k.max_threads, 0, &mut p)?;
         }
         Ok(())
