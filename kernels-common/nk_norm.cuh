@@ -966,13 +966,16 @@ constexpr int BREG_KMAX = 2;
 template <bool ALIGNED, int SPEC>
 NK_DEVICE void fwd_reg(const NkFwdParams& p) {
     constexpr int KMAX = (SPEC & 32) ? 4 * REG_KMAX : (SPEC & 16) ? 2 * REG_KMAX : REG_KMAX;
-    if ((p.n + CH - 1) / CH == (int64_t)KMAX * p.group && !(p.flags & NK_F_NOFULL))
-        fwd_reg_body<ALIGNED, SPEC, true>(p);
-    else
-        fwd_reg_body<ALIGNED, SPEC, false>(p);
+    if constexpr (NK_REG_FULL) {
+        if ((p.n + CH - 1) / CH == (int64_t)KMAX * p.group && !(p.flags & NK_F_NOFULL)) {
+            fwd_reg_body<ALIGNED, SPEC, true>(p);
+            return;
+        }
+    }
+    fwd_reg_body<ALIGNED, SPEC, false>(p);
 }
 
-template <bool ALIGNED, int SPEC, bool FULL>
+template <bool ALIGNED, int SPEC, bool FULL, bool WG>
 NK_DEVICE void bwd_reg_body(const NkBwdParams& p0) {
     constexpr int DT = SPEC & 3;
     constexpr bool LN = (SPEC & 4) != 0, RES = (SPEC & 8) != 0;
@@ -1023,9 +1026,10 @@ NK_DEVICE void bwd_reg_body(const NkBwdParams& p0) {
     // PF: the weight as the arithmetic uses it, w + offset in fp32, written once into this
     // thread's own 32-byte slots after the two row buffers (the CTA walks many rows, and each row
     // then reads 8 floats instead of converting and offsetting 8 weights twice).
-    // NK_F_WGLOBAL: the host found no room for the slots; the weight is then read from global
-    // memory and offset per use (the same values).
-    const bool wsm = (p.flags & NK_F_WGLOBAL) == 0;
+    // WG (NK_F_WGLOBAL): the host found no room for the slots; the weight is then read from
+    // global memory and offset per use (the same values). A compile-time variant: the run-time
+    // branch cost the other kernels registers (spills).
+    constexpr bool wsm = !WG;
     nk_u128* wslots = reinterpret_cast<nk_u128*>(smem) + (int64_t)2 * NS * K * SW * bd;
     auto wslot = [&](int k, int q) { return wslots + (int64_t)(2 * k + q) * bd + tid; };
     auto get_w = [&](int k, float (&wo)[CH]) {
@@ -1185,10 +1189,27 @@ NK_DEVICE void bwd_reg_body(const NkBwdParams& p0) {
 template <bool ALIGNED, int SPEC>
 NK_DEVICE void bwd_reg(const NkBwdParams& p) {
     constexpr int KMAX = (SPEC & 16) ? 1 : (SPEC & 32) ? 2 * BREG_KMAX : BREG_KMAX;
-    if ((p.n + CH - 1) / CH == (int64_t)KMAX * p.group && !(p.flags & NK_F_NOFULL))
-        bwd_reg_body<ALIGNED, SPEC, true>(p);
-    else
-        bwd_reg_body<ALIGNED, SPEC, false>(p);
+    const bool full = NK_REG_FULL && (p.n + CH - 1) / CH == (int64_t)KMAX * p.group && !(p.flags & NK_F_NOFULL);
+    // Only the prefetching kernels with d_residual_out can run out of room for the weight's slots.
+    if constexpr (ALIGNED && (SPEC & 64) && (SPEC & 8)) {
+        if (p.flags & NK_F_WGLOBAL) {
+            if constexpr (NK_REG_FULL) {
+                if (full) {
+                    bwd_reg_body<ALIGNED, SPEC, true, true>(p);
+                    return;
+                }
+            }
+            bwd_reg_body<ALIGNED, SPEC, false, true>(p);
+            return;
+        }
+    }
+    if constexpr (NK_REG_FULL) {
+        if (full) {
+            bwd_reg_body<ALIGNED, SPEC, true, false>(p);
+            return;
+        }
+    }
+    bwd_reg_body<ALIGNED, SPEC, false, false>(p);
 }
 
 // Forward, split rows, CUDA's three-kernel form: fwd_split_reduce combines each row's chunk

@@ -17,6 +17,8 @@
 // Threads per warp and the mask naming all of them.
 #define NK_WARP 32
 #define NK_FULL_MASK 0xffffffffu
+// Register kernels get a FULL twin without per-chunk guards (nk_norm.cuh fwd_reg / bwd_reg).
+#define NK_REG_FULL 1
 
 // A 16-byte vector: loads and stores of it compile to LDG.E.128 / STG.E.128.
 typedef uint4 nk_u128;

@@ -46,6 +46,9 @@
 #endif
 // All lanes of a wavefront (unused by the AMD shuffles, which take no mask).
 #define NK_FULL_MASK (~0ull)
+// No FULL twins of the register kernels here: the second body pushed nk_bwd_reg4_bf16_ln_res into
+// VGPR spills on gfx90a/gfx942/gfx950 (tests/isa.rs), and nothing has measured a gain on AMD.
+#define NK_REG_FULL 0
 
 // A 16-byte vector with .x .y .z .w members: loads and stores of it compile to
 // global_load_dwordx4 / global_store_dwordx4.

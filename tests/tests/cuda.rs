@@ -124,7 +124,8 @@ fn kernel_tour() {
     };
     // (m, n, stride, dtype): vector row path, scalar row path (odd N), strided, split path; the
     // register-resident kernels' tables: backward 4 chunks per thread (16-bit N = 3000, 4096,
-    // 8192, 16384), 1 chunk per thread (f32 N = 6000), forward 8 chunks per thread (bf16 N = 65536).
+    // 8192, 16384), 1 chunk per thread (f32 N = 6000), forward 8 chunks per thread (bf16 N = 65536),
+    // the split backward's per-row reduce (LayerNorm bf16 N = 131072).
     let shapes = [
         (3usize, 7usize, 7usize, DType::F32),
         (5, 128, 136, DType::BF16),
@@ -139,6 +140,8 @@ fn kernel_tour() {
         (3, 6000, 6000, DType::F32),
         (3, 4096, 4104, DType::F16),
         (2, 3000, 3000, DType::BF16),
+        // LayerNorm backward past the cluster route: the split path.
+        (2, 131072, 131072, DType::BF16),
     ];
     for &(m, n, stride, dt) in &shapes {
         // Weights in f32 (the staged kernels) or in x's dtype with Gemma casting (the

@@ -745,8 +745,11 @@ impl NormKernel for CudaBackend {
             let w_slots = if a.weight.is_some() { 32 } else { 0 };
             let fits = |k: Kernel, smem: usize| block <= k.max_threads && smem <= self.dyn_smem_max[k.index];
             let pf = self.pf.then(|| find_kernel(&name("pf")).ok()).flatten().and_then(|k| {
+                // (Only the kernels with d_residual_out have the global-weight variant.)
+                let res = a.d_residual_out.is_some();
                 [(row_slots + w_slots, 0), (row_slots, params::F_WGLOBAL)]
                     .into_iter()
+                    .filter(|&(_, flag)| flag == 0 || res)
                     .map(|(bytes, flag)| ((bytes * k_per_thread * block as usize).max(red), flag))
                     .find(|&(smem, _)| fits(k, smem))
                     .map(|(smem, flag)| (k, smem, flag))
