@@ -55,18 +55,24 @@ static BWD32: [ClusterConfig; 4] = [cc(16384, 4, 256), cc(32768, 8, 256), cc(655
 /// Backward LayerNorm: 38% vs 34% at 65536 (C = 8), 24% vs 32% at 262144 and 21% with C = 16 at
 /// 65536 → clusters of at most 8 (16-bit 65536, f32 32768); RMSNorm and residual: 58% vs 40%,
 /// 70% vs 50% at 65536, 41% vs 36% and 51% vs 45% at 262144, f32 49% vs 44% at 131072.
+/// Re-measured 2026-11-22 after the instruction diet (NOTES v4, `NORMKIT_CUDA_CLUSTER_CAP` A/B,
+/// 16-bit): at 131072 cluster vs split ln_fwd 49% vs 42%, addrms_fwd 77% vs 68%, ln_bwd 29% vs
+/// 22% → those caps move to 131072; at 262144 the cluster still loses (44/68/24% vs 48/73/43%).
+/// `NORMKIT_CUDA_CLUSTER_CAP=N` raises every cap to at least N (measurements only).
 fn cap(fwd: bool, dt: DType, ln: bool, residual: bool) -> usize {
+    static RAISE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let raise = *RAISE.get_or_init(|| std::env::var("NORMKIT_CUDA_CLUSTER_CAP").ok().and_then(|v| v.parse().ok()).unwrap_or(0));
     let f32 = dt == DType::F32;
-    match (fwd, f32) {
-        (true, false) if ln || residual => 65536,
+    raise.max(match (fwd, f32) {
+        (true, false) if ln || residual => 131072,
         (true, false) => 262144,
         (true, true) if residual => 131072,
         (true, true) => 262144,
-        (false, false) if ln => 65536,
+        (false, false) if ln => 131072,
         (false, false) => 262144,
         (false, true) if ln => 32768,
         (false, true) => 131072,
-    }
+    })
 }
 
 /// Chunks per thread of the kernels (KMAX in cluster.cuh).

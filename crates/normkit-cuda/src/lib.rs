@@ -744,7 +744,9 @@ impl NormKernel for CudaBackend {
             let row_slots = 2 * (2 + usize::from(a.d_residual_out.is_some())) * if dt == DType::F32 { 32 } else { 16 };
             let w_slots = if a.weight.is_some() { 32 } else { 0 };
             let fits = |k: Kernel, smem: usize| block <= k.max_threads && smem <= self.dyn_smem_max[k.index];
-            let pf = self.pf.then(|| find_kernel(&name("pf")).ok()).flatten().and_then(|k| {
+            // f32 keeps the plain kernels: its prefetching twins ran at 55–58% of the copy ceiling
+            // against 82–91% without (H200, 32768×4096 and 65536×512, NOTES v4).
+            let pf = (self.pf && dt != DType::F32).then(|| find_kernel(&name("pf")).ok()).flatten().and_then(|k| {
                 // (Only the kernels with d_residual_out have the global-weight variant.)
                 let res = a.d_residual_out.is_some();
                 [(row_slots + w_slots, 0), (row_slots, params::F_WGLOBAL)]
