@@ -618,7 +618,6 @@ NK_DEVICE void bwd_split_apply_body(const NkBwdParams& p0) {
     const Flags f(p.flags);
     const int t = nk_tid();
     const int64_t S = p.nsplit, s = nk_bid(), base = s * C, n = p.n;
-    const float nf = (float)n;
     const float* ws = reinterpret_cast<const float*>(p.ws_stats);
     float dwa[KV][CH], dba[KV][CH];
 #pragma unroll
@@ -722,6 +721,9 @@ NK_DEVICE void bwd_finalize(const NkBwdParams& p) {
 // all its 16-byte loads of a row at once, and nothing is staged in shared memory. The ALIGNED and
 // element-wise variants run this same body, so a row's result never depends on the layout.
 constexpr int REG_KMAX = 4;
+// Chunks per thread of a forward register kernel: SPEC bit 16 doubles REG_KMAX, bit 32 quadruples it.
+template <int SPEC>
+constexpr int FWD_REG_KMAX = (SPEC & 32) ? 4 * REG_KMAX : (SPEC & 16) ? 2 * REG_KMAX : REG_KMAX;
 
 // Thread-private 16-byte slots of the prefetch buffers (dynamic shared memory): buffer b, tensor
 // s, chunk k, 16-byte half q (two for f32), thread tid; a warp's lanes touch consecutive vectors.
@@ -767,7 +769,7 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
     constexpr int DT = SPEC & 3;
     constexpr bool LN = (SPEC & 4) != 0, RES = (SPEC & 8) != 0;
     constexpr bool NARROW = DT != NK_DT_F32;
-    constexpr int KMAX = (SPEC & 32) ? 4 * REG_KMAX : (SPEC & 16) ? 2 * REG_KMAX : REG_KMAX;
+    constexpr int KMAX = FWD_REG_KMAX<SPEC>;
     constexpr bool PF = ALIGNED && (SPEC & 64) != 0;
     constexpr int NS = RES ? 2 : 1, SW = NARROW ? 1 : 2;
     const NkFwdParams p = specialise<DT, NK_CAST_GEMMA>(p0);
@@ -960,12 +962,15 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
 // memory: max(rpc > 1 ? rpc·N·4 : 0, PF ? (2·(2 + RES)·16·SW + 32·W)·K·blockDim : 0) bytes, W = 1 with
 // a weight in shared memory (its fp32 slots follow the row buffers; NK_F_WGLOBAL: none).
 constexpr int BREG_KMAX = 2;
+// Chunks per thread of a backward register kernel: SPEC bit 16 one, bit 32 2·BREG_KMAX.
+template <int SPEC>
+constexpr int BWD_REG_KMAX = (SPEC & 16) ? 1 : (SPEC & 32) ? 2 * BREG_KMAX : BREG_KMAX;
 
 // FULL: every thread of a group owns exactly KMAX whole chunks of every row (N = 8·KMAX·G, the
 // tables' usual case), so the per-chunk guards fold away; the arithmetic is the same either way.
 template <bool ALIGNED, int SPEC>
 NK_DEVICE void fwd_reg(const NkFwdParams& p) {
-    constexpr int KMAX = (SPEC & 32) ? 4 * REG_KMAX : (SPEC & 16) ? 2 * REG_KMAX : REG_KMAX;
+    constexpr int KMAX = FWD_REG_KMAX<SPEC>;
     if constexpr (NK_REG_FULL) {
         if ((p.n + CH - 1) / CH == (int64_t)KMAX * p.group && !(p.flags & NK_F_NOFULL)) {
             fwd_reg_body<ALIGNED, SPEC, true>(p);
@@ -980,7 +985,7 @@ NK_DEVICE void bwd_reg_body(const NkBwdParams& p0) {
     constexpr int DT = SPEC & 3;
     constexpr bool LN = (SPEC & 4) != 0, RES = (SPEC & 8) != 0;
     constexpr bool NARROW = DT != NK_DT_F32;
-    constexpr int KMAX = (SPEC & 16) ? 1 : (SPEC & 32) ? 2 * BREG_KMAX : BREG_KMAX;
+    constexpr int KMAX = BWD_REG_KMAX<SPEC>;
     constexpr bool PF = ALIGNED && (SPEC & 64) != 0;
     constexpr int NS = RES ? 3 : 2, SW = NARROW ? 1 : 2;
     constexpr int KR = PF ? 1 : KMAX;  // chunks held in registers across the reduction
@@ -1039,9 +1044,10 @@ NK_DEVICE void bwd_reg_body(const NkBwdParams& p0) {
             bwd_weight<NARROW>(p, f, wr, wo);
             return;
         }
-        const nk_u128 lo = *wslot(k, 0), hi = *wslot(k, 1);
-        wo[0] = nk_u32_as_f32(lo.x), wo[1] = nk_u32_as_f32(lo.y), wo[2] = nk_u32_as_f32(lo.z), wo[3] = nk_u32_as_f32(lo.w);
-        wo[4] = nk_u32_as_f32(hi.x), wo[5] = nk_u32_as_f32(hi.y), wo[6] = nk_u32_as_f32(hi.z), wo[7] = nk_u32_as_f32(hi.w);
+        Raw wf;
+        wf.q[0] = *wslot(k, 0);
+        wf.q[1] = *wslot(k, 1);
+        unpack<false>(NK_DT_F32, wf, wo);
     };
     if (PF) {
         if (has_w && wsm) {
@@ -1049,15 +1055,13 @@ NK_DEVICE void bwd_reg_body(const NkBwdParams& p0) {
             for (int k = 0; k < KMAX; ++k) {
                 const int c = k * G + t;
                 if (FULL || (k < K && c < nch)) {
-                    Raw wr;
+                    Raw wr, wf;
                     float wo[CH];
                     load_chunk<ALIGNED, NARROW>(wp, DT, (int64_t)c * CH, n, wr);
                     bwd_weight<NARROW>(p, f, wr, wo);
-                    nk_u128 lo, hi;
-                    lo.x = nk_f32_as_u32(wo[0]), lo.y = nk_f32_as_u32(wo[1]), lo.z = nk_f32_as_u32(wo[2]), lo.w = nk_f32_as_u32(wo[3]);
-                    hi.x = nk_f32_as_u32(wo[4]), hi.y = nk_f32_as_u32(wo[5]), hi.z = nk_f32_as_u32(wo[6]), hi.w = nk_f32_as_u32(wo[7]);
-                    *wslot(k, 0) = lo;
-                    *wslot(k, 1) = hi;
+                    pack<false>(NK_DT_F32, wo, wf);
+                    *wslot(k, 0) = wf.q[0];
+                    *wslot(k, 1) = wf.q[1];
                 }
             }
         }
@@ -1188,9 +1192,8 @@ NK_DEVICE void bwd_reg_body(const NkBwdParams& p0) {
 // tables' usual case), so the per-chunk guards fold away; the arithmetic is the same either way.
 template <bool ALIGNED, int SPEC>
 NK_DEVICE void bwd_reg(const NkBwdParams& p) {
-    constexpr int KMAX = (SPEC & 16) ? 1 : (SPEC & 32) ? 2 * BREG_KMAX : BREG_KMAX;
+    constexpr int KMAX = BWD_REG_KMAX<SPEC>;
     const bool full = NK_REG_FULL && (p.n + CH - 1) / CH == (int64_t)KMAX * p.group && !(p.flags & NK_F_NOFULL);
-    // Only the prefetching kernels with d_residual_out can run out of room for the weight's slots.
     if constexpr (ALIGNED && (SPEC & 64) && (SPEC & 8)) {
         if (p.flags & NK_F_WGLOBAL) {
             if constexpr (NK_REG_FULL) {

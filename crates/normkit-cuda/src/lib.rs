@@ -736,19 +736,19 @@ impl NormKernel for CudaBackend {
                 )
             };
             // The prefetching twin: two buffers of x, dy (and d_residual_out) × K chunks × 16
-            // bytes (32 for f32) per thread, then the weight + offset in fp32 (32 bytes a chunk), sharing the dynamic shared
-            // memory with the group reduction (used after the last row).
+            // bytes (32 for f32) per thread, then the weight + offset in fp32 (32 bytes a chunk),
+            // sharing the dynamic shared memory with the group reduction (used after the last row).
             let k_per_thread = n.div_ceil(8).div_ceil(rc.group as usize);
             // Where the weight's slots do not fit (N = 16384 with d_residual_out: 256 KiB), the
-            // kernel reads the weight from global memory instead (NK_F_WGLOBAL).
-            let row_slots = 2 * (2 + usize::from(a.d_residual_out.is_some())) * if dt == DType::F32 { 32 } else { 16 };
+            // kernel reads the weight from global memory instead (NK_F_WGLOBAL; only the kernels
+            // with d_residual_out have that variant).
+            let res = a.d_residual_out.is_some();
+            let row_slots = 2 * (2 + usize::from(res)) * if dt == DType::F32 { 32 } else { 16 };
             let w_slots = if a.weight.is_some() { 32 } else { 0 };
             let fits = |k: Kernel, smem: usize| block <= k.max_threads && smem <= self.dyn_smem_max[k.index];
             // f32 keeps the plain kernels: its prefetching twins ran at 55–58% of the copy ceiling
             // against 82–91% without (H200, 32768×4096 and 65536×512, NOTES v4).
             let pf = (self.pf && dt != DType::F32).then(|| find_kernel(&name("pf")).ok()).flatten().and_then(|k| {
-                // (Only the kernels with d_residual_out have the global-weight variant.)
-                let res = a.d_residual_out.is_some();
                 [(row_slots + w_slots, 0), (row_slots, params::F_WGLOBAL)]
                     .into_iter()
                     .filter(|&(_, flag)| flag == 0 || res)
