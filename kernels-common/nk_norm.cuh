@@ -312,7 +312,10 @@ NK_DEVICE void fwd_split_apply_body(const NkFwdParams& p0) {
     const uint64_t hbase = f.res ? p.r_out : p.x;
     const int64_t hstride = f.res ? p.sro : p.sx;
     const float* ws = reinterpret_cast<const float*>(p.ws);
-    for (int64_t tile = nk_bid(); tile < total; tile += nk_nblocks()) {
+    for (int64_t it = nk_bid(); it < total; it += nk_nblocks()) {
+        // PRE (the three-kernel form) walks the tiles from the last: the rows fwd_split_stats read
+        // last are still in L2 when the apply starts.
+        const int64_t tile = PRE ? total - 1 - it : it;
         const int64_t row = tile / S, s = tile - row * S, base = s * C;
         const void* hrow = row_ptr(hbase, row, hstride, cdt);
         Raw h[KV];
@@ -624,7 +627,9 @@ NK_DEVICE void bwd_split_apply_body(const NkBwdParams& p0) {
     for (int k = 0; k < KV; ++k)
 #pragma unroll
         for (int j = 0; j < CH; ++j) dwa[k][j] = dba[k][j] = 0.f;
-    for (int64_t row = nk_bid_y(); row < p.m; row += nk_nblocks_y()) {
+    for (int64_t it = nk_bid_y(); it < p.m; it += nk_nblocks_y()) {
+        // PRE walks the rows from the last: those bwd_split_stats read last are still in L2.
+        const int64_t row = PRE ? p.m - 1 - it : it;
         const BwdRow st = bwd_row_stats(p, row);
         const void* xrow = row_ptr(p.x, row, p.sx, p.dt_x);
         const void* dyrow = row_ptr(p.dy, row, p.sdy, p.dt_y);
@@ -962,6 +967,7 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
 // memory: max(rpc > 1 ? rpc·N·4 : 0, PF ? (2·(2 + RES)·16·SW + 32·W)·K·blockDim : 0) bytes, W = 1 with
 // a weight in shared memory (its fp32 slots follow the row buffers; NK_F_WGLOBAL: none).
 constexpr int BREG_KMAX = 2;
+
 // Chunks per thread of a backward register kernel: SPEC bit 16 one, bit 32 2·BREG_KMAX.
 template <int SPEC>
 constexpr int BWD_REG_KMAX = (SPEC & 16) ? 1 : (SPEC & 32) ? 2 * BREG_KMAX : BREG_KMAX;
@@ -1215,36 +1221,104 @@ NK_DEVICE void bwd_reg(const NkBwdParams& p) {
     bwd_reg_body<ALIGNED, SPEC, false, false>(p);
 }
 
-// Forward, split rows, CUDA's three-kernel form: fwd_split_reduce combines each row's chunk
-// partials once (one thread per row, chunk order: the same numbers as split_row_stats inside
-// fwd_split_apply) into (mean, rstd) at ws[2·M·S + 2·row], and writes the saved statistics;
-// fwd_split_apply_pre then reads the pair instead of every chunk CTA combining S partials.
+// Forward, split rows, three-kernel form: fwd_split_reduce combines each row's chunk partials once
+// into (mean, rstd) at ws[2·M·S + 2·row] and writes the saved statistics; fwd_split_apply_pre then
+// reads the pair. One warp per row: lane l folds chunks l, l + W, ... in chunk order, then the
+// lanes combine by a butterfly in which the lower lane's value is always the left operand, so
+// every lane ends with the same bits (a thread per row, folding S partials serially from L2, took
+// 26 µs of 327 at 128×1M on an H100). The order depends on N only: a row never depends on M.
+NK_DEVICE void split_chunk_fold(const NkFwdParams& p, const float* part, int lane, float& na, float& ma, float& m2) {
+    constexpr int64_t C = (int64_t)NK_SPLIT_THREADS * NK_SPLIT_ELEMS;
+    na = ma = m2 = 0.f;
+    const bool ln = p.flags & NK_F_LN;
+    for (int64_t i = lane; i < p.nsplit; i += NK_WARP) {
+        if (!ln) {
+            ma += part[2 * i];
+            continue;
+        }
+        const int64_t rest = p.n - i * C;
+        const float nb = (float)(rest < C ? rest : C);
+        if (na == 0.f) {
+            na = nb;
+            ma = part[2 * i];
+            m2 = part[2 * i + 1];
+        } else {
+            chan_combine(na, ma, m2, nb, part[2 * i], part[2 * i + 1]);
+        }
+    }
+    for (int o = 1; o < NK_WARP; o <<= 1) {
+        const float ob = nk_shfl_xor(na, o), mb = nk_shfl_xor(ma, o), vb = nk_shfl_xor(m2, o);
+        if (!ln) {
+            ma += mb;  // addition commutes: both lanes of a pair get the same bits
+            continue;
+        }
+        // (lower, upper) = (mine, partner) or (partner, mine); empty sides pass the other through.
+        float n0 = na, m0 = ma, v0 = m2, n1 = ob, m1 = mb, v1 = vb;
+        if (lane & o) {
+            n0 = ob, m0 = mb, v0 = vb;
+            n1 = na, m1 = ma, v1 = m2;
+        }
+        if (n1 == 0.f) {
+        } else if (n0 == 0.f) {
+            n0 = n1, m0 = m1, v0 = v1;
+        } else {
+            chan_combine(n0, m0, v0, n1, m1, v1);
+        }
+        na = n0, ma = m0, m2 = v0;
+    }
+}
+
 template <bool ALIGNED, bool NARROW>
 NK_DEVICE void fwd_split_reduce(const NkFwdParams& p) {
     float* ws = reinterpret_cast<float*>(p.ws);
     const int64_t S = p.nsplit;
     float* out = ws + 2 * p.m * S;
-    for (int64_t row = nk_bid() * nk_bdim() + nk_tid(); row < p.m; row += nk_nblocks() * nk_bdim()) {
-        float mean, rstd;
-        split_row_stats(p, ws + row * S * 2, mean, rstd);
-        out[2 * row] = mean;
-        out[2 * row + 1] = rstd;
-        if (p.flags & NK_F_STATS) {
-            store_one(reinterpret_cast<void*>(p.rstd), NK_DT_F32, row, rstd);
-            if (p.flags & NK_F_LN) store_one(reinterpret_cast<void*>(p.mean), NK_DT_F32, row, mean);
+    const int lane = nk_tid() % NK_WARP;
+    const int64_t wpb = nk_bdim() / NK_WARP;
+    const float nf = (float)p.n;
+    for (int64_t row = nk_bid() * wpb + nk_tid() / NK_WARP; row < p.m; row += nk_nblocks() * wpb) {
+        float na, ma, m2;
+        split_chunk_fold(p, ws + row * S * 2, lane, na, ma, m2);
+        const bool ln = p.flags & NK_F_LN;
+        const float mean = ln ? ma : 0.f;
+        const float rstd = nk_rsqrt_rn(nk_add_rn(nk_div_rn(ln ? m2 : ma, nf), p.eps));
+        if (lane == 0) {
+            out[2 * row] = mean;
+            out[2 * row + 1] = rstd;
+            if (p.flags & NK_F_STATS) {
+                store_one(reinterpret_cast<void*>(p.rstd), NK_DT_F32, row, rstd);
+                if (ln) store_one(reinterpret_cast<void*>(p.mean), NK_DT_F32, row, mean);
+            }
         }
     }
 }
 
-// Backward split, CUDA's form: bwd_split_reduce combines each row's chunk partials once (one
-// thread per row, chunk order: the same numbers bwd_split_apply computes in its CTAs) into (c1, c2)
-// at ws_stats[2·M·S + 2·row]; bwd_split_apply_pre reads the pair.
+// Backward split: bwd_split_reduce combines each row's chunk partials once into (c1, c2) at
+// ws_stats[2·M·S + 2·row]; bwd_split_apply_pre reads the pair. One warp per row, lane-strided
+// sums then a butterfly (as fwd_split_reduce; addition commutes, so every lane agrees).
 template <bool ALIGNED, bool NARROW>
 NK_DEVICE void bwd_split_reduce(const NkBwdParams& p) {
     float* ws = reinterpret_cast<float*>(p.ws_stats);
     const int64_t S = p.nsplit;
-    for (int64_t row = nk_bid() * nk_bdim() + nk_tid(); row < p.m; row += nk_nblocks() * nk_bdim())
-        bwd_split_row_consts(p, ws + row * S * 2, ws[2 * p.m * S + 2 * row], ws[2 * p.m * S + 2 * row + 1]);
+    const int lane = nk_tid() % NK_WARP;
+    const int64_t wpb = nk_bdim() / NK_WARP;
+    const float nf = (float)p.n;
+    for (int64_t row = nk_bid() * wpb + nk_tid() / NK_WARP; row < p.m; row += nk_nblocks() * wpb) {
+        const float* part = ws + row * S * 2;
+        float s1 = 0.f, s2 = 0.f;
+        for (int64_t i = lane; i < S; i += NK_WARP) {
+            s1 += part[2 * i];
+            s2 += part[2 * i + 1];
+        }
+        for (int o = 1; o < NK_WARP; o <<= 1) {
+            s1 += nk_shfl_xor(s1, o);
+            s2 += nk_shfl_xor(s2, o);
+        }
+        if (lane == 0) {
+            ws[2 * p.m * S + 2 * row] = nk_div_rn(s1, nf);
+            ws[2 * p.m * S + 2 * row + 1] = (p.flags & NK_F_LN) ? nk_div_rn(s2, nf) : 0.f;
+        }
+    }
 }
 
 // dw[j] = Σ_parts ws_dw[part][j] (and db) in a fixed order, converted to the weight's dtype. A CTA
@@ -1300,6 +1374,28 @@ NK_DEVICE void bwd_finalize_wide(const NkBwdParams& p) {
             if (f.b) store_one(reinterpret_cast<void*>(p.db), p.dt_w, col, tb);
         }
         nk_sync();
+    }
+}
+
+// dw (and db) from a few partial rows (the split and cluster paths: 9–16 parts at N up to 1M,
+// where bwd_finalize_wide's column blocks left most of each CTA idle: 47 µs for 9 × 1M floats on
+// an H100). One column per thread (coalesced 4-byte loads), its parts added in part order; the
+// part loop is unrolled so that eight loads are in flight per thread.
+template <bool ALIGNED, bool NARROW>
+NK_DEVICE void bwd_finalize_cols(const NkBwdParams& p) {
+    const Flags f(p.flags);
+    const int64_t Q = p.nparts, n = p.n;
+    const float* wsw = reinterpret_cast<const float*>(p.ws_dw);
+    const float* wsb = reinterpret_cast<const float*>(p.ws_db);
+    for (int64_t c = nk_bid() * nk_bdim() + nk_tid(); c < n; c += nk_nblocks() * nk_bdim()) {
+        float sw = 0.f, sb = 0.f;
+#pragma unroll 8
+        for (int64_t q = 0; q < Q; ++q) {
+            if (f.w) sw += wsw[q * n + c];
+            if (f.b) sb += wsb[q * n + c];
+        }
+        if (f.w) store_one(reinterpret_cast<void*>(p.dw), p.dt_w, c, sw);
+        if (f.b) store_one(reinterpret_cast<void*>(p.db), p.dt_w, c, sb);
     }
 }
 

@@ -125,7 +125,7 @@ fn kernel_tour() {
     // (m, n, stride, dtype): vector row path, scalar row path (odd N), strided, split path; the
     // register-resident kernels' tables: backward 4 chunks per thread (16-bit N = 3000, 4096,
     // 8192, 16384), 1 chunk per thread (f32 N = 6000), forward 8 chunks per thread (bf16 N = 65536),
-    // the split backward's per-row reduce (LayerNorm bf16 N = 131072).
+    // the split backward's per-row reduce (LayerNorm bf16 N = 131072), the split forward (N = 300000).
     let shapes = [
         (3usize, 7usize, 7usize, DType::F32),
         (5, 128, 136, DType::BF16),
@@ -142,6 +142,9 @@ fn kernel_tour() {
         (2, 3000, 3000, DType::BF16),
         // LayerNorm backward past the cluster route: the split path.
         (2, 131072, 131072, DType::BF16),
+        // Past every cluster cap: the split forward's per-row reduce, and the split backward with
+        // two partial rows (the one-column-per-thread finalize).
+        (2, 300000, 300000, DType::BF16),
     ];
     for &(m, n, stride, dt) in &shapes {
         // Weights in f32 (the staged kernels) or in x's dtype with Gemma casting (the

@@ -173,6 +173,9 @@ pub struct CudaBackend {
     /// Backward register kernels: at most this many CTAs (partial rows) per SM (env
     /// `NORMKIT_CUDA_BWD_CTAS_PER_SM`; for tuning).
     bwd_ctas_per_sm: Option<u32>,
+    /// Finalize: at N ≥ 65536, at most this many partial rows take the one-column-per-thread
+    /// kernel (env `NORMKIT_CUDA_FIN_COLS_MAX`, default 64; for A/B measurements).
+    fin_cols_max: i64,
     /// Largest dynamic shared memory each kernel may be launched with (bytes).
     dyn_smem_max: Vec<usize>,
     workspace: Mutex<Workspace>,
@@ -285,6 +288,7 @@ impl CudaBackend {
             no_full: std::env::var("NORMKIT_CUDA_FULL").is_ok_and(|v| v == "0"),
             fwd_persistent: std::env::var("NORMKIT_CUDA_FWD_GRID").is_ok_and(|v| v == "persist"),
             bwd_ctas_per_sm: std::env::var("NORMKIT_CUDA_BWD_CTAS_PER_SM").ok().and_then(|v| v.parse().ok()).filter(|&c| c > 0),
+            fin_cols_max: std::env::var("NORMKIT_CUDA_FIN_COLS_MAX").ok().and_then(|v| v.parse().ok()).unwrap_or(64),
             dyn_smem_max,
             workspace: Mutex::new(Workspace::default()),
         })
@@ -621,7 +625,8 @@ impl NormKernel for CudaBackend {
             _ => (kernels::NK_FWD_SPLIT_STATS_U, kernels::NK_FWD_SPLIT_APPLY_PRE_U),
         };
         self.launch(ks, (blocks, 1), threads, 0, &p)?;
-        let rblocks = (plan.m as u64).div_ceil(threads as u64).min(MAX_GRID) as u32;
+        // One warp per row.
+        let rblocks = (plan.m as u64).div_ceil((threads / kernels::NK_WARP_WIDTH as u32) as u64).min(MAX_GRID) as u32;
         self.launch(kernels::NK_FWD_SPLIT_REDUCE, (rblocks, 1), threads, 0, &p)?;
         self.launch(ka, (blocks, 1), threads, 0, &p)
     }
@@ -832,9 +837,10 @@ impl NormKernel for CudaBackend {
                         _ => (kernels::NK_BWD_SPLIT_STATS_U, kernels::NK_BWD_SPLIT_APPLY_PRE_U),
                     };
                     self.launch(ks, (tiles.min(MAX_GRID) as u32, 1), threads, 0, &p)?;
-                    // One thread per row combines the row's partials once (the apply CTAs used to
-                    // do it serially in every CTA: H200 128×1M rms_bwd apply 699 µs).
-                    self.launch(kernels::NK_BWD_SPLIT_REDUCE, (m.div_ceil(threads as u64).min(MAX_GRID) as u32, 1), threads, 0, &p)?;
+                    // One warp per row combines the row's partials once (the apply CTAs used to do
+                    // it serially in every CTA: H200 128×1M rms_bwd apply 699 µs).
+                    let rows_per_cta = (threads / kernels::NK_WARP_WIDTH as u32) as u64;
+                    self.launch(kernels::NK_BWD_SPLIT_REDUCE, (m.div_ceil(rows_per_cta).min(MAX_GRID) as u32, 1), threads, 0, &p)?;
                     self.launch(ka, (to_i32(s as u64, "grid")?, to_i32(parts, "grid")?), threads, 0, &p)?;
                 }
             }
@@ -887,7 +893,15 @@ impl NormKernel for CudaBackend {
 impl CudaBackend {
     /// dW/dB from the partial rows (a fixed order: bitwise repeatable).
     fn finalize(&self, n: usize, nacc: usize, p: &BwdParams) -> Result<()> {
-        if nacc > 0 {
+        if nacc > 0 && (p.nparts <= 16 || (p.nparts <= self.fin_cols_max && n >= 65536)) {
+            // Few parts (split path at N ≥ 131072, cluster path, M ≤ 16): one column per thread,
+            // where its grid still covers the device (H100, 128×1M rms_bwd, 9 parts: 47 µs in
+            // finalize_wide; 512×262144 ln_bwd, 33 parts: 537 µs with finalize_wide, 519 µs
+            // with this one).
+            let k = kernels::NK_BWD_FINALIZE_COLS;
+            let blocks = (n as u64).div_ceil(k.max_threads as u64).min(MAX_GRID) as u32;
+            self.launch(k, (blocks, 1), k.max_threads, 0, p)?;
+        } else if nacc > 0 {
             // Columns per CTA: 32, or 16 / 8 where N / 32 CTAs would leave the device half empty
             // (H200, 4096×1024 rms_bwd: 32 CTAs of 32 columns took 6.6 µs).
             let cols = [32u64, 16, 8].into_iter().find(|&c| (n as u64).div_ceil(c) >= 2 * self.sms as u64).unwrap_or(8);

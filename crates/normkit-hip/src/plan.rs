@@ -120,7 +120,8 @@ pub fn forward(cfg: &LaunchConfig, cus: u32, s: &FwdShape, lds_limit: usize) -> 
         apply,
         nsplit,
         blocks: tiles.clamp(1, MAX_GRID),
-        reduce_blocks: (s.m as u64).div_ceil(u64::from(threads)).clamp(1, MAX_GRID),
+        // A wavefront per row.
+        reduce_blocks: (s.m as u64).div_ceil(u64::from(threads) / kernels::NK_WARP_WIDTH as u64).clamp(1, MAX_GRID),
         threads,
         ws_bytes,
     })
