@@ -173,6 +173,9 @@ pub struct CudaBackend {
     /// Backward register kernels: at most this many CTAs (partial rows) per SM (env
     /// `NORMKIT_CUDA_BWD_CTAS_PER_SM`; for tuning).
     bwd_ctas_per_sm: Option<u32>,
+    /// Backward: the small-batch table entry (env `NORMKIT_CUDA_BWD_SMALL_M=0` turns it off; for
+    /// A/B measurements).
+    bwd_small_m: bool,
     /// Finalize: at N ≥ 65536, at most this many partial rows take the one-column-per-thread
     /// kernel (env `NORMKIT_CUDA_FIN_COLS_MAX`, default 64; for A/B measurements).
     fin_cols_max: i64,
@@ -288,6 +291,7 @@ impl CudaBackend {
             no_full: std::env::var("NORMKIT_CUDA_FULL").is_ok_and(|v| v == "0"),
             fwd_persistent: std::env::var("NORMKIT_CUDA_FWD_GRID").is_ok_and(|v| v == "persist"),
             bwd_ctas_per_sm: std::env::var("NORMKIT_CUDA_BWD_CTAS_PER_SM").ok().and_then(|v| v.parse().ok()).filter(|&c| c > 0),
+            bwd_small_m: std::env::var("NORMKIT_CUDA_BWD_SMALL_M").map_or(true, |v| v != "0"),
             fin_cols_max: std::env::var("NORMKIT_CUDA_FIN_COLS_MAX").ok().and_then(|v| v.parse().ok()).unwrap_or(64),
             dyn_smem_max,
             workspace: Mutex::new(Workspace::default()),
@@ -721,7 +725,13 @@ impl NormKernel for CudaBackend {
             && plan.dtypes.y == dt
             && (a.weight.is_none() || plan.dtypes.weight == dt)
             && (ln || flags & params::F_BIAS == 0);
-        let reg = tuning::pick(table, n).filter(|_| uniform_b);
+        // Small batches at 512 < N ≤ 1024 (16-bit): one chunk per thread, one row per 128-thread
+        // CTA (tuning::BWD_REG_SMALL_M); the backward need not be batch-invariant, only
+        // deterministic, so the choice may depend on M.
+        let small_m = dt != DType::F32 && m <= tuning::SMALL_M_ROWS && n > 512 && self.bwd_small_m;
+        let reg = if small_m { self.tuning.bwd_small_m.filter(|rc| n <= rc.max_n) } else { None }
+            .or_else(|| tuning::pick(table, n))
+            .filter(|_| uniform_b);
         let reg = reg.and_then(|rc| {
             // The kernel family by chunks per thread: 1, 2 or 4 (the last bf16 only).
             let prefix = match n.div_ceil(8).div_ceil(rc.group as usize) {
