@@ -726,7 +726,7 @@ impl NormKernel for CudaBackend {
             && (a.weight.is_none() || plan.dtypes.weight == dt)
             && (ln || flags & params::F_BIAS == 0);
         // Small batches at 512 < N ≤ 1024 (16-bit): one chunk per thread, one row per 128-thread
-        // CTA (tuning::BWD_REG_SMALL_M); the backward need not be batch-invariant, only
+        // CTA (`Tuning::bwd_small_m`); the backward need not be batch-invariant, only
         // deterministic, so the choice may depend on M.
         let small_m = dt != DType::F32 && m <= tuning::SMALL_M_ROWS && n > 512 && self.bwd_small_m;
         let reg = if small_m { self.tuning.bwd_small_m.filter(|rc| n <= rc.max_n) } else { None }
