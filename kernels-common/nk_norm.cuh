@@ -277,30 +277,9 @@ NK_DEVICE void fwd_split_stats_body(const NkFwdParams& p0) {
     }
 }
 
-// Combines a row's chunk partials in chunk order: (mean, rstd).
-NK_DEVICE void split_row_stats(const NkFwdParams& p, const float* part, float& mean, float& rstd) {
-    constexpr int64_t C = (int64_t)NK_SPLIT_THREADS * NK_SPLIT_ELEMS;
-    const int64_t S = p.nsplit;
-    const float nf = (float)p.n;
-    if (!(p.flags & NK_F_LN)) {
-        float ss = 0.f;
-        for (int64_t i = 0; i < S; ++i) ss += part[2 * i];
-        mean = 0.f;
-        rstd = nk_rsqrt_rn(nk_add_rn(nk_div_rn(ss, nf), p.eps));
-    } else {
-        float na = (float)(p.n < C ? p.n : C), ma = part[0], m2 = part[1];
-        for (int64_t i = 1; i < S; ++i) {
-            const int64_t rest = p.n - i * C;
-            chan_combine(na, ma, m2, (float)(rest < C ? rest : C), part[2 * i], part[2 * i + 1]);
-        }
-        mean = ma;
-        rstd = nk_rsqrt_rn(nk_add_rn(nk_div_rn(m2, nf), p.eps));
-    }
-}
-
-// Forward, split rows: y from the combined statistics.
-template <bool ALIGNED, bool NARROW, int DT, int CAST, bool PRE = false>
-NK_DEVICE void fwd_split_apply_body(const NkFwdParams& p0) {
+// Forward, split rows: y from the statistics fwd_split_reduce combined (and saved) per row.
+template <bool ALIGNED, bool NARROW, int DT, int CAST>
+NK_DEVICE void fwd_split_apply_pre_body(const NkFwdParams& p0) {
     const NkFwdParams p = specialise<DT, CAST>(p0);
     constexpr int T = NK_SPLIT_THREADS, KV = NK_SPLIT_ELEMS / CH;
     constexpr int64_t C = (int64_t)NK_SPLIT_THREADS * NK_SPLIT_ELEMS;
@@ -313,9 +292,8 @@ NK_DEVICE void fwd_split_apply_body(const NkFwdParams& p0) {
     const int64_t hstride = f.res ? p.sro : p.sx;
     const float* ws = reinterpret_cast<const float*>(p.ws);
     for (int64_t it = nk_bid(); it < total; it += nk_nblocks()) {
-        // PRE (the three-kernel form) walks the tiles from the last: the rows fwd_split_stats read
-        // last are still in L2 when the apply starts.
-        const int64_t tile = PRE ? total - 1 - it : it;
+        // Tiles from the last: the rows fwd_split_stats read last are still in L2.
+        const int64_t tile = total - 1 - it;
         const int64_t row = tile / S, s = tile - row * S, base = s * C;
         const void* hrow = row_ptr(hbase, row, hstride, cdt);
         Raw h[KV];
@@ -324,18 +302,7 @@ NK_DEVICE void fwd_split_apply_body(const NkFwdParams& p0) {
             const int64_t e = base + ((int64_t)k * T + t) * CH;
             if (e < n) load_chunk<ALIGNED, NARROW>(hrow, cdt, e, n, h[k]);
         }
-        if (PRE) {
-            if (t < 2) stat[t] = ws[2 * p.m * S + 2 * row + t];
-        } else if (t == 0) {
-            float mean, rstd;
-            split_row_stats(p, ws + row * S * 2, mean, rstd);
-            stat[0] = mean;
-            stat[1] = rstd;
-            if (f.stats && s == 0) {
-                store_one(reinterpret_cast<void*>(p.rstd), NK_DT_F32, row, rstd);
-                if (f.ln) store_one(reinterpret_cast<void*>(p.mean), NK_DT_F32, row, mean);
-            }
-        }
+        if (t < 2) stat[t] = ws[2 * p.m * S + 2 * row + t];
         nk_sync();
         const FwdConsts cst = fwd_consts(p, stat[0], stat[1]);
         nk_sync();
@@ -1429,23 +1396,8 @@ NK_DEVICE void bwd_finalize_cols(const NkBwdParams& p) {
     }
 NK_FWD_ENTRY(fwd_row)
 NK_FWD_ENTRY(fwd_split_stats)
-NK_FWD_ENTRY(fwd_split_apply)
-// fwd_split_apply reading the statistics fwd_split_reduce combined.
-template <bool ALIGNED, bool NARROW>
-NK_DEVICE void fwd_split_apply_pre(const NkFwdParams& p) {
-    if constexpr (NARROW) {
-        const bool bf = p.dt_x == NK_DT_BF16;
-        if (p.casting == NK_CAST_GEMMA) {
-            if (bf) fwd_split_apply_body<ALIGNED, true, NK_DT_BF16, NK_CAST_GEMMA, true>(p);
-            else fwd_split_apply_body<ALIGNED, true, NK_DT_F16, NK_CAST_GEMMA, true>(p);
-        } else {
-            if (bf) fwd_split_apply_body<ALIGNED, true, NK_DT_BF16, -1, true>(p);
-            else fwd_split_apply_body<ALIGNED, true, NK_DT_F16, -1, true>(p);
-        }
-    } else {
-        fwd_split_apply_body<ALIGNED, false, -1, -1, true>(p);
-    }
-}
+// The split apply reads the statistics fwd_split_reduce combined (the three-kernel form).
+NK_FWD_ENTRY(fwd_split_apply_pre)
 NK_BWD_ENTRY(bwd_row)
 NK_BWD_ENTRY(bwd_split_stats)
 NK_BWD_ENTRY(bwd_split_apply)

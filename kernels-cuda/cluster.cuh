@@ -292,10 +292,18 @@ NK_DEVICE void fwd_cluster(const NkFwdParams& p0) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Backward. SPEC = DT + 4·LN + 8·RES (d_residual_out) + 16·SACC; every tensor in x's dtype, dB
-// only for LayerNorm (the host checks). KMAX: 4 chunks per thread for 16-bit dtypes, 2 for f32.
+// Backward. SPEC = DT + 4·LN + 8·RES (d_residual_out) + 16·SACC + 32·PF; every tensor in x's
+// dtype, dB only for LayerNorm (the host checks). KMAX: 4 chunks per thread for 16-bit dtypes, 2
+// for f32.
 // SACC: the dW/dB partials live in dynamic shared memory instead of registers (each thread owns
 // its words, laid out [acc][k][j][t]; nacc·K·8·T floats), for CTAs of 512 threads.
+// PF (16-bit, register accumulators): the cluster's next row (row + cluster count) is copied by
+// cp.async into thread-private shared-memory slots (two buffers, pf_slot) while the current row is
+// reduced, exchanged and written, and both passes read the current row from its slots; the weight
+// + offset is converted once per CTA into fp32 slots after the buffers. Without it a cluster has
+// one row in flight and nothing overlaps the per-row chain (loads → block sums → cluster barrier →
+// dx). Same chunks, same arithmetic, same order as the plain kernel. Dynamic shared memory:
+// (2·(2 + RES)·16 + 32·W)·K·T bytes, W = 1 with a weight.
 template <bool ALIGNED, int SPEC>
 NK_DEVICE void bwd_cluster(const NkBwdParams& p0) {
     constexpr int DT = SPEC & 3;
@@ -303,6 +311,9 @@ NK_DEVICE void bwd_cluster(const NkBwdParams& p0) {
     constexpr bool NARROW = DT != NK_DT_F32;
     constexpr int KMAX = NARROW ? 4 : 2;
     constexpr bool SACC = (SPEC & 16) != 0;
+    constexpr bool PF = (SPEC & 32) != 0;
+    static_assert(!(PF && (SACC || !NARROW || !ALIGNED)), "PF: 16-bit, 16-byte, register accumulators");
+    constexpr int NS = RES ? 3 : 2;
     constexpr int KR = SACC ? 1 : KMAX;  // register accumulators
     const NkBwdParams p = specialise<DT>(p0);
     NK_DYN_SMEM(smem);
@@ -333,29 +344,107 @@ NK_DEVICE void bwd_cluster(const NkBwdParams& p0) {
             if (LN && f.b) sb[i] = 0.f;
         }
     }
-    int par = 0;
-    for (int64_t row = cl_id(); row < p.m; row += cl_count()) {
-        Raw xr[KMAX], dyr[KMAX], wr[KMAX], drr[KMAX];
-        const BwdRow st = bwd_row_stats(p, row);
-        const void* xrow = row_ptr(p.x, row, p.sx, DT);
-        const void* dyrow = row_ptr(p.dy, row, p.sdy, DT);
-        const void* drow = row_ptr(p.dres, row, p.sdres, DT);
+    // PF: row buffers, then the fp32 weight slots (two 16-byte slots per chunk).
+    const int64_t step = cl_count();
+    int buf = 0;
+    nk_u128* wslots = reinterpret_cast<nk_u128*>(smem) + (int64_t)2 * NS * K * T;
+    auto wslot = [&](int k, int q) { return wslots + (int64_t)(2 * k + q) * T + t; };
+    auto stage = [&](int64_t row, int b) {
+        if (row < p.m) {
+            const void* xrow = row_ptr(p.x, row, p.sx, DT);
+            const void* dyrow = row_ptr(p.dy, row, p.sdy, DT);
+            const void* drow = row_ptr(p.dres, row, p.sdres, DT);
 #pragma unroll
-        for (int k = 0; k < KMAX; ++k) {
-            const int c = c0 + k * T;
-            if (k < K && c < nch) {
-                const int64_t e = (int64_t)c * CH;
-                load_chunk<ALIGNED, NARROW>(xrow, DT, e, n, xr[k]);
-                load_chunk<ALIGNED, NARROW>(dyrow, DT, e, n, dyr[k]);
-                if (has_w) load_chunk<ALIGNED, NARROW>(wp, DT, e, n, wr[k]);
-                if (RES) load_chunk<ALIGNED, NARROW>(drow, DT, e, n, drr[k]);
+            for (int k = 0; k < KMAX; ++k) {
+                const int c = c0 + k * T;
+                if (k < K && c < nch) {
+                    const int64_t e = (int64_t)c * CH;
+                    pf_stage<NS, 1>(smem, b, 0, xrow, e, k, t, T, K);
+                    pf_stage<NS, 1>(smem, b, 1, dyrow, e, k, t, T, K);
+                    if (RES) pf_stage<NS, 1>(smem, b, 2, drow, e, k, t, T, K);
+                }
+            }
+        }
+        nk_copy_async_commit();
+    };
+    if constexpr (PF) {
+        if (has_w) {
+#pragma unroll
+            for (int k = 0; k < KMAX; ++k) {
+                const int c = c0 + k * T;
+                if (k < K && c < nch) {
+                    Raw wraw, wf;
+                    float wo[CH];
+                    load_chunk<ALIGNED, NARROW>(wp, DT, (int64_t)c * CH, n, wraw);
+                    bwd_weight<NARROW>(p, f, wraw, wo);
+                    pack<false>(NK_DT_F32, wo, wf);
+                    *wslot(k, 0) = wf.q[0];
+                    *wslot(k, 1) = wf.q[1];
+                }
+            }
+        }
+        stage(cl_id(), 0);
+    }
+    int par = 0;
+    for (int64_t row = cl_id(); row < p.m; row += step) {
+        constexpr int KL = PF ? 1 : KMAX;  // chunks loaded into registers
+        Raw xr[KL], dyr[KL], wr[KL], drr[KL];
+        if constexpr (PF) {
+            stage(row + step, buf ^ 1);
+            nk_copy_async_wait_prior();
+        }
+        // Chunk k's x, dy, (d_residual_out) and w + offset: from registers or from the slots
+        // (`hide`: the registers pass cl_opaque first, in the dx pass).
+        auto get = [&](int k, bool hide, Raw& xo, Raw& dyo, Raw& dro, float (&wo)[CH]) {
+            if constexpr (PF) {
+                pf_read<NS, 1>(smem, buf, 0, k, t, T, K, xo);
+                pf_read<NS, 1>(smem, buf, 1, k, t, T, K, dyo);
+                if (RES) pf_read<NS, 1>(smem, buf, 2, k, t, T, K, dro);
+                if (has_w) {
+                    Raw wf;
+                    wf.q[0] = *wslot(k, 0);
+                    wf.q[1] = *wslot(k, 1);
+                    unpack<false>(NK_DT_F32, wf, wo);
+                }
+            } else {
+                if (hide) {
+                    cl_opaque<NARROW>(xr[k % KL]);
+                    cl_opaque<NARROW>(dyr[k % KL]);
+                    if (has_w) cl_opaque<NARROW>(wr[k % KL]);
+                }
+                xo = xr[k % KL];
+                dyo = dyr[k % KL];
+                if (RES) dro = drr[k % KL];
+                bwd_weight<NARROW>(p, f, wr[k % KL], wo);
+            }
+        };
+        const BwdRow st = bwd_row_stats(p, row);
+        if constexpr (!PF) {
+            const void* xrow = row_ptr(p.x, row, p.sx, DT);
+            const void* dyrow = row_ptr(p.dy, row, p.sdy, DT);
+            const void* drow = row_ptr(p.dres, row, p.sdres, DT);
+#pragma unroll
+            for (int k = 0; k < KMAX; ++k) {
+                const int c = c0 + k * T;
+                if (k < K && c < nch) {
+                    const int64_t e = (int64_t)c * CH;
+                    load_chunk<ALIGNED, NARROW>(xrow, DT, e, n, xr[k]);
+                    load_chunk<ALIGNED, NARROW>(dyrow, DT, e, n, dyr[k]);
+                    if (has_w) load_chunk<ALIGNED, NARROW>(wp, DT, e, n, wr[k]);
+                    if (RES) load_chunk<ALIGNED, NARROW>(drow, DT, e, n, drr[k]);
+                }
             }
         }
         float a[2] = {0.f, 0.f};
 #pragma unroll
         for (int k = 0; k < KMAX; ++k) {
             const int c = c0 + k * T;
-            if (k < K && c < nch) bwd_chunk_sums<NARROW>(p, f, st, xr[k], dyr[k], wr[k], a);
+            if (k < K && c < nch) {
+                Raw xk, dyk, drk;
+                float wo[CH];
+                get(k, false, xk, dyk, drk, wo);
+                bwd_chunk_sums_w<NARROW>(p, f, st, xk, dyk, wo, a);
+            }
         }
         cl_block_sum<2>(a, scratch);
         if (t == 0) {
@@ -378,11 +467,10 @@ NK_DEVICE void bwd_cluster(const NkBwdParams& p0) {
             const int c = c0 + k * T;
             if (k < K && c < nch) {
                 float dwv[CH], dbv[CH];
-                cl_opaque<NARROW>(xr[k]);
-                cl_opaque<NARROW>(dyr[k]);
-                if (has_w) cl_opaque<NARROW>(wr[k]);
-                bwd_chunk_dx<ALIGNED, NARROW>(p, f, st, xr[k], dyr[k], wr[k], drr[k], row, (int64_t)c * CH, c1, c2, dwv,
-                                              dbv);
+                Raw xk, dyk, drk;
+                float wo[CH];
+                get(k, true, xk, dyk, drk, wo);
+                bwd_chunk_dx_w<ALIGNED, NARROW>(p, f, st, xk, dyk, wo, drk, row, (int64_t)c * CH, c1, c2, dwv, dbv);
                 if (SACC) {
 #pragma unroll
                     for (int j = 0; j < CH; ++j) {
@@ -399,7 +487,9 @@ NK_DEVICE void bwd_cluster(const NkBwdParams& p0) {
                 }
             }
         }
+        buf ^= 1;
     }
+    if (PF) nk_copy_async_wait_all();
     cl_sync();  // no CTA leaves while a peer may still read its partials
     // This CTA's slice of partial row `cluster id`.
     const int64_t prow = cl_id();

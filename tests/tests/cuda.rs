@@ -125,7 +125,8 @@ fn kernel_tour() {
     // (m, n, stride, dtype): vector row path, scalar row path (odd N), strided, split path; the
     // register-resident kernels' tables: backward 4 chunks per thread (16-bit N = 3000, 4096,
     // 8192, 16384), 1 chunk per thread (f32 N = 6000), forward 8 chunks per thread (bf16 N = 65536),
-    // the split backward's per-row reduce (LayerNorm bf16 N = 131072), the split forward (N = 300000).
+    // the cluster kernels (N = 24576 with more rows than clusters, 65536, 131072, 262144), the split
+    // forward and backward (N = 300000).
     let shapes = [
         (3usize, 7usize, 7usize, DType::F32),
         (5, 128, 136, DType::BF16),
@@ -137,11 +138,15 @@ fn kernel_tour() {
         (3, 8192, 8192, DType::BF16),
         (2, 16384, 16392, DType::BF16),
         (2, 65536, 65536, DType::BF16),
+        // The cluster backward with more rows than clusters (its prefetch of the next row).
+        (200, 24576, 24576, DType::BF16),
         (3, 6000, 6000, DType::F32),
         (3, 4096, 4104, DType::F16),
         (2, 3000, 3000, DType::BF16),
-        // LayerNorm backward past the cluster route: the split path.
+        // Clusters of 16 CTAs (the RMSNorm forward, the LayerNorm backward's prefetching twin),
+        // and of 16 × 512 threads (the prefetching backward twins of RMSNorm and LayerNorm).
         (2, 131072, 131072, DType::BF16),
+        (2, 262144, 262144, DType::BF16),
         // Past every cluster cap: the split forward's per-row reduce, and the split backward with
         // two partial rows (the one-column-per-thread finalize).
         (2, 300000, 300000, DType::BF16),
@@ -401,6 +406,9 @@ mod cluster {
             (2, 131072, 131072, 0, DType::F32),
             (1, 1048576, 1048576, 0, DType::BF16),
             (2, 40000, 40000, 3, DType::BF16), // misaligned: element-wise twin
+            // More rows than clusters: clusters walk several rows, so the prefetching backward
+            // stages and consumes rows (K = 3 chunks per thread: a partial slice).
+            (300, 49152, 49160, 0, DType::F16),
         ];
         for (si, &(m, n, stride, off, dt)) in shapes.iter().enumerate() {
             for (ln, res) in [(false, false), (true, true), (false, true), (true, false)] {

@@ -58,6 +58,10 @@ static BWD32: [ClusterConfig; 4] = [cc(16384, 4, 256), cc(32768, 8, 256), cc(655
 /// Re-measured 2026-11-22 after the instruction diet (NOTES v4, `NORMKIT_CUDA_CLUSTER_CAP` A/B,
 /// 16-bit): at 131072 cluster vs split ln_fwd 49% vs 42%, addrms_fwd 77% vs 68%, ln_bwd 29% vs
 /// 22% → those caps move to 131072; at 262144 the cluster still loses (44/68/24% vs 48/73/43%).
+/// H100 2026-11-22 (fifth session), with the prefetching LayerNorm twins (`nk_bwd_clp_*`): ln_bwd
+/// 512×262144 63% on clusters of 16 × 512 threads against 51.5% on the split path (1024×262144:
+/// 64% vs 55%) → the 16-bit LayerNorm backward cap moves to 262144 where the twin fits (no
+/// d_residual_out: its third row buffer needs 256 KiB of shared memory at 512 threads).
 /// `NORMKIT_CUDA_CLUSTER_CAP=N` raises every cap to at least N (measurements only).
 fn cap(fwd: bool, dt: DType, ln: bool, residual: bool) -> usize {
     static RAISE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
@@ -68,7 +72,8 @@ fn cap(fwd: bool, dt: DType, ln: bool, residual: bool) -> usize {
         (true, false) => 262144,
         (true, true) if residual => 131072,
         (true, true) => 262144,
-        (false, false) if ln => 131072,
+        (false, false) if ln && residual => 131072,
+        (false, false) if ln => 262144,
         (false, false) => 262144,
         (false, true) if ln => 32768,
         (false, true) => 131072,
@@ -110,6 +115,13 @@ fn env_override() -> (bool, Option<(u32, u32)>) {
     })
 }
 
+/// The prefetching LayerNorm backward twins (`nk_bwd_clp_*`, 16-bit) run unless
+/// `NORMKIT_CUDA_CLUSTER_PF=0` (measurements only: the plain kernels do the same arithmetic).
+fn prefetch_enabled() -> bool {
+    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *V.get_or_init(|| std::env::var("NORMKIT_CUDA_CLUSTER_PF").map_or(true, |v| v != "0"))
+}
+
 fn table_pick(table: &[ClusterConfig], n: usize) -> Option<ClusterConfig> {
     match env_override() {
         (true, _) => None,
@@ -130,9 +142,9 @@ pub fn forward_config(dt: DType, n: usize, ln: bool, residual: bool) -> Option<C
     (n.div_ceil(8).div_ceil((rc.c * rc.t) as usize) <= fwd_kmax(dt)).then_some(rc)
 }
 
-/// The backward configuration for N.
-pub fn backward_config(dt: DType, n: usize, ln: bool) -> Option<ClusterConfig> {
-    if n > cap(false, dt, ln, false) {
+/// The backward configuration for N (`residual`: with d_residual_out).
+pub fn backward_config(dt: DType, n: usize, ln: bool, residual: bool) -> Option<ClusterConfig> {
+    if n > cap(false, dt, ln, residual) {
         return None;
     }
     let rc = table_pick(if dt == DType::F32 { &BWD32 } else { &BWD16 }, n)?;
@@ -250,22 +262,41 @@ impl CudaBackend {
             return Ok(false);
         }
         let n = p.n as usize;
-        let Some(rc) = backward_config(dt, n, ln) else { return Ok(false) };
-        let sacc = rc.t > 256;
+        let res = p.flags & params::F_RESIDUAL != 0;
+        let Some(rc) = backward_config(dt, n, ln, res) else { return Ok(false) };
+        let kk = n.div_ceil(8).div_ceil((rc.c * rc.t) as usize);
+        // 16-bit LayerNorm, and RMSNorm at 512 threads: the prefetching twin (`nk_bwd_clp_*`,
+        // register accumulators) where its two row buffers and the fp32 weight slots fit in
+        // shared memory; else dW/dB in registers up to 256 threads, in shared memory (`cls`) at
+        // 512. RMSNorm at 256 threads keeps the plain kernel (two CTAs per SM; kernels.def).
+        let pf_smem = (2 * (2 + res as usize) * 16 + if has_weight { 32 } else { 0 }) * kk * rc.t as usize;
+        let pf = (ln || rc.t > 256) && dt != DType::F32 && prefetch_enabled() && pf_smem <= self.smem_limit;
+        let sacc = !pf && rc.t > 256;
         let name = format!(
             "nk_bwd_{}_{}_{}{}",
-            if sacc { "cls" } else { "cl" },
+            if pf {
+                "clp"
+            } else if sacc {
+                "cls"
+            } else {
+                "cl"
+            },
             dt_tag(dt),
             if ln { "ln" } else { "rms" },
-            if p.flags & params::F_RESIDUAL != 0 { "_res" } else { "" }
+            if res { "_res" } else { "" }
         );
         let k = find_kernel(&name)?;
         if rc.t > k.max_threads {
             return Ok(false);
         }
-        // Shared-memory accumulators: nacc × K·8·T floats.
-        let kk = n.div_ceil(8).div_ceil((rc.c * rc.t) as usize);
-        let smem = if sacc { (nacc * kk * 8 * rc.t as usize * 4) as u32 } else { 0 };
+        let smem = if pf {
+            pf_smem
+        } else if sacc {
+            // Shared-memory accumulators: nacc × K·8·T floats.
+            nacc * kk * 8 * rc.t as usize * 4
+        } else {
+            0
+        } as u32;
         if smem as usize > self.smem_limit {
             return Ok(false);
         }

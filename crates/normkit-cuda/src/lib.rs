@@ -629,9 +629,7 @@ impl NormKernel for CudaBackend {
             _ => (kernels::NK_FWD_SPLIT_STATS_U, kernels::NK_FWD_SPLIT_APPLY_PRE_U),
         };
         self.launch(ks, (blocks, 1), threads, 0, &p)?;
-        // One warp per row.
-        let rblocks = (plan.m as u64).div_ceil((threads / kernels::NK_WARP_WIDTH as u32) as u64).min(MAX_GRID) as u32;
-        self.launch(kernels::NK_FWD_SPLIT_REDUCE, (rblocks, 1), threads, 0, &p)?;
+        self.launch(kernels::NK_FWD_SPLIT_REDUCE, (reduce_blocks(plan.m as u64, threads), 1), threads, 0, &p)?;
         self.launch(ka, (blocks, 1), threads, 0, &p)
     }
 
@@ -849,8 +847,7 @@ impl NormKernel for CudaBackend {
                     self.launch(ks, (tiles.min(MAX_GRID) as u32, 1), threads, 0, &p)?;
                     // One warp per row combines the row's partials once (the apply CTAs used to do
                     // it serially in every CTA: H200 128×1M rms_bwd apply 699 µs).
-                    let rows_per_cta = (threads / kernels::NK_WARP_WIDTH as u32) as u64;
-                    self.launch(kernels::NK_BWD_SPLIT_REDUCE, (m.div_ceil(rows_per_cta).min(MAX_GRID) as u32, 1), threads, 0, &p)?;
+                    self.launch(kernels::NK_BWD_SPLIT_REDUCE, (reduce_blocks(m, threads), 1), threads, 0, &p)?;
                     self.launch(ka, (to_i32(s as u64, "grid")?, to_i32(parts, "grid")?), threads, 0, &p)?;
                 }
             }
@@ -898,6 +895,11 @@ impl NormKernel for CudaBackend {
     fn synchronize(&self) -> Result<()> {
         self.stream.synchronize().map_err(dev_err("synchronize"))
     }
+}
+
+/// CTAs of `threads` threads for the split path's per-row reduce kernels (one warp per row).
+fn reduce_blocks(m: u64, threads: u32) -> u32 {
+    m.div_ceil(u64::from(threads / kernels::NK_WARP_WIDTH as u32)).clamp(1, MAX_GRID) as u32
 }
 
 impl CudaBackend {

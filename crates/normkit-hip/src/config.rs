@@ -117,8 +117,7 @@ pub const MAX_WAVES_PER_SIMD: u32 = 8;
 /// What clang-22 -O3 gave on gfx942 / gfx950 / gfx90a when this was written, and why:
 /// - `fwd_row_a` 4 (99-101 VGPRs): must fit 1024-thread workgroups (16 waves = 4 per SIMD, so
 ///   128 is a hard limit); `_ah` 5 (73-84): one 16-byte register set per chunk; `_u` 4 (108).
-/// - `fwd_split_stats_a` 6 (68), `_ah` 6 (51-53), `_u` 5 (90); `fwd_split_apply_a` / `_u` 4
-///   (99-105), `_ah` 5 (72).
+/// - `fwd_split_stats_a` 6 (68), `_ah` 6 (51-53), `_u` 5 (90).
 /// - `bwd_row_a` 2 (180-183), `_ah` 3 (146-154), `_u` 2 (204-205): x, dy and weight chunks plus
 ///   the per-row sums; bounded at 512 threads (8 waves, 2 per SIMD) so these fit.
 /// - `bwd_split_stats_a` / `_u` 4 (98), `_ah` 6 (70); `bwd_split_apply_a` / `_u` 2 (166-171),
@@ -126,7 +125,7 @@ pub const MAX_WAVES_PER_SIMD: u32 = 8;
 ///   across rows.
 /// - `bwd_finalize` 8 (30), `bwd_finalize_wide` 4 (58; 1024-thread workgroups allow at most 4),
 ///   `fwd_split_reduce` 8 (25);
-///   `fwd_split_apply_pre_*` as `fwd_split_apply_*` (70-101).
+///   `fwd_split_apply_pre_a` / `_u` 4 (99-105), `_ah` 5 (72).
 /// - register-resident: `fwd_reg` 16-bit 4 (71-98 in 1024-thread workgroups, where 128 is the
 ///   hard limit), f32 3 (87-126 in 512-thread workgroups); `bwd_reg` 16-bit 3 (114-144), f32 2 (128-166: 166 would
 ///   sit at the 3-wave edge); `bwd_reg1` 4 (86-107 in 1024-thread workgroups), `bwd_reg4` 2
@@ -138,9 +137,6 @@ pub const OCCUPANCY: &[(&str, u32)] = &[
     ("nk_fwd_split_stats_a", 6),
     ("nk_fwd_split_stats_ah", 6),
     ("nk_fwd_split_stats_u", 5),
-    ("nk_fwd_split_apply_a", 4),
-    ("nk_fwd_split_apply_ah", 5),
-    ("nk_fwd_split_apply_u", 4),
     ("nk_bwd_row_a", 2),
     ("nk_bwd_row_ah", 3),
     ("nk_bwd_row_u", 2),

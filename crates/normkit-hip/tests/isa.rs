@@ -33,9 +33,6 @@ const VECTOR_ACCESS: &[(&str, usize, usize)] = &[
     // x and residual in; residual_out out.
     ("nk_fwd_split_stats_a", 2, 1),
     ("nk_fwd_split_stats_ah", 2, 1),
-    // h, weight, bias in; y out.
-    ("nk_fwd_split_apply_a", 3, 1),
-    ("nk_fwd_split_apply_ah", 3, 1),
     // x, dy, d_residual_out, weight in; dx out.
     ("nk_bwd_row_a", 4, 1),
     ("nk_bwd_row_ah", 4, 1),
