@@ -42,7 +42,8 @@ const fn cc(max_n: usize, c: u32, t: u32) -> ClusterConfig {
 static FWD16: [ClusterConfig; 5] = [cc(32768, 2, 256), cc(65536, 4, 256), cc(131072, 8, 256), cc(262144, 16, 256), cc(524288, 16, 512)];
 static FWD32: [ClusterConfig; 4] = [cc(32768, 4, 256), cc(65536, 8, 256), cc(131072, 16, 256), cc(262144, 16, 512)];
 // Backward: 4 chunks per thread (16-bit) or 2 (f32); dW/dB in registers up to 256 threads, in
-// shared memory (the `cls` kernels) at 512.
+// shared memory (the `cls` kernels) at 512 — except where the prefetching twins run (`clp`, 16-bit:
+// LayerNorm at every size, RMSNorm at 512 threads; registers, see `cluster_backward`).
 static BWD16: [ClusterConfig; 5] = [cc(16384, 2, 256), cc(32768, 4, 256), cc(65536, 8, 256), cc(131072, 16, 256), cc(262144, 16, 512)];
 static BWD32: [ClusterConfig; 4] = [cc(16384, 4, 256), cc(32768, 8, 256), cc(65536, 16, 256), cc(131072, 16, 512)];
 
