@@ -565,26 +565,15 @@ NK_DEVICE void bwd_split_stats_body(const NkBwdParams& p0) {
     }
 }
 
-// Backward, split rows: dx for chunk blockIdx.x of rows blockIdx.y, blockIdx.y + gridDim.y, ...;
-// the chunk's dW/dB partial stays in registers and is written as partial row blockIdx.y.
-// A row's (c1, c2) = (Σg·x̂ / N, Σg / N) from its S chunk partials, added in chunk order.
-NK_DEVICE void bwd_split_row_consts(const NkBwdParams& p, const float* part, float& c1, float& c2) {
-    const float nf = (float)p.n;
-    float s1 = 0.f, s2 = 0.f;
-    for (int64_t i = 0; i < p.nsplit; ++i) {
-        s1 += part[2 * i];
-        s2 += part[2 * i + 1];
-    }
-    c1 = nk_div_rn(s1, nf);
-    c2 = (p.flags & NK_F_LN) ? nk_div_rn(s2, nf) : 0.f;
-}
-
-template <bool ALIGNED, bool NARROW, int DT, int CAST, bool PRE = false>
-NK_DEVICE void bwd_split_apply_body(const NkBwdParams& p0) {
+// Backward, split rows: dx for chunk blockIdx.x of the rows it = blockIdx.y, blockIdx.y +
+// gridDim.y, ... (row M − 1 − it), from each row's (c1, c2) = (Σg·x̂ / N, Σg / N), which
+// bwd_split_reduce combined once per row; the chunk's dW/dB partial stays in registers and is
+// written as partial row blockIdx.y.
+template <bool ALIGNED, bool NARROW, int DT, int CAST>
+NK_DEVICE void bwd_split_apply_pre_body(const NkBwdParams& p0) {
     const NkBwdParams p = specialise<DT>(p0);
     constexpr int T = NK_SPLIT_THREADS, KV = NK_SPLIT_ELEMS / CH;
     constexpr int64_t C = (int64_t)NK_SPLIT_THREADS * NK_SPLIT_ELEMS;
-    NK_SHARED float cs[2];
     const Flags f(p.flags);
     const int t = nk_tid();
     const int64_t S = p.nsplit, s = nk_bid(), base = s * C, n = p.n;
@@ -595,8 +584,8 @@ NK_DEVICE void bwd_split_apply_body(const NkBwdParams& p0) {
 #pragma unroll
         for (int j = 0; j < CH; ++j) dwa[k][j] = dba[k][j] = 0.f;
     for (int64_t it = nk_bid_y(); it < p.m; it += nk_nblocks_y()) {
-        // PRE walks the rows from the last: those bwd_split_stats read last are still in L2.
-        const int64_t row = PRE ? p.m - 1 - it : it;
+        // Rows from the last: those bwd_split_stats read last are still in L2.
+        const int64_t row = p.m - 1 - it;
         const BwdRow st = bwd_row_stats(p, row);
         const void* xrow = row_ptr(p.x, row, p.sx, p.dt_x);
         const void* dyrow = row_ptr(p.dy, row, p.sdy, p.dt_y);
@@ -612,18 +601,8 @@ NK_DEVICE void bwd_split_apply_body(const NkBwdParams& p0) {
                 if (f.res) load_chunk<ALIGNED, NARROW>(drow, p.dt_y, e, n, drr[k]);
             }
         }
-        float c1, c2;
-        if (PRE) {
-            // (c1, c2) combined once per row by bwd_split_reduce: no barrier, no serial sum here.
-            c1 = ws[2 * p.m * S + 2 * row];
-            c2 = ws[2 * p.m * S + 2 * row + 1];
-        } else {
-            if (t == 0) bwd_split_row_consts(p, ws + row * S * 2, cs[0], cs[1]);
-            nk_sync();
-            c1 = cs[0];
-            c2 = cs[1];
-            nk_sync();
-        }
+        const float c1 = ws[2 * p.m * S + 2 * row];
+        const float c2 = ws[2 * p.m * S + 2 * row + 1];
 #pragma unroll
         for (int k = 0; k < KV; ++k) {
             const int64_t e = base + ((int64_t)k * T + t) * CH;
@@ -1400,15 +1379,7 @@ NK_FWD_ENTRY(fwd_split_stats)
 NK_FWD_ENTRY(fwd_split_apply_pre)
 NK_BWD_ENTRY(bwd_row)
 NK_BWD_ENTRY(bwd_split_stats)
-NK_BWD_ENTRY(bwd_split_apply)
-template <bool ALIGNED, bool NARROW>
-NK_DEVICE void bwd_split_apply_pre(const NkBwdParams& p) {
-    if constexpr (NARROW) {
-        if (p.dt_x == NK_DT_BF16) bwd_split_apply_body<ALIGNED, true, NK_DT_BF16, -1, true>(p);
-        else bwd_split_apply_body<ALIGNED, true, NK_DT_F16, -1, true>(p);
-    } else {
-        bwd_split_apply_body<ALIGNED, false, -1, -1, true>(p);
-    }
-}
+// The split apply reads the (c1, c2) bwd_split_reduce combined (the three-kernel form).
+NK_BWD_ENTRY(bwd_split_apply_pre)
 
 }  // namespace nk

@@ -414,7 +414,7 @@ NK_DEVICE void bwd_cluster(const NkBwdParams& p0) {
                 }
                 xo = xr[k % KL];
                 dyo = dyr[k % KL];
-                if (RES) dro = drr[k % KL];
+                if constexpr (RES) dro = drr[k % KL];
                 bwd_weight<NARROW>(p, f, wr[k % KL], wo);
             }
         };

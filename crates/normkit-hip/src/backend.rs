@@ -725,9 +725,10 @@ impl NormKernel for HipBackend {
                 p.slot = slot as i32;
                 self.launch(kernel, (l.parts, 1), group * rows_per_cta, lds, &mut p)?;
             }
-            BwdPath::Split { stats, apply, tiles } => {
+            BwdPath::Split { stats, apply, tiles, reduce_blocks } => {
                 let threads = kernels::NK_SPLIT_THREADS as u32;
                 self.launch(stats, (tiles.min(plan::MAX_GRID), 1), threads, 0, &mut p)?;
+                self.launch(kernels::NK_BWD_SPLIT_REDUCE, (reduce_blocks, 1), threads, 0, &mut p)?;
                 self.launch(apply, (l.nsplit as u64, l.parts), threads, 0, &mut p)?;
             }
             BwdPath::Empty => {}

@@ -121,7 +121,7 @@ pub fn forward(cfg: &LaunchConfig, cus: u32, s: &FwdShape, lds_limit: usize) -> 
         nsplit,
         blocks: tiles.clamp(1, MAX_GRID),
         // A wavefront per row.
-        reduce_blocks: (s.m as u64).div_ceil(u64::from(threads) / kernels::NK_WARP_WIDTH as u64).clamp(1, MAX_GRID),
+        reduce_blocks: split_reduce_blocks(s.m as u64),
         threads,
         ws_bytes,
     })
@@ -150,10 +150,18 @@ pub enum BwdPath {
     /// Persistent row kernel; dW/dB partials in `lds` bytes of dynamic LDS (the LDS row kernel)
     /// or in registers (the register-resident kernel, whose `lds` only sums its groups).
     Row { kernel: Kernel, group: u32, rows_per_cta: u32, slot: u32, lds: usize },
-    /// Split rows: `stats` over `tiles` (row, chunk) tiles, then `apply` on a (nsplit × parts) grid.
-    Split { stats: Kernel, apply: Kernel, tiles: u64 },
+    /// Split rows: `stats` over `tiles` (row, chunk) tiles, `nk_bwd_split_reduce` on
+    /// `reduce_blocks` workgroups (one wavefront per row combines its chunk sums once), then
+    /// `apply` on a (nsplit × parts) grid.
+    Split { stats: Kernel, apply: Kernel, tiles: u64, reduce_blocks: u64 },
     /// M = 0: nothing but the finalize (which writes zeros).
     Empty,
+}
+
+/// Workgroups of NK_SPLIT_THREADS threads for the split paths' per-row reduce kernels (one
+/// wavefront per row).
+fn split_reduce_blocks(m: u64) -> u64 {
+    m.div_ceil(u64::from(kernels::NK_SPLIT_THREADS as u32 / kernels::NK_WARP_WIDTH as u32)).clamp(1, MAX_GRID)
 }
 
 /// A planned backward call.
@@ -163,7 +171,8 @@ pub struct BwdLaunch {
     /// Partial dW/dB rows (persistent workgroups along rows).
     pub parts: u64,
     pub nsplit: usize,
-    /// Workspace layout: `[split stats | dW parts | dB parts]`, each 256-byte aligned.
+    /// Workspace layout: `[split stats | dW parts | dB parts]`, each 256-byte aligned; the split
+    /// stats are M·nsplit chunk pairs, then each row's combined (c1, c2).
     pub stats_bytes: usize,
     pub part_bytes: usize,
     pub ws_bytes: usize,
@@ -233,14 +242,15 @@ pub fn backward(cfg: &LaunchConfig, cus: u32, s: &BwdShape, lds_limit: usize) ->
             let ns = s.n.div_ceil(SPLIT_CHUNK);
             let target = cus * u64::from(cfg.split_bwd_ctas_per_cu);
             let parts = target.div_ceil(ns as u64).clamp(1, m64.min(65535));
-            let stats = m64.checked_mul(ns as u64 * 8).and_then(|b| usize::try_from(b).ok()).ok_or_else(too_big)?;
+            let stats = m64.checked_mul((ns as u64 + 1) * 8).and_then(|b| usize::try_from(b).ok()).ok_or_else(too_big)?;
             let tiles = m64.checked_mul(ns as u64).ok_or(NormError::Overflow { operand: Operand::X })?;
             let (ks, ka) = match (s.aligned, s.all16) {
-                (true, true) => (kernels::NK_BWD_SPLIT_STATS_AH, kernels::NK_BWD_SPLIT_APPLY_AH),
-                (true, false) => (kernels::NK_BWD_SPLIT_STATS_A, kernels::NK_BWD_SPLIT_APPLY_A),
-                _ => (kernels::NK_BWD_SPLIT_STATS_U, kernels::NK_BWD_SPLIT_APPLY_U),
+                (true, true) => (kernels::NK_BWD_SPLIT_STATS_AH, kernels::NK_BWD_SPLIT_APPLY_PRE_AH),
+                (true, false) => (kernels::NK_BWD_SPLIT_STATS_A, kernels::NK_BWD_SPLIT_APPLY_PRE_A),
+                _ => (kernels::NK_BWD_SPLIT_STATS_U, kernels::NK_BWD_SPLIT_APPLY_PRE_U),
             };
-            (BwdPath::Split { stats: ks, apply: ka, tiles }, parts, stats, ns)
+            let reduce_blocks = split_reduce_blocks(m64);
+            (BwdPath::Split { stats: ks, apply: ka, tiles, reduce_blocks }, parts, stats, ns)
         }
     };
     let part_bytes = usize::try_from(parts).ok().and_then(|p| p.checked_mul(s.n.checked_mul(4)?)).ok_or_else(too_big)?;
@@ -338,8 +348,12 @@ mod tests {
         assert!(matches!(backward(&cfg, 304, &f32s, lim).unwrap().path, BwdPath::Split { .. }));
         // Large rows: split, with parts bounded by M.
         let l = backward(&cfg, 304, &s(100, 16384, 2), lim).unwrap();
-        assert!(matches!(l.path, BwdPath::Split { .. }), "{l:?}");
+        let BwdPath::Split { apply, reduce_blocks, .. } = l.path else { panic!("{l:?}") };
+        assert_eq!(apply.name, "nk_bwd_split_apply_pre_ah");
         assert!((1..=100).contains(&l.parts));
+        // Chunk pairs, then one (c1, c2) per row; a wavefront per row for the reduce.
+        assert_eq!(l.stats_bytes, 100 * (l.nsplit + 1) * 8);
+        assert_eq!(reduce_blocks, 100u64.div_ceil(kernels::NK_SPLIT_THREADS as u64 / kernels::NK_WARP_WIDTH as u64));
         // M = 0: only the finalize, over zero parts.
         let l = backward(&cfg, 304, &s(0, 512, 1), lim).unwrap();
         assert_eq!((l.path, l.parts, l.ws_bytes), (BwdPath::Empty, 0, 0));

@@ -40,8 +40,8 @@ const VECTOR_ACCESS: &[(&str, usize, usize)] = &[
     ("nk_bwd_split_stats_a", 3, 0),
     ("nk_bwd_split_stats_ah", 3, 0),
     // x, dy, weight, d_residual_out in; dx out.
-    ("nk_bwd_split_apply_a", 4, 1),
-    ("nk_bwd_split_apply_ah", 4, 1),
+    ("nk_bwd_split_apply_pre_a", 4, 1),
+    ("nk_bwd_split_apply_pre_ah", 4, 1),
     // h, weight, bias in; y out.
     ("nk_fwd_split_apply_pre_a", 3, 1),
     ("nk_fwd_split_apply_pre_ah", 3, 1),
