@@ -120,9 +120,9 @@ pub const MAX_WAVES_PER_SIMD: u32 = 8;
 /// - `fwd_split_stats_a` 6 (68), `_ah` 6 (51-53), `_u` 5 (90).
 /// - `bwd_row_a` 2 (180-183), `_ah` 3 (146-154), `_u` 2 (204-205): x, dy and weight chunks plus
 ///   the per-row sums; bounded at 512 threads (8 waves, 2 per SIMD) so these fit.
-/// - `bwd_split_stats_a` / `_u` 4 (98), `_ah` 6 (70); `bwd_split_apply_pre_a` / `_u` 2,
-///   `_ah` 3 (before it read the reduced (c1, c2): 166-171 and 124-128): the chunk's dW/dB
-///   partials (2·NK_SPLIT_ELEMS floats) stay in registers across rows.
+/// - `bwd_split_stats_a` / `_u` 4 (98), `_ah` 6 (70); `bwd_split_apply_pre_a` / `_u` 2
+///   (175-177), `_ah` 3 (122-127): the chunk's dW/dB partials (2·NK_SPLIT_ELEMS floats) stay in
+///   registers across rows.
 /// - `bwd_finalize` 8 (30), `bwd_finalize_wide` 4 (58; 1024-thread workgroups allow at most 4),
 ///   `fwd_split_reduce` / `bwd_split_reduce` 8 (25);
 ///   `fwd_split_apply_pre_a` / `_u` 4 (99-105), `_ah` 5 (72).
