@@ -132,6 +132,8 @@ fn kernel_tour() {
         (5, 128, 136, DType::BF16),
         (4, 769, 800, DType::F16),
         (3, 4096, 4096, DType::BF16),
+        // The small-batch backward entry (one chunk per thread, plain or prefetching by residual).
+        (3, 1024, 1024, DType::BF16),
         (2, 20000, 20008, DType::BF16),
         (2, 20001, 20001, DType::F32),
         (70, 64, 64, DType::F16),

@@ -727,9 +727,8 @@ impl NormKernel for CudaBackend {
         // CTA (`Tuning::bwd_small_m`); the backward need not be batch-invariant, only
         // deterministic, so the choice may depend on M.
         let small_m = dt != DType::F32 && m <= tuning::SMALL_M_ROWS && n > 512 && self.bwd_small_m;
-        let reg = if small_m { self.tuning.bwd_small_m.filter(|rc| n <= rc.max_n) } else { None }
-            .or_else(|| tuning::pick(table, n))
-            .filter(|_| uniform_b);
+        let small_rc = if small_m { self.tuning.bwd_small_m.filter(|rc| n <= rc.max_n) } else { None };
+        let reg = small_rc.or_else(|| tuning::pick(table, n)).filter(|_| uniform_b);
         let reg = reg.and_then(|rc| {
             // The kernel family by chunks per thread: 1, 2 or 4 (the last bf16 only).
             let prefix = match n.div_ceil(8).div_ceil(rc.group as usize) {
@@ -760,8 +759,11 @@ impl NormKernel for CudaBackend {
             let w_slots = if a.weight.is_some() { 32 } else { 0 };
             let fits = |k: Kernel, smem: usize| block <= k.max_threads && smem <= self.dyn_smem_max[k.index];
             // f32 keeps the plain kernels: its prefetching twins ran at 55–58% of the copy ceiling
-            // against 82–91% without (H200, 32768×4096 and 65536×512, NOTES v4).
-            let pf = (self.pf && dt != DType::F32).then(|| find_kernel(&name("pf")).ok()).flatten().and_then(|k| {
+            // against 82–91% without (H200, 32768×4096 and 65536×512, NOTES v4). So does the
+            // small-batch entry without d_residual_out (H100, 4096×1024 rms_bwd 54% against 50%,
+            // ln_bwd 44% against 41%; with d_residual_out the twin wins, 59% against 50%).
+            let plain = dt == DType::F32 || (small_rc.is_some() && !res);
+            let pf = (self.pf && !plain).then(|| find_kernel(&name("pf")).ok()).flatten().and_then(|k| {
                 [(row_slots + w_slots, 0), (row_slots, params::F_WGLOBAL)]
                     .into_iter()
                     .filter(|&(_, flag)| flag == 0 || res)

@@ -110,6 +110,10 @@ static BWD_REG4_SM90: [RowConfig; 3] = [rc(4096, 128, 1), rc(8192, 256, 1), rc(1
 // 16384×1024 75 / 84 / 65 against 74 / 83 / 66; 32768×1024 83 / 91 / 73 against 85 / 91 / 76,
 // hence the row limit. The same change at N = 512 and 2048 was mixed (8192×512 48 / 57 / 41
 // against 45 / 60 / 40; 2048×2048 43 / 52 / 35 against 38 / 54 / 33): not taken.
+// Fifth session (H100, one call): with this entry the plain kernel beats the prefetching twin
+// except with d_residual_out (4096×1024: 54 / 50 / 44% plain against 50 / 59 / 41% prefetching),
+// so the host takes the plain one there (lib.rs); other groups and rows per CTA at N = 1024
+// (64 × 1, 64 × 2, 32 × 1, 32 × 4, 128 × 2..8) and 2–16 CTAs per SM were no better.
 const BWD_SMALL_M_SM90: RowConfig = rc(1024, 128, 1);
 impl Tuning {
     /// Hopper (H100, H200).
