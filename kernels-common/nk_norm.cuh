@@ -1276,6 +1276,7 @@ NK_DEVICE void bwd_split_reduce(const NkBwdParams& p) {
 // with up to NK_ROW_MAX_THREADS threads.
 template <bool ALIGNED, bool NARROW>
 NK_DEVICE void bwd_finalize_wide(const NkBwdParams& p) {
+    nk_grid_dep_wait();  // may be launched as a programmatic dependent of the row kernel
     NK_SHARED float red[2][NK_ROW_MAX_THREADS / NK_WARP][NK_WARP];
     const Flags f(p.flags);
     const int tid = nk_tid(), lane = tid % NK_WARP, warp = tid / NK_WARP, nw = nk_bdim() / NK_WARP;
@@ -1329,6 +1330,7 @@ NK_DEVICE void bwd_finalize_wide(const NkBwdParams& p) {
 // part loop is unrolled so that eight loads are in flight per thread.
 template <bool ALIGNED, bool NARROW>
 NK_DEVICE void bwd_finalize_cols(const NkBwdParams& p) {
+    nk_grid_dep_wait();  // may be launched as a programmatic dependent of the row kernel
     const Flags f(p.flags);
     const int64_t Q = p.nparts, n = p.n;
     const float* wsw = reinterpret_cast<const float*>(p.ws_dw);

@@ -11,6 +11,7 @@
 
 #include "nk_norm.cuh"
 #include "cluster.cuh"
+#include "rows.cuh"
 
 #define NK_CONST(name, value)
 #define NK_KERNEL(sym, impl, aligned, narrow, params, max_threads, min_blocks) \

@@ -31,6 +31,11 @@ NK_DEVICE int64_t nk_bid_y() { return (int64_t)blockIdx.y; }
 NK_DEVICE int64_t nk_nblocks_y() { return (int64_t)gridDim.y; }
 NK_DEVICE void nk_sync() { __syncthreads(); }
 
+// Programmatic dependent launch (sm_90+): wait until the grids this one depends on have completed
+// and their writes are visible (a no-op for a plain launch); let the dependent grid be launched.
+NK_DEVICE void nk_grid_dep_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+NK_DEVICE void nk_grid_dep_launch() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
+
 // Butterfly exchange inside a warp; every lane of the warp must call it.
 NK_DEVICE float nk_shfl_xor(float v, int lane_mask) { return __shfl_xor_sync(NK_FULL_MASK, v, lane_mask, NK_WARP); }
 

@@ -132,8 +132,11 @@ fn kernel_tour() {
         (5, 128, 136, DType::BF16),
         (4, 769, 800, DType::F16),
         (3, 4096, 4096, DType::BF16),
-        // The small-batch backward entry (one chunk per thread, plain or prefetching by residual).
+        // The row-batch backward (rows.cuh, in-kernel finalize after a grid barrier): a partial
+        // batch, idle threads of a group (N = 520), strided rows, several batches per group.
         (3, 1024, 1024, DType::BF16),
+        (5, 520, 520, DType::F16),
+        (37, 2048, 2056, DType::BF16),
         (2, 20000, 20008, DType::BF16),
         (2, 20001, 20001, DType::F32),
         (70, 64, 64, DType::F16),
@@ -293,7 +296,7 @@ mod cluster {
     use normkit_core::cpu::CpuBackend;
     use normkit_core::{Backward, DType, Forward, HostBuf, InOut, Layout, MatMut, MatRef, NormDesc, NormKernel, VecMut, VecRef};
 
-    fn rnd(seed: &mut u64, len: usize) -> Vec<f32> {
+    pub(super) fn rnd(seed: &mut u64, len: usize) -> Vec<f32> {
         (0..len)
             .map(|_| {
                 *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
@@ -302,20 +305,20 @@ mod cluster {
             .collect()
     }
 
-    fn desc(ln: bool, res: bool) -> NormDesc {
+    pub(super) fn desc(ln: bool, res: bool) -> NormDesc {
         if ln { NormDesc::layer(1e-5) } else { NormDesc::rms(1e-6).with_weight_offset(1.0) }.with_residual(res).with_save_stats(true)
     }
 
-    struct Inputs {
-        x: HostBuf,
-        r: HostBuf,
-        w: HostBuf,
-        b: HostBuf,
-        dy: HostBuf,
-        dr: HostBuf,
+    pub(super) struct Inputs {
+        pub(super) x: HostBuf,
+        pub(super) r: HostBuf,
+        pub(super) w: HostBuf,
+        pub(super) b: HostBuf,
+        pub(super) dy: HostBuf,
+        pub(super) dr: HostBuf,
     }
 
-    fn inputs(len: usize, n: usize, dt: DType, seed: u64) -> Inputs {
+    pub(super) fn inputs(len: usize, n: usize, dt: DType, seed: u64) -> Inputs {
         let mut s = seed;
         // An offset mean makes LayerNorm's centring matter.
         let x: Vec<f32> = rnd(&mut s, len).iter().map(|v| v + 0.5).collect();
@@ -330,7 +333,7 @@ mod cluster {
     }
 
     /// (y, residual_out, rstd, mean)
-    fn fwd<K: NormKernel>(k: &K, ln: bool, res: bool, l: Layout, m: usize, dt: DType, len: usize, i: &Inputs) -> (HostBuf, HostBuf, HostBuf, HostBuf) {
+    pub(super) fn fwd<K: NormKernel>(k: &K, ln: bool, res: bool, l: Layout, m: usize, dt: DType, len: usize, i: &Inputs) -> (HostBuf, HostBuf, HostBuf, HostBuf) {
         let d = desc(ln, res);
         let x = k.upload(&i.x).unwrap();
         let w = k.upload(&i.w).unwrap();
@@ -355,7 +358,7 @@ mod cluster {
 
     /// (dx, dw, db) from x = `hx`, stats from the CPU forward.
     #[allow(clippy::too_many_arguments)]
-    fn bwd<K: NormKernel>(k: &K, ln: bool, res: bool, l: Layout, dt: DType, len: usize, n: usize, hx: &HostBuf, mu: &HostBuf, rs: &HostBuf, i: &Inputs) -> (HostBuf, HostBuf, HostBuf) {
+    pub(super) fn bwd<K: NormKernel>(k: &K, ln: bool, res: bool, l: Layout, dt: DType, len: usize, n: usize, hx: &HostBuf, mu: &HostBuf, rs: &HostBuf, i: &Inputs) -> (HostBuf, HostBuf, HostBuf) {
         let d = desc(ln, res);
         let x = k.upload(hx).unwrap();
         let w = k.upload(&i.w).unwrap();
@@ -383,7 +386,7 @@ mod cluster {
         (k.download(&dx).unwrap(), k.download(&dw).unwrap(), k.download(&db).unwrap())
     }
 
-    fn close(ctx: &str, what: &str, a: &HostBuf, b: &HostBuf, rows: &[(usize, usize)], tol: f32) {
+    pub(super) fn close(ctx: &str, what: &str, a: &HostBuf, b: &HostBuf, rows: &[(usize, usize)], tol: f32) {
         let (a, b) = (a.to_f32_vec(), b.to_f32_vec());
         for &(start, n) in rows {
             for j in start..start + n {
@@ -499,6 +502,73 @@ mod cluster {
                 let g1 = bwd(&k, ln, res, l, dt, len + 1, n, &x, &a.3, &a.2, &i);
                 let g2 = bwd(&k, ln, res, l, dt, len + 1, n, &x, &a.3, &a.2, &i);
                 assert!(g1.0.bits_eq(&g2.0) && g1.1.bits_eq(&g2.1) && g1.2.bits_eq(&g2.2), "{ctx}: backward not repeatable");
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Row-batch backward (kernels-cuda/rows.cuh): 16-bit, 16-byte layouts, 512 < N ≤ 2048, every M;
+// four rows per thread at a time, one partial row per CTA, the finalize a programmatic dependent
+// launch.
+
+mod rows {
+    use super::backend;
+    use super::cluster::{bwd, fwd, inputs};
+    use normkit_core::cpu::CpuBackend;
+    use normkit_core::{DType, HostBuf, Layout};
+
+    /// |gpu − cpu| within two units of the output dtype's rounding, plus what an fp32 sum of `terms`
+    /// products of O(1) values can lose (the GPU sums in another order than the oracle).
+    fn check(ctx: &str, what: &str, a: &HostBuf, b: &HostBuf, rows: &[(usize, usize)], dt: DType, terms: usize) {
+        let (a, b) = (a.to_f32_vec(), b.to_f32_vec());
+        let u = dt.unit_roundoff() as f32;
+        for &(start, n) in rows {
+            for j in start..start + n {
+                let (p, q) = (a[j], b[j]);
+                let tol = 2.0 * u * q.abs() + 4e-6 * terms as f32 + 1e-5;
+                assert!((p - q).abs() <= tol, "{ctx}: {what}[{j}] gpu {p} cpu {q} (tol {tol})");
+            }
+        }
+    }
+
+    /// dx, dW, dB against the CPU backend over batches that leave a partial batch of four rows
+    /// (M = 1, 3, 5, 37, 4099), more batches than groups (M = 1000 and up), idle threads (N = 520:
+    /// 65 chunks on a 128-thread group; N = 1536: 192 on 256), strided rows, every op; then the
+    /// same call again (bitwise).
+    #[test]
+    fn rows_backward_matches_cpu() {
+        let Some(k) = backend() else { return };
+        let cpu = CpuBackend::new();
+        // (m, n, stride, dtype)
+        let shapes = [
+            (1usize, 1024usize, 1024usize, DType::BF16),
+            (3, 520, 520, DType::F16),
+            (5, 2048, 2048, DType::BF16),
+            (37, 1024, 1032, DType::F16),
+            (1000, 1024, 1024, DType::BF16),
+            (4099, 1536, 1544, DType::BF16),
+            (8192, 1024, 1024, DType::F16),
+            (30001, 1024, 1024, DType::BF16),
+        ];
+        for (si, &(m, n, stride, dt)) in shapes.iter().enumerate() {
+            for (ln, res) in [(false, false), (true, true), (false, true), (true, false)] {
+                let len = (m - 1) * stride + n;
+                let l = Layout::strided(m, n, stride);
+                let rows: Vec<(usize, usize)> = (0..m).map(|i| (i * stride, n)).collect();
+                let ctx = format!("m={m} n={n} stride={stride} {dt} ln={ln} res={res}");
+                let i = inputs(len, n, dt, 0x40e5 + si as u64);
+                let (_, cro, crs, cmu) = fwd(&cpu, ln, res, l, m, dt, len, &i);
+                let hx = if res { cro.clone() } else { i.x.clone() };
+                let g = bwd(&k, ln, res, l, dt, len, n, &hx, &cmu, &crs, &i);
+                let c = bwd(&cpu, ln, res, l, dt, len, n, &hx, &cmu, &crs, &i);
+                check(&ctx, "dx", &g.0, &c.0, &rows, dt, n);
+                check(&ctx, "dw", &g.1, &c.1, &[(0, n)], dt, m);
+                if ln {
+                    check(&ctx, "db", &g.2, &c.2, &[(0, n)], dt, m);
+                }
+                let again = bwd(&k, ln, res, l, dt, len, n, &hx, &cmu, &crs, &i);
+                assert!(g.0.bits_eq(&again.0) && g.1.bits_eq(&again.1) && g.2.bits_eq(&again.2), "{ctx}: backward not repeatable");
             }
         }
     }

@@ -34,6 +34,7 @@
 mod bench;
 mod cluster;
 mod params;
+mod rows;
 pub mod tuning;
 
 use std::sync::{Arc, Mutex};
@@ -173,15 +174,17 @@ pub struct CudaBackend {
     /// Backward register kernels: at most this many CTAs (partial rows) per SM (env
     /// `NORMKIT_CUDA_BWD_CTAS_PER_SM`; for tuning).
     bwd_ctas_per_sm: Option<u32>,
-    /// Backward: the small-batch table entry (env `NORMKIT_CUDA_BWD_SMALL_M=0` turns it off; for
-    /// A/B measurements).
-    bwd_small_m: bool,
     /// Finalize: at N ≥ 65536, at most this many partial rows take the one-column-per-thread
     /// kernel (env `NORMKIT_CUDA_FIN_COLS_MAX`, default 64; for A/B measurements).
     fin_cols_max: i64,
     /// Largest dynamic shared memory each kernel may be launched with (bytes).
     dyn_smem_max: Vec<usize>,
     workspace: Mutex<Workspace>,
+    /// Row-batch backward settings (rows.rs).
+    rows: rows::RowsConfig,
+    /// Programmatic dependent launches for the row-batch and finalize kernels (env
+    /// `NORMKIT_CUDA_PDL=0` turns them off; for A/B measurements).
+    pdl: bool,
 }
 
 /// Every row-path kernel (their shared-memory limit is raised together).
@@ -255,7 +258,7 @@ impl CudaBackend {
         for k in kernels::ALL.iter() {
             if ROW_KERNELS.iter().any(|r| r.index == k.index) {
                 dyn_smem_max[k.index] = smem_limit as usize;
-            } else if k.name.starts_with("nk_fwd_reg") || k.name.starts_with("nk_bwd_reg") {
+            } else if k.name.starts_with("nk_fwd_reg") || k.name.starts_with("nk_bwd_reg") || k.name.starts_with("nk_bwd_rows") {
                 let f = &funcs[k.index];
                 let st = f
                     .get_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)
@@ -291,10 +294,11 @@ impl CudaBackend {
             no_full: std::env::var("NORMKIT_CUDA_FULL").is_ok_and(|v| v == "0"),
             fwd_persistent: std::env::var("NORMKIT_CUDA_FWD_GRID").is_ok_and(|v| v == "persist"),
             bwd_ctas_per_sm: std::env::var("NORMKIT_CUDA_BWD_CTAS_PER_SM").ok().and_then(|v| v.parse().ok()).filter(|&c| c > 0),
-            bwd_small_m: std::env::var("NORMKIT_CUDA_BWD_SMALL_M").map_or(true, |v| v != "0"),
             fin_cols_max: std::env::var("NORMKIT_CUDA_FIN_COLS_MAX").ok().and_then(|v| v.parse().ok()).unwrap_or(64),
             dyn_smem_max,
             workspace: Mutex::new(Workspace::default()),
+            rows: rows::RowsConfig::from_env(),
+            pdl: std::env::var("NORMKIT_CUDA_PDL").map_or(true, |v| v != "0"),
         })
     }
 
@@ -375,6 +379,42 @@ impl CudaBackend {
         ws.bytes = bytes.max(1 << 20);
         ws.alloc = Some(a);
         Ok(ptr)
+    }
+
+    /// `launch` as a programmatic dependent launch (cuLaunchKernelEx with
+    /// CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION): the grid may be set up before the
+    /// previous kernel of the stream has finished. Only for kernels that execute
+    /// `griddepcontrol.wait` before their first memory access (the row-batch and finalize
+    /// kernels), so stream order still holds for every byte. Plain `launch` with PDL off.
+    fn launch_pdl(&self, k: Kernel, grid: (u32, u32), block: u32, smem: u32, p: &BwdParams) -> Result<()> {
+        if !self.pdl {
+            return self.launch(k, grid, block, smem, p);
+        }
+        debug_assert!(block <= k.max_threads);
+        self.ctx.bind_to_thread().map_err(dev_err("bind context"))?;
+        // SAFETY: a plain C struct (an id and a union of plain values): all-zero is a valid value.
+        let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+        attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        attr.value.programmaticStreamSerializationAllowed = 1;
+        let cfg = sys::CUlaunchConfig {
+            gridDimX: grid.0,
+            gridDimY: grid.1,
+            gridDimZ: 1,
+            blockDimX: block,
+            blockDimY: 1,
+            blockDimZ: 1,
+            sharedMemBytes: smem,
+            hStream: self.stream.cu_stream(),
+            attrs: &mut attr as *mut _,
+            numAttrs: 1,
+        };
+        let mut args: [*mut std::ffi::c_void; 1] = [p as *const BwdParams as *mut std::ffi::c_void];
+        // SAFETY: as in `launch` — the kernel's single argument is `BwdParams`, the #[repr(C)]
+        // mirror of the C++ struct, passed by address as the driver API expects (copied at launch);
+        // its addresses were validated by normkit-core and the workspace is sized for the launch.
+        unsafe { sys::cuLaunchKernelEx(&cfg, self.funcs[k.index].cu_function(), args.as_mut_ptr(), std::ptr::null_mut()) }
+            .result()
+            .map_err(dev_err("kernel launch"))
     }
 
     fn launch<P: cudarc::driver::DeviceRepr>(&self, k: Kernel, grid: (u32, u32), block: u32, smem: u32, p: &P) -> Result<()> {
@@ -723,12 +763,12 @@ impl NormKernel for CudaBackend {
             && plan.dtypes.y == dt
             && (a.weight.is_none() || plan.dtypes.weight == dt)
             && (ln || flags & params::F_BIAS == 0);
-        // Small batches at 512 < N ≤ 1024 (16-bit): one chunk per thread, one row per 128-thread
-        // CTA (`Tuning::bwd_small_m`); the backward need not be batch-invariant, only
-        // deterministic, so the choice may depend on M.
-        let small_m = dt != DType::F32 && m <= tuning::SMALL_M_ROWS && n > 512 && self.bwd_small_m;
-        let small_rc = if small_m { self.tuning.bwd_small_m.filter(|rc| n <= rc.max_n) } else { None };
-        let reg = small_rc.or_else(|| tuning::pick(table, n)).filter(|_| uniform_b);
+        // Row-batch kernels (rows.rs): 16-bit, 16-byte layouts, 512 < N ≤ 2048, every M.
+        let call = rows::RowsCall { dt, ln, res: a.d_residual_out.is_some(), uniform: uniform_b, n, m, nacc };
+        if self.rows_backward(&call, &mut p)? {
+            return Ok(());
+        }
+        let reg = tuning::pick(table, n).filter(|_| uniform_b);
         let reg = reg.and_then(|rc| {
             // The kernel family by chunks per thread: 1, 2 or 4 (the last bf16 only).
             let prefix = match n.div_ceil(8).div_ceil(rc.group as usize) {
@@ -759,10 +799,8 @@ impl NormKernel for CudaBackend {
             let w_slots = if a.weight.is_some() { 32 } else { 0 };
             let fits = |k: Kernel, smem: usize| block <= k.max_threads && smem <= self.dyn_smem_max[k.index];
             // f32 keeps the plain kernels: its prefetching twins ran at 55–58% of the copy ceiling
-            // against 82–91% without (H200, 32768×4096 and 65536×512, NOTES v4). So does the
-            // small-batch entry without d_residual_out (H100, 4096×1024 rms_bwd 54% against 50%,
-            // ln_bwd 44% against 41%; with d_residual_out the twin wins, 59% against 50%).
-            let plain = dt == DType::F32 || (small_rc.is_some() && !res);
+            // against 82–91% without (H200, 32768×4096 and 65536×512, NOTES v4).
+            let plain = dt == DType::F32;
             let pf = (self.pf && !plain).then(|| find_kernel(&name("pf")).ok()).flatten().and_then(|k| {
                 [(row_slots + w_slots, 0), (row_slots, params::F_WGLOBAL)]
                     .into_iter()
@@ -914,7 +952,7 @@ impl CudaBackend {
             // with this one).
             let k = kernels::NK_BWD_FINALIZE_COLS;
             let blocks = (n as u64).div_ceil(k.max_threads as u64).min(MAX_GRID) as u32;
-            self.launch(k, (blocks, 1), k.max_threads, 0, p)?;
+            self.launch_pdl(k, (blocks, 1), k.max_threads, 0, p)?;
         } else if nacc > 0 {
             // Columns per CTA: 32, or 16 / 8 where N / 32 CTAs would leave the device half empty
             // (H200, 4096×1024 rms_bwd: 32 CTAs of 32 columns took 6.6 µs).
@@ -926,7 +964,7 @@ impl CudaBackend {
             let warps = (p.nparts.max(0) as u64).div_ceil(per_warp).clamp(1, (k.max_threads / kernels::NK_WARP_WIDTH as u32) as u64);
             let mut q = *p;
             q.group = cols as i32;
-            self.launch(k, (blocks, 1), warps as u32 * kernels::NK_WARP_WIDTH as u32, 0, &q)?;
+            self.launch_pdl(k, (blocks, 1), warps as u32 * kernels::NK_WARP_WIDTH as u32, 0, &q)?;
         }
         Ok(())
     }

@@ -30,12 +30,7 @@ pub struct Tuning {
     pub bwd_reg4: &'static [RowConfig],
     /// Split-row backward: target CTAs per SM for the (chunks × parts) grid.
     pub split_bwd_ctas_per_sm: u32,
-    /// Backward register path for 16-bit dtypes at 512 < N ≤ max_n and M ≤ SMALL_M_ROWS.
-    pub bwd_small_m: Option<RowConfig>,
 }
-
-/// Rows up to which the backward takes `Tuning::bwd_small_m`.
-pub const SMALL_M_ROWS: u64 = 8192;
 
 const fn rc(max_n: usize, group: u32, rows_per_cta: u32) -> RowConfig {
     RowConfig { max_n, group, rows_per_cta }
@@ -104,21 +99,13 @@ static BWD_REG1_SM90: [RowConfig; 11] = [
 // 78% / 89% / 73% (four rows per CTA: 71 / 87 / 66%).
 static BWD_REG4_SM90: [RowConfig; 3] = [rc(4096, 128, 1), rc(8192, 256, 1), rc(16384, 512, 1)];
 
-// Small batches at N = 1024: one chunk per thread, one row per 128-thread CTA, against the table's
-// 2 chunks × 4 rows per 256-thread CTA. H100 2026-11-22 (one call, bf16 / f16 alike), rms_bwd /
-// addrms_bwd / ln_bwd % of the copy ceiling: 4096×1024 50 / 59 / 41 against 43 / 57 / 37;
-// 16384×1024 75 / 84 / 65 against 74 / 83 / 66; 32768×1024 83 / 91 / 73 against 85 / 91 / 76,
-// hence the row limit. The same change at N = 512 and 2048 was mixed (8192×512 48 / 57 / 41
-// against 45 / 60 / 40; 2048×2048 43 / 52 / 35 against 38 / 54 / 33): not taken.
-// Fifth session (H100, one call): with this entry the plain kernel beats the prefetching twin
-// except with d_residual_out (4096×1024: 54 / 50 / 44% plain against 50 / 59 / 41% prefetching),
-// so the host takes the plain one there (lib.rs); other groups and rows per CTA at N = 1024
-// (64 × 1, 64 × 2, 32 × 1, 32 × 4, 128 × 2..8) and 2–16 CTAs per SM were no better.
-const BWD_SMALL_M_SM90: RowConfig = rc(1024, 128, 1);
+// 16-bit rows of 512 < N ≤ 2048 in 16-byte layouts take the row-batch kernels instead (rows.rs;
+// they replaced a small-batch entry of one chunk per thread and one row per 128-thread CTA at
+// N = 1024, M ≤ 8192: H100 2026-11-22, NOTES v7).
 impl Tuning {
     /// Hopper (H100, H200).
     pub fn for_sm90() -> &'static Tuning {
-        static T: Tuning = Tuning { fwd: &ROWS_SM90, bwd: &ROWS_SM90, bwd_reg: &BWD_REG_SM90, bwd_reg1: &BWD_REG1_SM90, bwd_reg4: &BWD_REG4_SM90, split_bwd_ctas_per_sm: 8, bwd_small_m: Some(BWD_SMALL_M_SM90) };
+        static T: Tuning = Tuning { fwd: &ROWS_SM90, bwd: &ROWS_SM90, bwd_reg: &BWD_REG_SM90, bwd_reg1: &BWD_REG1_SM90, bwd_reg4: &BWD_REG4_SM90, split_bwd_ctas_per_sm: 8 };
         &T
     }
 
