@@ -1,6 +1,6 @@
-// normkit row-batch backward (CUDA): small hidden sizes (one 8-element chunk per thread, N ≤ 8·G)
-// at small and mid batch sizes, where the register kernels (bwd_reg) keep one row per group in
-// flight and their (grid × N) partial rows plus a second finalize launch cost as much as the rows.
+// normkit row-batch backward (CUDA): 16-bit rows of 512 < N ≤ 2048 (one 8-element chunk per
+// thread, N ≤ 8·G) at every batch size. The register kernels (bwd_reg) keep one row per group in
+// flight there, and at small M their (grid × N) partial rows cost as much as the rows themselves.
 //
 // Mapping: a group of G threads (a power of two, G ≥ ⌈N/8⌉) takes R consecutive rows at a time,
 // thread t owning chunk t of each: the R rows' loads are all issued before the first use (R times
