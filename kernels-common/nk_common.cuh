@@ -210,12 +210,26 @@ NK_DEVICE void group_sum(float (&v)[NV], int G, float* scratch) {
 // group_sum without the trailing barrier (same additions in the same order): callers alternate
 // between two scratch buffers, so the next call's writes never meet this call's reads (the call in
 // between synchronises the block).
-template <int NV>
+// GC > 0 fixes the group size at compile time (G is then ignored): the same additions in the same
+// order, but the NV values' butterflies are interleaved and every loop unrolled, so their shuffle
+// and shared-memory chains overlap instead of running one after another (the row-batch backward,
+// kernels-cuda/rows.cuh, reduces 2R values at once; with run-time loops its SASS showed ~40
+// dependent shuffle steps and ~30 dependent shared loads behind every batch of rows).
+template <int NV, int GC = 0>
 NK_DEVICE void group_sum_nb(float (&v)[NV], int G, float* scratch) {
-    const int width = G < NK_WARP ? G : NK_WARP;
+    if constexpr (GC > 0) {
+        constexpr int W = GC < NK_WARP ? GC : NK_WARP;
 #pragma unroll
-    for (int j = 0; j < NV; ++j)
-        for (int o = width / 2; o > 0; o >>= 1) v[j] += nk_shfl_xor(v[j], o);
+        for (int o = W / 2; o > 0; o >>= 1)
+#pragma unroll
+            for (int j = 0; j < NV; ++j) v[j] += nk_shfl_xor(v[j], o);
+        G = GC;
+    } else {
+        const int width = G < NK_WARP ? G : NK_WARP;
+#pragma unroll
+        for (int j = 0; j < NV; ++j)
+            for (int o = width / 2; o > 0; o >>= 1) v[j] += nk_shfl_xor(v[j], o);
+    }
     if (G <= NK_WARP) return;
     const int tid = nk_tid();
     const int warp = tid / NK_WARP, lane = tid % NK_WARP, nwarps = nk_bdim() / NK_WARP;

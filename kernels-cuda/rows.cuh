@@ -8,7 +8,8 @@
 // rows, then dx of the R rows is written and dy·x̂, dy are added to the thread's dW/dB partial in
 // row order. Groups walk batches (persistent CTAs of `rpc` groups); at the end a CTA's groups are
 // summed in group order through shared memory into one fp32 partial row of the (grid × N)
-// workspace. Same per-row arithmetic and reduction order as bwd_reg at the same G.
+// workspace. Same per-row arithmetic and reduction order as bwd_reg at the same G (group_sum_nb
+// with the group size fixed at compile time).
 //
 // Finalize: nk_bwd_finalize_wide after it, launched as a programmatic dependent launch (the host's
 // `launch_pdl`): its grid is set up while this kernel's CTAs finish, and it waits for this grid's
@@ -26,43 +27,6 @@ template <int SPEC>
 constexpr int ROWS_R = (SPEC >> 7) & 15;
 template <int SPEC>
 constexpr int ROWS_G = (SPEC & 2048) ? 256 : 128;
-
-// group_sum_nb with a compile-time group size: the same additions in the same order (a butterfly
-// inside the warp, then the warps of the group in index order), fully unrolled, so the NV values'
-// shuffle and shared-memory chains overlap instead of running one after another through run-time
-// loops (the run-time form put ~40 dependent shuffle steps and ~30 dependent loads behind every
-// batch of 4 rows). Same scratch contract as group_sum_nb (alternate two buffers).
-template <int NV, int G>
-NK_DEVICE void group_sum_fixed(float (&v)[NV], float* scratch) {
-    constexpr int W = G < NK_WARP ? G : NK_WARP;
-#pragma unroll
-    for (int o = W / 2; o > 0; o >>= 1)
-#pragma unroll
-        for (int j = 0; j < NV; ++j) v[j] += nk_shfl_xor(v[j], o);
-    if constexpr (G > NK_WARP) {
-        constexpr int WPG = G / NK_WARP;
-        const int tid = nk_tid(), warp = tid / NK_WARP, lane = tid % NK_WARP, nwarps = nk_bdim() / NK_WARP;
-        if (lane == 0) {
-#pragma unroll
-            for (int j = 0; j < NV; ++j) scratch[j * nwarps + warp] = v[j];
-        }
-        nk_sync();
-        const int w0 = (tid / G) * WPG;
-#pragma unroll
-        for (int j = 0; j < NV; ++j) {
-            float s = scratch[j * nwarps + w0];
-#pragma unroll
-            for (int i = 1; i < WPG; ++i) s += scratch[j * nwarps + w0 + i];
-            v[j] = s;
-        }
-    }
-}
-
-// Hides a chunk's value from the optimiser (no instruction): what was computed from it before
-// must be computed again after.
-NK_DEVICE void opaque(Raw& r) {
-    asm volatile("" : "+r"(r.q[0].x), "+r"(r.q[0].y), "+r"(r.q[0].z), "+r"(r.q[0].w));
-}
 
 template <bool ALIGNED, int SPEC>
 NK_DEVICE void bwd_rows(const NkBwdParams& p0) {
@@ -128,15 +92,8 @@ NK_DEVICE void bwd_rows(const NkBwdParams& p0) {
             a[2 * i] = ai[0];
             a[2 * i + 1] = ai[1];
         }
-        group_sum_fixed<2 * R, G>(a, scratch[par]);
+        group_sum_nb<2 * R, G>(a, G, scratch[par]);
         par ^= 1;
-        // The raw rows are 4 registers each; their unpacked x̂ and g would be 16 (× R) if the
-        // compiler kept them across the reduction: make it unpack again.
-#pragma unroll
-        for (int i = 0; i < R; ++i) {
-            opaque(xr[i]);
-            opaque(dyr[i]);
-        }
 #pragma unroll
         for (int i = 0; i < R; ++i) {
             const int64_t row = r0 + i;

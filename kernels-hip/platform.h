@@ -75,9 +75,9 @@ NK_DEVICE void nk_sync() {
   __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
 }
 
-// No programmatic dependent launch on HIP: plain stream order already holds.
+// No programmatic dependent launch on HIP: plain stream order already holds (the shared finalize
+// kernels call the wait).
 NK_DEVICE void nk_grid_dep_wait() {}
-NK_DEVICE void nk_grid_dep_launch() {}
 
 // Lane index within the wavefront: mbcnt counts the lanes below this one.
 NK_DEVICE int nk_lane() { return (int)__builtin_amdgcn_mbcnt_hi(~0u, __builtin_amdgcn_mbcnt_lo(~0u, 0u)); }

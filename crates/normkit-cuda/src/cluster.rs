@@ -180,7 +180,7 @@ impl CudaBackend {
         }
         self.ctx.bind_to_thread().map_err(dev_err("bind context"))?;
         let mut attr = cluster_attr(c);
-        let cfg = launch_config(c, c, t, smem, std::ptr::null_mut(), &mut attr);
+        let cfg = launch_config(c, t, smem, std::ptr::null_mut(), &mut attr);
         let mut count: i32 = 0;
         // SAFETY: `cfg` and the attribute it points to live across the call; `f` is a function
         // of this backend's module, which outlives the call.
@@ -198,16 +198,22 @@ impl CudaBackend {
 
     /// Launches `clusters` clusters of `c` CTAs of `t` threads (cuLaunchKernelEx).
     fn launch_cluster<P: cudarc::driver::DeviceRepr>(&self, k: Kernel, clusters: u32, c: u32, t: u32, smem: u32, p: &P) -> Result<()> {
+        let grid = clusters.checked_mul(c).ok_or(NormError::ResourceLimit { resource: "grid", requested: clusters as u64 * c as u64, available: u32::MAX as u64 })?;
+        self.launch_ex(k, grid, t, smem, cluster_attr(c), p)
+    }
+
+    /// cuLaunchKernelEx of `grid` CTAs of `t` threads with one launch attribute (a cluster
+    /// shape, or a programmatic dependency).
+    pub(crate) fn launch_ex<P: cudarc::driver::DeviceRepr>(&self, k: Kernel, grid: u32, t: u32, smem: u32, mut attr: sys::CUlaunchAttribute, p: &P) -> Result<()> {
         debug_assert!(t <= k.max_threads);
         self.ctx.bind_to_thread().map_err(dev_err("bind context"))?;
-        let mut attr = cluster_attr(c);
-        let grid = clusters.checked_mul(c).ok_or(NormError::ResourceLimit { resource: "grid", requested: clusters as u64 * c as u64, available: u32::MAX as u64 })?;
-        let cfg = launch_config(grid, c, t, smem, self.stream.cu_stream(), &mut attr);
+        let cfg = launch_config(grid, t, smem, self.stream.cu_stream(), &mut attr);
         let mut args: [*mut c_void; 1] = [p as *const P as *mut c_void];
         // SAFETY: the kernel's single argument is `P`, the #[repr(C)] mirror of the C++ struct it
         // takes, passed by address as the driver API expects (copied at launch); every address
         // in it was validated by normkit-core against its buffer, and the workspace is sized for
-        // the launch (see CudaBackend::launch for the lifetime argument).
+        // the launch (see CudaBackend::launch for the lifetime argument). `cfg` points at `attr`,
+        // which lives across the call.
         unsafe { sys::cuLaunchKernelEx(&cfg, self.funcs[k.index].cu_function(), args.as_mut_ptr(), std::ptr::null_mut()) }
             .result()
             .map_err(dev_err("kernel launch"))
@@ -329,7 +335,7 @@ fn cluster_attr(c: u32) -> sys::CUlaunchAttribute {
     attr
 }
 
-fn launch_config(grid: u32, _c: u32, t: u32, smem: u32, stream: sys::CUstream, attr: &mut sys::CUlaunchAttribute) -> sys::CUlaunchConfig {
+fn launch_config(grid: u32, t: u32, smem: u32, stream: sys::CUstream, attr: &mut sys::CUlaunchAttribute) -> sys::CUlaunchConfig {
     sys::CUlaunchConfig {
         gridDimX: grid,
         gridDimY: 1,

@@ -386,35 +386,15 @@ impl CudaBackend {
     /// previous kernel of the stream has finished. Only for kernels that execute
     /// `griddepcontrol.wait` before their first memory access (the row-batch and finalize
     /// kernels), so stream order still holds for every byte. Plain `launch` with PDL off.
-    fn launch_pdl(&self, k: Kernel, grid: (u32, u32), block: u32, smem: u32, p: &BwdParams) -> Result<()> {
+    fn launch_pdl(&self, k: Kernel, grid: u32, block: u32, smem: u32, p: &BwdParams) -> Result<()> {
         if !self.pdl {
-            return self.launch(k, grid, block, smem, p);
+            return self.launch(k, (grid, 1), block, smem, p);
         }
-        debug_assert!(block <= k.max_threads);
-        self.ctx.bind_to_thread().map_err(dev_err("bind context"))?;
         // SAFETY: a plain C struct (an id and a union of plain values): all-zero is a valid value.
         let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
         attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
         attr.value.programmaticStreamSerializationAllowed = 1;
-        let cfg = sys::CUlaunchConfig {
-            gridDimX: grid.0,
-            gridDimY: grid.1,
-            gridDimZ: 1,
-            blockDimX: block,
-            blockDimY: 1,
-            blockDimZ: 1,
-            sharedMemBytes: smem,
-            hStream: self.stream.cu_stream(),
-            attrs: &mut attr as *mut _,
-            numAttrs: 1,
-        };
-        let mut args: [*mut std::ffi::c_void; 1] = [p as *const BwdParams as *mut std::ffi::c_void];
-        // SAFETY: as in `launch` — the kernel's single argument is `BwdParams`, the #[repr(C)]
-        // mirror of the C++ struct, passed by address as the driver API expects (copied at launch);
-        // its addresses were validated by normkit-core and the workspace is sized for the launch.
-        unsafe { sys::cuLaunchKernelEx(&cfg, self.funcs[k.index].cu_function(), args.as_mut_ptr(), std::ptr::null_mut()) }
-            .result()
-            .map_err(dev_err("kernel launch"))
+        self.launch_ex(k, grid, block, smem, attr, p)
     }
 
     fn launch<P: cudarc::driver::DeviceRepr>(&self, k: Kernel, grid: (u32, u32), block: u32, smem: u32, p: &P) -> Result<()> {
@@ -952,7 +932,7 @@ impl CudaBackend {
             // with this one).
             let k = kernels::NK_BWD_FINALIZE_COLS;
             let blocks = (n as u64).div_ceil(k.max_threads as u64).min(MAX_GRID) as u32;
-            self.launch_pdl(k, (blocks, 1), k.max_threads, 0, p)?;
+            self.launch_pdl(k, blocks, k.max_threads, 0, p)?;
         } else if nacc > 0 {
             // Columns per CTA: 32, or 16 / 8 where N / 32 CTAs would leave the device half empty
             // (H200, 4096×1024 rms_bwd: 32 CTAs of 32 columns took 6.6 µs).
@@ -964,7 +944,7 @@ impl CudaBackend {
             let warps = (p.nparts.max(0) as u64).div_ceil(per_warp).clamp(1, (k.max_threads / kernels::NK_WARP_WIDTH as u32) as u64);
             let mut q = *p;
             q.group = cols as i32;
-            self.launch_pdl(k, (blocks, 1), warps as u32 * kernels::NK_WARP_WIDTH as u32, 0, &q)?;
+            self.launch_pdl(k, blocks, warps as u32 * kernels::NK_WARP_WIDTH as u32, 0, &q)?;
         }
         Ok(())
     }

@@ -77,7 +77,7 @@ impl CudaBackend {
         p.nparts = parts as i64;
         p.group = group as i32;
         p.rpc = rpc as i32;
-        self.launch_pdl(k, (parts as u32, 1), block, smem as u32, p)?;
+        self.launch_pdl(k, parts as u32, block, smem as u32, p)?;
         self.finalize(c.n, c.nacc, p)?;
         Ok(true)
     }
