@@ -17,9 +17,7 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use normkit_core::cpu::CpuBackend;
-use normkit_core::{
-    Backward, Buffer, DType, Forward, HostBuf, InOut, MatMut, MatRef, NormDesc, NormKernel, Span, VecMut, VecRef,
-};
+use normkit_core::{Backward, Buffer, DType, Forward, HostBuf, InOut, MatMut, MatRef, NormDesc, NormKernel, Span, VecMut, VecRef};
 use rayon::prelude::*;
 
 const M: usize = 8192;

@@ -126,7 +126,10 @@ mod tests {
         assert!(f32_only.iter().all(|c| c.dtype == DType::F32));
         // --shapes: bf16 unless --dtypes says otherwise
         let s = req(Some(vec![(8, 4096)]), None).cases(DeviceKind::Cpu);
-        assert_eq!(s.iter().map(|c| (c.op, c.m, c.n, c.dtype)).collect::<Vec<_>>(), vec![(Op::RmsFwd, 8, 4096, DType::BF16), (Op::LnBwd, 8, 4096, DType::BF16)]);
+        assert_eq!(
+            s.iter().map(|c| (c.op, c.m, c.n, c.dtype)).collect::<Vec<_>>(),
+            vec![(Op::RmsFwd, 8, 4096, DType::BF16), (Op::LnBwd, 8, 4096, DType::BF16)]
+        );
         assert_eq!(req(Some(vec![(8, 4096)]), Some(vec![DType::F16, DType::F32])).cases(DeviceKind::Gpu).len(), 4);
     }
 }

@@ -3,7 +3,9 @@
 
 use crate::grid::Case;
 use crate::ops::Op;
-use normkit_core::{Backward, Buffer, Direction, DType, Forward, HostBuf, InOut, MatMut, MatRef, NormDesc, NormError, NormKernel, Result, VecMut, VecRef};
+use normkit_core::{
+    Backward, Buffer, DType, Direction, Forward, HostBuf, InOut, MatMut, MatRef, NormDesc, NormError, NormKernel, Result, VecMut, VecRef,
+};
 
 /// Host copies of a case's inputs, generated once and uploaded into every set.
 pub(crate) struct HostInputs {
@@ -80,7 +82,9 @@ impl<Buf: Buffer> InputSet<Buf> {
     pub(crate) fn call<B: NormKernel<Buffer = Buf>>(&mut self, backend: &B, op: Op, desc: &NormDesc, m: usize, n: usize) -> Result<()> {
         let InputSet { x, out, dy, res, res_out, w, b, mean, rstd, dw, db } = self;
         if op.direction() == Direction::Forward {
-            let mut a = Forward::new(InOut::separate(MatRef::new(&*x, m, n), MatMut::new(out, m, n))).weight(VecRef::new(&*w)).rstd(VecMut::new(rstd));
+            let mut a = Forward::new(InOut::separate(MatRef::new(&*x, m, n), MatMut::new(out, m, n)))
+                .weight(VecRef::new(&*w))
+                .rstd(VecMut::new(rstd));
             if let Some(b) = b {
                 a = a.bias(VecRef::new(&*b));
             }
@@ -93,7 +97,9 @@ impl<Buf: Buffer> InputSet<Buf> {
             backend.forward(desc, a)
         } else {
             let Some(dy) = dy.as_ref() else { return Err(NormError::Missing { operand: normkit_core::Operand::Dy }) };
-            let mut a = Backward::new(MatRef::new(&*x, m, n), InOut::separate(MatRef::new(dy, m, n), MatMut::new(out, m, n)), VecRef::new(&*rstd)).weight(VecRef::new(&*w));
+            let mut a =
+                Backward::new(MatRef::new(&*x, m, n), InOut::separate(MatRef::new(dy, m, n), MatMut::new(out, m, n)), VecRef::new(&*rstd))
+                    .weight(VecRef::new(&*w));
             if let Some(dw) = dw {
                 a = a.dw(VecMut::new(dw));
             }

@@ -15,13 +15,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Implementation names of the script and how reports call them.
-pub const IMPLS: [(&str, &str); 5] = [
-    ("eager", "torch eager"),
-    ("compile", "torch.compile"),
-    ("liger", "Liger"),
-    ("quack", "QuACK"),
-    ("flashinfer", "FlashInfer"),
-];
+pub const IMPLS: [(&str, &str); 5] =
+    [("eager", "torch eager"), ("compile", "torch.compile"), ("liger", "Liger"), ("quack", "QuACK"), ("flashinfer", "FlashInfer")];
 
 pub fn load(path: &Path) -> Result<Vec<Run>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read peers file {}: {e}", path.display()))?;

@@ -2,10 +2,10 @@
 //! [`BenchBackend::time_calls`], and turns medians into GB/s of counted bytes.
 
 use crate::grid::{Case, DeviceKind, Size};
+use crate::inputs::{HostInputs, InputSet};
 use crate::progress::Progress;
 use crate::schema::{CaseNote, Machine, ResultRow, Run};
 use crate::sysinfo;
-use crate::inputs::{HostInputs, InputSet};
 use normkit_core::{BenchBackend, DTypes, NormDesc, NormError};
 use std::error::Error as _;
 
@@ -139,7 +139,13 @@ pub fn run<B: BenchBackend>(
     let mut consecutive_errors = 0;
     for (i, case) in cases.iter().enumerate() {
         progress.start(i, case);
-        let note = |reason: String| CaseNote { op: case.op.name().into(), m: case.m as u64, n: case.n as u64, dtype: case.dtype.name().into(), reason };
+        let note = |reason: String| CaseNote {
+            op: case.op.name().into(),
+            m: case.m as u64,
+            n: case.n as u64,
+            dtype: case.dtype.name().into(),
+            reason,
+        };
         let outcome = if case.bytes() > mem_cap {
             Outcome::Skipped(format!("needs {} MiB, more than a quarter of the device's memory", case.bytes() >> 20))
         } else {
@@ -255,7 +261,13 @@ pub fn median(v: &[f64]) -> f64 {
 }
 
 /// Builds the sets, estimates the time of one call, then times `calls` calls `plan.reps` times.
-fn time_case<B: BenchBackend>(backend: &B, case: &Case, desc: &NormDesc, n_sets: usize, plan: &Plan) -> normkit_core::Result<(Vec<f64>, usize)> {
+fn time_case<B: BenchBackend>(
+    backend: &B,
+    case: &Case,
+    desc: &NormDesc,
+    n_sets: usize,
+    plan: &Plan,
+) -> normkit_core::Result<(Vec<f64>, usize)> {
     let host = HostInputs::new(case);
     let mut sets = (0..n_sets).map(|_| InputSet::new(backend, case, &host)).collect::<normkit_core::Result<Vec<_>>>()?;
     drop(host);
@@ -325,12 +337,23 @@ mod tests {
 
     impl BenchBackend for Mock {
         fn device_info(&self) -> normkit_core::DeviceInfo {
-            normkit_core::DeviceInfo { backend: "cpu".into(), name: "mock".into(), cache_bytes: 1 << 16, memory_bytes: 1 << 30, ..Default::default() }
+            normkit_core::DeviceInfo {
+                backend: "cpu".into(),
+                name: "mock".into(),
+                cache_bytes: 1 << 16,
+                memory_bytes: 1 << 30,
+                ..Default::default()
+            }
         }
         fn copy_gbps(&self, _bytes: usize) -> normkit_core::Result<f64> {
             Ok(10.0)
         }
-        fn time_calls(&self, calls: usize, reps: usize, f: &mut dyn FnMut(usize) -> normkit_core::Result<()>) -> normkit_core::Result<Vec<f64>> {
+        fn time_calls(
+            &self,
+            calls: usize,
+            reps: usize,
+            f: &mut dyn FnMut(usize) -> normkit_core::Result<()>,
+        ) -> normkit_core::Result<Vec<f64>> {
             for i in 0..calls {
                 f(i)?;
             }
@@ -364,7 +387,10 @@ mod tests {
 
     #[test]
     fn a_lost_device_stops_the_backend() {
-        let cases = crate::grid::cases(&[Op::LnBwd], &[(8, 32, DType::BF16), (8, 64, DType::BF16), (8, 96, DType::BF16), (8, 128, DType::BF16), (8, 160, DType::BF16)]);
+        let cases = crate::grid::cases(
+            &[Op::LnBwd],
+            &[(8, 32, DType::BF16), (8, 64, DType::BF16), (8, 96, DType::BF16), (8, 128, DType::BF16), (8, 160, DType::BF16)],
+        );
         let run = run(&Mock, &cases, &tiny_plan(), Some("mock run"), &mut Progress::quiet(), &mut |_| {});
         assert_eq!(run.errors.len(), 3);
         assert!(run.notes.iter().any(|n| n.contains("stopped after 3 errors in a row; 2 cases not run")));

@@ -203,7 +203,8 @@ pub fn parse(text: &str) -> Result<ResultsFile, String> {
     check_version(file_version)?;
     check_units(file_units.as_ref())?;
     let runs = runs.into_iter().enumerate().map(|(i, r)| run_of(r).map_err(|e| format!("run {i}: {e}"))).collect::<Result<_, _>>()?;
-    let peers = peers.into_iter().enumerate().map(|(i, r)| run_of(r).map_err(|e| format!("peer run {i}: {e}"))).collect::<Result<_, _>>()?;
+    let peers =
+        peers.into_iter().enumerate().map(|(i, r)| run_of(r).map_err(|e| format!("peer run {i}: {e}"))).collect::<Result<_, _>>()?;
     let mut file = ResultsFile::new(runs, peers);
     if let Value::Object(o) = &v {
         if let Some(Value::String(d)) = o.get("date") {
@@ -223,9 +224,9 @@ fn units_of(v: &Value) -> Result<Units, String> {
 
 fn check_version(v: Option<u32>) -> Result<(), String> {
     match v {
-        Some(v) if v != SCHEMA_VERSION => {
-            Err(format!("schema_version {v} is not supported (this tool reads and writes version {SCHEMA_VERSION}); refusing to mix versions"))
-        }
+        Some(v) if v != SCHEMA_VERSION => Err(format!(
+            "schema_version {v} is not supported (this tool reads and writes version {SCHEMA_VERSION}); refusing to mix versions"
+        )),
         _ => Ok(()),
     }
 }

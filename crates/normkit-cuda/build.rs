@@ -56,9 +56,8 @@ fn main() {
     if let Ok(extra) = env::var("NORMKIT_NVCC_FLAGS") {
         cmd.args(extra.split_whitespace());
     }
-    let status = cmd
-        .status()
-        .unwrap_or_else(|e| panic!("cannot run nvcc at {}: {e}; run `cargo xtask toolchains` to install it", nvcc.display()));
+    let status =
+        cmd.status().unwrap_or_else(|e| panic!("cannot run nvcc at {}: {e}; run `cargo xtask toolchains` to install it", nvcc.display()));
     if !status.success() {
         panic!("nvcc failed ({status}) compiling kernels-cuda/norm.cu");
     }
@@ -79,10 +78,7 @@ fn find_nvcc() -> PathBuf {
     if p.is_file() {
         return p;
     }
-    panic!(
-        "nvcc 13.0 not found at {} (nor NORMKIT_NVCC set): run `cargo xtask toolchains` to install it",
-        p.display()
-    );
+    panic!("nvcc 13.0 not found at {} (nor NORMKIT_NVCC set): run `cargo xtask toolchains` to install it", p.display());
 }
 
 /// `NK_KERNEL(sym, impl, aligned, narrow, params, max_threads, min_blocks)` → `pub const SYM: Kernel`, plus `ALL`;
@@ -117,4 +113,3 @@ fn macro_args<'a>(line: &'a str, name: &str) -> Option<Vec<&'a str>> {
     let inner = rest.strip_suffix(')')?;
     Some(inner.split(',').map(str::trim).collect())
 }
-

@@ -24,7 +24,6 @@ use std::process::Command;
 /// Targets: MI300X/MI300A/MI325X (gfx942), MI350X/MI355X (gfx950), MI200 (gfx90a).
 const ARCHS: &[&str] = &["gfx90a", "gfx942", "gfx950"];
 
-
 enum Compiler {
     /// clang with no HIP headers and no device libraries.
     Freestanding(PathBuf),
@@ -46,11 +45,7 @@ fn runs(cmd: &Path) -> bool {
 fn find_compiler() -> Result<Compiler, String> {
     if let Some(c) = env::var_os("NORMKIT_HIP_CLANG") {
         let c = PathBuf::from(c);
-        return if runs(&c) {
-            Ok(Compiler::Freestanding(c))
-        } else {
-            Err(format!("NORMKIT_HIP_CLANG={} does not run", c.display()))
-        };
+        return if runs(&c) { Ok(Compiler::Freestanding(c)) } else { Err(format!("NORMKIT_HIP_CLANG={} does not run", c.display())) };
     }
     let mut hipccs = Vec::new();
     if let Some(root) = env::var_os("ROCM_PATH") {
@@ -96,11 +91,7 @@ fn compile(compiler: &Compiler, arch: &str, src: &Path, include: &Path, out: &Pa
         .arg(src);
     let o = cmd.output().map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
     if !o.status.success() {
-        return Err(format!(
-            "{cmd:?} failed:\n{}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        ));
+        return Err(format!("{cmd:?} failed:\n{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr)));
     }
     Ok(())
 }

@@ -1,6 +1,6 @@
 //! One test case: what is computed, on which dtypes and shapes, with which views.
 
-use normkit_core::{CastingMode, DTypes, DType, Layout, NormDesc, Span};
+use normkit_core::{CastingMode, DType, DTypes, Layout, NormDesc, Span};
 use std::fmt;
 
 /// How the 2-D operands lie in their buffers.

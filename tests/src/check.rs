@@ -10,9 +10,8 @@ use crate::iv::Iv;
 use crate::oracle::{self, BwdConsts, ColSums, FwdConsts};
 use crate::par::map_chunks;
 use normkit_core::{
-    Buffer,
-    Backward, CastingMode, DType, Direction, Forward, HostBuf, InOut, Layout, MatMut, MatRef, NormError, NormKernel, NormKind, Span,
-    VecMut, VecRef,
+    Backward, Buffer, CastingMode, DType, Direction, Forward, HostBuf, InOut, Layout, MatMut, MatRef, NormError, NormKernel, NormKind,
+    Span, VecMut, VecRef,
 };
 use std::fmt::Write as _;
 
@@ -28,7 +27,12 @@ pub enum Ran {
 pub type Check = Result<Ran, String>;
 
 /// Asks `supports`; `Ok(None)` to go on, `Ok(Some(reason))` to skip, `Err` on an unexpected error.
-fn supported<K: NormKernel>(k: &K, dir: Direction, case_desc: &normkit_core::NormDesc, dtypes: &normkit_core::DTypes) -> Result<Option<String>, String> {
+fn supported<K: NormKernel>(
+    k: &K,
+    dir: Direction,
+    case_desc: &normkit_core::NormDesc,
+    dtypes: &normkit_core::DTypes,
+) -> Result<Option<String>, String> {
     match k.supports(dir, case_desc, dtypes) {
         Ok(()) => Ok(None),
         Err(e @ NormError::Unsupported { .. }) => Ok(Some(e.to_string())),
@@ -232,8 +236,8 @@ pub fn run_forward<K: NormKernel>(k: &K, case: &FwdCase, data: &FwdData) -> Resu
     let h_x = place_mat(dt.x, &data.x, &lx, v.mat_len(&lx), gap_bits(dt.x));
     let h_y = (!case.in_place).then(|| data::buf_of_bits(dt.y, v.mat_len(&ly), poison_bits(dt.y)));
     let h_r = data.residual.as_ref().map(|r| place_mat(dt.residual, r, &lr, v.mat_len(&lr), gap_bits(dt.residual)));
-    let h_ro = (case.desc.residual && !case.residual_in_place)
-        .then(|| data::buf_of_bits(dt.residual, v.mat_len(&lro), poison_bits(dt.residual)));
+    let h_ro =
+        (case.desc.residual && !case.residual_in_place).then(|| data::buf_of_bits(dt.residual, v.mat_len(&lro), poison_bits(dt.residual)));
     let h_w = data.weight.as_ref().map(|w| place_vec(dt.weight, w, &sw, v.vec_len(&sw), gap_bits(dt.weight)));
     let h_b = data.bias.as_ref().map(|b| place_vec(dt.weight, b, &sb, v.vec_len(&sb), gap_bits(dt.weight)));
     let stat = |s: &Span| data::buf_of_bits(DType::F32, v.vec_len(s), poison_bits(DType::F32));
@@ -325,13 +329,7 @@ pub fn run_forward<K: NormKernel>(k: &K, case: &FwdCase, data: &FwdData) -> Resu
 /// and none modes round to.
 fn check_forward_values(case: &FwdCase, data: &FwdData, out: &FwdOut, compute: DType) -> Result<(), String> {
     let (m, n, dt) = (case.m, case.n, case.dtypes);
-    let consts = FwdConsts {
-        desc: &case.desc,
-        residual: dt.residual,
-        compute,
-        weight: data.weight.as_deref(),
-        bias: data.bias.as_deref(),
-    };
+    let consts = FwdConsts { desc: &case.desc, residual: dt.residual, compute, weight: data.weight.as_deref(), bias: data.bias.as_deref() };
     let y_vals = out.y.to_f32_vec();
     let ro_vals = out.residual_out.as_ref().map(|(b, l)| (b.to_f32_vec(), *l));
     let mean_vals = out.mean.as_ref().map(|(b, s)| (b.to_f32_vec(), *s));
@@ -403,7 +401,11 @@ pub fn check_forward<K: NormKernel>(k: &K, case: &FwdCase) -> Check {
             // normalised tensor (the residual's, with the fused add); when they differ either is
             // accepted.
             let dt = case.dtypes;
-            if case.desc.residual && dt.residual != dt.x && case.desc.casting != CastingMode::Gemma && check_forward_values(case, &data, &out, dt.residual).is_ok() {
+            if case.desc.residual
+                && dt.residual != dt.x
+                && case.desc.casting != CastingMode::Gemma
+                && check_forward_values(case, &data, &out, dt.residual).is_ok()
+            {
                 return Ok(Ran::Passed);
             }
             Err(ctx(e))

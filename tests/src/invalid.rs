@@ -11,8 +11,8 @@
 
 use crate::data::{act_row, bits_at, buf_of_bits, place_mat, place_vec, poison_bits, tag};
 use normkit_core::{
-    Buffer,
-    Backward, DType, Dim, Forward, HostBuf, InOut, Layout, MatMut, MatRef, NormDesc, NormError, NormKernel, Operand, Span, VecMut, VecRef,
+    Backward, Buffer, DType, Dim, Forward, HostBuf, InOut, Layout, MatMut, MatRef, NormDesc, NormError, NormKernel, Operand, Span, VecMut,
+    VecRef,
 };
 
 /// Downloads `bufs` (for [`expect_untouched`]).
@@ -264,7 +264,8 @@ fn run_bwd_spec<K: NormKernel>(k: &K, s: &BwdSpec) -> Result<SpecRun, String> {
             Some(dx) => InOut::separate(MatRef::with_layout(&b_dy, s.dy.layout), MatMut::with_layout(dx, s.dx.expect("dx").layout)),
             None => InOut::in_place(MatMut::with_layout(&mut b_dy, s.dy.layout)),
         };
-        let mut a = Backward::new(MatRef::with_layout(&b_x, s.x.layout), dy, VecRef::with_span(&b_rstd, s.rstd.span.offset, s.rstd.span.len));
+        let mut a =
+            Backward::new(MatRef::with_layout(&b_x, s.x.layout), dy, VecRef::with_span(&b_rstd, s.rstd.span.offset, s.rstd.span.len));
         a.d_residual_out = b_dr.as_ref().map(|b| MatRef::with_layout(b, s.d_residual_out.expect("dr").layout));
         a.weight = b_w.as_ref().map(|b| VecRef::with_span(b, s.weight.expect("w").span.offset, s.weight.expect("w").span.len));
         a.mean = b_mean.as_ref().map(|b| VecRef::with_span(b, s.mean.expect("m").span.offset, s.mean.expect("m").span.len));
@@ -320,68 +321,160 @@ fn fwd_bad_cases() -> Vec<FwdBad> {
         ("eps = +Inf", |s| s.desc.eps = f32::INFINITY, expect!(NormError::InvalidEps { .. })),
         ("weight offset NaN", |s| s.desc = s.desc.with_weight_offset(f32::NAN), expect!(NormError::InvalidOffset { .. })),
         ("weight missing", |s| s.weight = None, expect!(NormError::Missing { operand: O::Weight })),
-        ("weight given, descriptor without weight", |s| s.desc = s.desc.without_weight(), expect!(NormError::Unexpected { operand: O::Weight })),
+        (
+            "weight given, descriptor without weight",
+            |s| s.desc = s.desc.without_weight(),
+            expect!(NormError::Unexpected { operand: O::Weight }),
+        ),
         ("bias missing", |s| s.bias = None, expect!(NormError::Missing { operand: O::Bias })),
         ("bias given, descriptor without bias", |s| s.desc.bias = false, expect!(NormError::Unexpected { operand: O::Bias })),
-        ("residual missing", |s| {
-            s.residual = None;
-            s.residual_out = None;
-        }, expect!(NormError::Missing { operand: O::Residual })),
-        ("residual given, descriptor without residual", |s| s.desc.residual = false, expect!(NormError::Unexpected { operand: O::Residual })),
+        (
+            "residual missing",
+            |s| {
+                s.residual = None;
+                s.residual_out = None;
+            },
+            expect!(NormError::Missing { operand: O::Residual }),
+        ),
+        (
+            "residual given, descriptor without residual",
+            |s| s.desc.residual = false,
+            expect!(NormError::Unexpected { operand: O::Residual }),
+        ),
         ("rstd missing with save_stats", |s| s.rstd = None, expect!(NormError::Missing { operand: O::Rstd })),
         ("mean missing with save_stats (LayerNorm)", |s| s.mean = None, expect!(NormError::Missing { operand: O::Mean })),
         ("stats given without save_stats", |s| s.desc.save_stats = false, expect!(NormError::Unexpected { operand: O::Rstd })),
         ("mean given to RMSNorm", |s| s.desc.kind = normkit_core::NormKind::Rms, expect!(NormError::Unexpected { operand: O::Mean })),
-        ("N = 0", |s| {
-            for l in [&mut s.x.layout].into_iter().chain(s.y.as_mut().map(|y| &mut y.layout)) {
-                *l = Layout::contiguous(M, 0);
-            }
-            for l in [s.residual.as_mut(), s.residual_out.as_mut()].into_iter().flatten() {
-                l.layout = Layout::contiguous(M, 0);
-            }
-            for v in [s.weight.as_mut(), s.bias.as_mut()].into_iter().flatten() {
-                v.span.len = 0;
-            }
-        }, expect!(NormError::EmptyRows)),
+        (
+            "N = 0",
+            |s| {
+                for l in [&mut s.x.layout].into_iter().chain(s.y.as_mut().map(|y| &mut y.layout)) {
+                    *l = Layout::contiguous(M, 0);
+                }
+                for l in [s.residual.as_mut(), s.residual_out.as_mut()].into_iter().flatten() {
+                    l.layout = Layout::contiguous(M, 0);
+                }
+                for v in [s.weight.as_mut(), s.bias.as_mut()].into_iter().flatten() {
+                    v.span.len = 0;
+                }
+            },
+            expect!(NormError::EmptyRows),
+        ),
         ("bf16 y with f16 x", |s| s.y.as_mut().expect("y").dtype = DType::BF16, expect!(NormError::DType { operand: O::Y, .. })),
-        ("bf16 weight with f16 x", |s| s.weight.as_mut().expect("w").dtype = DType::BF16, expect!(NormError::DType { operand: O::Weight, .. })),
-        ("bias dtype differs from the weight's", |s| s.bias.as_mut().expect("b").dtype = DType::F16, expect!(NormError::DType { operand: O::Bias, .. })),
-        ("bf16 residual with f16 x", |s| s.residual.as_mut().expect("r").dtype = DType::BF16, expect!(NormError::DType { operand: O::Residual, .. })),
-        ("residual_out dtype differs from the residual's", |s| s.residual_out.as_mut().expect("ro").dtype = DType::F32, expect!(NormError::DType { operand: O::ResidualOut, .. })),
+        (
+            "bf16 weight with f16 x",
+            |s| s.weight.as_mut().expect("w").dtype = DType::BF16,
+            expect!(NormError::DType { operand: O::Weight, .. }),
+        ),
+        (
+            "bias dtype differs from the weight's",
+            |s| s.bias.as_mut().expect("b").dtype = DType::F16,
+            expect!(NormError::DType { operand: O::Bias, .. }),
+        ),
+        (
+            "bf16 residual with f16 x",
+            |s| s.residual.as_mut().expect("r").dtype = DType::BF16,
+            expect!(NormError::DType { operand: O::Residual, .. }),
+        ),
+        (
+            "residual_out dtype differs from the residual's",
+            |s| s.residual_out.as_mut().expect("ro").dtype = DType::F32,
+            expect!(NormError::DType { operand: O::ResidualOut, .. }),
+        ),
         ("f16 mean", |s| s.mean.as_mut().expect("mean").dtype = DType::F16, expect!(NormError::DType { operand: O::Mean, .. })),
         ("f16 rstd", |s| s.rstd.as_mut().expect("rstd").dtype = DType::F16, expect!(NormError::DType { operand: O::Rstd, .. })),
         ("x stride < N", |s| s.x.layout.stride = N - 1, expect!(NormError::Stride { operand: O::X, .. })),
         ("y stride < N", |s| s.y.as_mut().expect("y").layout.stride = N - 1, expect!(NormError::Stride { operand: O::Y, .. })),
-        ("residual stride < N", |s| s.residual.as_mut().expect("r").layout.stride = 1, expect!(NormError::Stride { operand: O::Residual, .. })),
-        ("residual_out stride < N", |s| s.residual_out.as_mut().expect("ro").layout.stride = N - 1, expect!(NormError::Stride { operand: O::ResidualOut, .. })),
-        ("y has M-1 rows", |s| s.y.as_mut().expect("y").layout.rows = M - 1, expect!(NormError::Shape { operand: O::Y, dim: Dim::Rows, .. })),
-        ("y has N+1 columns", |s| {
-            let y = s.y.as_mut().expect("y");
-            y.layout = Layout::contiguous(M, N + 1);
-            y.len = M * (N + 1);
-        }, expect!(NormError::Shape { operand: O::Y, dim: Dim::Cols, .. })),
-        ("residual has M+1 rows", |s| {
-            let r = s.residual.as_mut().expect("r");
-            r.layout.rows = M + 1;
-            r.len = (M + 1) * N;
-        }, expect!(NormError::Shape { operand: O::Residual, dim: Dim::Rows, .. })),
-        ("residual_out has N-1 columns", |s| s.residual_out.as_mut().expect("ro").layout.cols = N - 1, expect!(NormError::Shape { operand: O::ResidualOut, dim: Dim::Cols, .. })),
-        ("weight of length N-1", |s| s.weight.as_mut().expect("w").span.len = N - 1, expect!(NormError::Shape { operand: O::Weight, dim: Dim::Len, .. })),
-        ("bias of length N+1", |s| s.bias.as_mut().expect("b").span.len = N + 1, expect!(NormError::Shape { operand: O::Bias, dim: Dim::Len, .. })),
-        ("mean of length M+1", |s| s.mean.as_mut().expect("m").span.len = M + 1, expect!(NormError::Shape { operand: O::Mean, dim: Dim::Len, .. })),
-        ("rstd of length M-1", |s| s.rstd.as_mut().expect("r").span.len = M - 1, expect!(NormError::Shape { operand: O::Rstd, dim: Dim::Len, .. })),
+        (
+            "residual stride < N",
+            |s| s.residual.as_mut().expect("r").layout.stride = 1,
+            expect!(NormError::Stride { operand: O::Residual, .. }),
+        ),
+        (
+            "residual_out stride < N",
+            |s| s.residual_out.as_mut().expect("ro").layout.stride = N - 1,
+            expect!(NormError::Stride { operand: O::ResidualOut, .. }),
+        ),
+        (
+            "y has M-1 rows",
+            |s| s.y.as_mut().expect("y").layout.rows = M - 1,
+            expect!(NormError::Shape { operand: O::Y, dim: Dim::Rows, .. }),
+        ),
+        (
+            "y has N+1 columns",
+            |s| {
+                let y = s.y.as_mut().expect("y");
+                y.layout = Layout::contiguous(M, N + 1);
+                y.len = M * (N + 1);
+            },
+            expect!(NormError::Shape { operand: O::Y, dim: Dim::Cols, .. }),
+        ),
+        (
+            "residual has M+1 rows",
+            |s| {
+                let r = s.residual.as_mut().expect("r");
+                r.layout.rows = M + 1;
+                r.len = (M + 1) * N;
+            },
+            expect!(NormError::Shape { operand: O::Residual, dim: Dim::Rows, .. }),
+        ),
+        (
+            "residual_out has N-1 columns",
+            |s| s.residual_out.as_mut().expect("ro").layout.cols = N - 1,
+            expect!(NormError::Shape { operand: O::ResidualOut, dim: Dim::Cols, .. }),
+        ),
+        (
+            "weight of length N-1",
+            |s| s.weight.as_mut().expect("w").span.len = N - 1,
+            expect!(NormError::Shape { operand: O::Weight, dim: Dim::Len, .. }),
+        ),
+        (
+            "bias of length N+1",
+            |s| s.bias.as_mut().expect("b").span.len = N + 1,
+            expect!(NormError::Shape { operand: O::Bias, dim: Dim::Len, .. }),
+        ),
+        (
+            "mean of length M+1",
+            |s| s.mean.as_mut().expect("m").span.len = M + 1,
+            expect!(NormError::Shape { operand: O::Mean, dim: Dim::Len, .. }),
+        ),
+        (
+            "rstd of length M-1",
+            |s| s.rstd.as_mut().expect("r").span.len = M - 1,
+            expect!(NormError::Shape { operand: O::Rstd, dim: Dim::Len, .. }),
+        ),
         ("x buffer one element short", |s| s.x.len = M * N - 1, expect!(NormError::OutOfBounds { operand: O::X, .. })),
         ("y buffer one element short", |s| s.y.as_mut().expect("y").len = M * N - 1, expect!(NormError::OutOfBounds { operand: O::Y, .. })),
-        ("y view offset past the buffer", |s| s.y.as_mut().expect("y").layout.offset = SPARE + 1, expect!(NormError::OutOfBounds { operand: O::Y, .. })),
-        ("residual buffer short", |s| s.residual.as_mut().expect("r").len = M * N - 1, expect!(NormError::OutOfBounds { operand: O::Residual, .. })),
-        ("residual_out buffer short", |s| s.residual_out.as_mut().expect("ro").len = N, expect!(NormError::OutOfBounds { operand: O::ResidualOut, .. })),
-        ("weight span past the buffer", |s| s.weight.as_mut().expect("w").span.offset = SPARE + 1, expect!(NormError::OutOfBounds { operand: O::Weight, .. })),
+        (
+            "y view offset past the buffer",
+            |s| s.y.as_mut().expect("y").layout.offset = SPARE + 1,
+            expect!(NormError::OutOfBounds { operand: O::Y, .. }),
+        ),
+        (
+            "residual buffer short",
+            |s| s.residual.as_mut().expect("r").len = M * N - 1,
+            expect!(NormError::OutOfBounds { operand: O::Residual, .. }),
+        ),
+        (
+            "residual_out buffer short",
+            |s| s.residual_out.as_mut().expect("ro").len = N,
+            expect!(NormError::OutOfBounds { operand: O::ResidualOut, .. }),
+        ),
+        (
+            "weight span past the buffer",
+            |s| s.weight.as_mut().expect("w").span.offset = SPARE + 1,
+            expect!(NormError::OutOfBounds { operand: O::Weight, .. }),
+        ),
         ("rstd buffer short", |s| s.rstd.as_mut().expect("r").len = M - 1, expect!(NormError::OutOfBounds { operand: O::Rstd, .. })),
         ("x view overflows usize", |s| s.x.layout.offset = usize::MAX - 3, expect!(NormError::Overflow { operand: O::X })),
-        ("in place: x buffer short", |s| {
-            s.y = None;
-            s.x.len = M * N - 1;
-        }, expect!(NormError::OutOfBounds { operand: O::X, .. })),
+        (
+            "in place: x buffer short",
+            |s| {
+                s.y = None;
+                s.x.len = M * N - 1;
+            },
+            expect!(NormError::OutOfBounds { operand: O::X, .. }),
+        ),
     ]
 }
 
@@ -398,51 +491,119 @@ fn bwd_bad_cases() -> Vec<BwdBad> {
         ("db given, descriptor without bias", |s| s.desc.bias = false, expect!(NormError::Unexpected { operand: O::Db })),
         ("mean missing (LayerNorm)", |s| s.mean = None, expect!(NormError::Missing { operand: O::Mean })),
         ("mean given to RMSNorm", |s| s.desc.kind = normkit_core::NormKind::Rms, expect!(NormError::Unexpected { operand: O::Mean })),
-        ("d_residual_out given, descriptor without residual", |s| s.desc.residual = false, expect!(NormError::Unexpected { operand: O::DResidualOut })),
-        ("N = 0", |s| {
-            for l in [Some(&mut s.x), Some(&mut s.dy), s.dx.as_mut(), s.d_residual_out.as_mut()].into_iter().flatten() {
-                l.layout = Layout::contiguous(M, 0);
-            }
-            for v in [s.weight.as_mut(), s.dw.as_mut(), s.db.as_mut()].into_iter().flatten() {
-                v.span.len = 0;
-            }
-        }, expect!(NormError::EmptyRows)),
-        ("bf16 dy with f16 x", |s| {
-            s.dy.dtype = DType::BF16;
-            s.dx.as_mut().expect("dx").dtype = DType::BF16;
-            s.d_residual_out.as_mut().expect("dr").dtype = DType::BF16;
-        }, expect!(NormError::DType { operand: O::Dy, .. })),
+        (
+            "d_residual_out given, descriptor without residual",
+            |s| s.desc.residual = false,
+            expect!(NormError::Unexpected { operand: O::DResidualOut }),
+        ),
+        (
+            "N = 0",
+            |s| {
+                for l in [Some(&mut s.x), Some(&mut s.dy), s.dx.as_mut(), s.d_residual_out.as_mut()].into_iter().flatten() {
+                    l.layout = Layout::contiguous(M, 0);
+                }
+                for v in [s.weight.as_mut(), s.dw.as_mut(), s.db.as_mut()].into_iter().flatten() {
+                    v.span.len = 0;
+                }
+            },
+            expect!(NormError::EmptyRows),
+        ),
+        (
+            "bf16 dy with f16 x",
+            |s| {
+                s.dy.dtype = DType::BF16;
+                s.dx.as_mut().expect("dx").dtype = DType::BF16;
+                s.d_residual_out.as_mut().expect("dr").dtype = DType::BF16;
+            },
+            expect!(NormError::DType { operand: O::Dy, .. }),
+        ),
         ("dx dtype differs from dy's", |s| s.dx.as_mut().expect("dx").dtype = DType::F32, expect!(NormError::DType { operand: O::Dx, .. })),
-        ("bf16 weight with f16 x", |s| s.weight.as_mut().expect("w").dtype = DType::BF16, expect!(NormError::DType { operand: O::Weight, .. })),
-        ("dw dtype differs from the weight's", |s| s.dw.as_mut().expect("dw").dtype = DType::F16, expect!(NormError::DType { operand: O::Dw, .. })),
-        ("d_residual_out dtype differs from dy's", |s| s.d_residual_out.as_mut().expect("dr").dtype = DType::F32, expect!(NormError::DType { operand: O::DResidualOut, .. })),
+        (
+            "bf16 weight with f16 x",
+            |s| s.weight.as_mut().expect("w").dtype = DType::BF16,
+            expect!(NormError::DType { operand: O::Weight, .. }),
+        ),
+        (
+            "dw dtype differs from the weight's",
+            |s| s.dw.as_mut().expect("dw").dtype = DType::F16,
+            expect!(NormError::DType { operand: O::Dw, .. }),
+        ),
+        (
+            "d_residual_out dtype differs from dy's",
+            |s| s.d_residual_out.as_mut().expect("dr").dtype = DType::F32,
+            expect!(NormError::DType { operand: O::DResidualOut, .. }),
+        ),
         ("f16 rstd", |s| s.rstd.dtype = DType::F16, expect!(NormError::DType { operand: O::Rstd, .. })),
         ("x stride < N", |s| s.x.layout.stride = N - 1, expect!(NormError::Stride { operand: O::X, .. })),
         ("dy stride < N", |s| s.dy.layout.stride = N - 1, expect!(NormError::Stride { operand: O::Dy, .. })),
         ("dx stride < N", |s| s.dx.as_mut().expect("dx").layout.stride = 0, expect!(NormError::Stride { operand: O::Dx, .. })),
-        ("d_residual_out stride < N", |s| s.d_residual_out.as_mut().expect("dr").layout.stride = N - 1, expect!(NormError::Stride { operand: O::DResidualOut, .. })),
-        ("dy has M+1 rows", |s| {
-            s.dy.layout.rows = M + 1;
-            s.dy.len = (M + 1) * N;
-        }, expect!(NormError::Shape { operand: O::Dy, dim: Dim::Rows, .. })),
-        ("dx has N-1 columns", |s| s.dx.as_mut().expect("dx").layout.cols = N - 1, expect!(NormError::Shape { operand: O::Dx, dim: Dim::Cols, .. })),
-        ("d_residual_out has M-1 rows", |s| s.d_residual_out.as_mut().expect("dr").layout.rows = M - 1, expect!(NormError::Shape { operand: O::DResidualOut, dim: Dim::Rows, .. })),
-        ("weight of length N+1", |s| s.weight.as_mut().expect("w").span.len = N + 1, expect!(NormError::Shape { operand: O::Weight, dim: Dim::Len, .. })),
-        ("mean of length M-1", |s| s.mean.as_mut().expect("m").span.len = M - 1, expect!(NormError::Shape { operand: O::Mean, dim: Dim::Len, .. })),
+        (
+            "d_residual_out stride < N",
+            |s| s.d_residual_out.as_mut().expect("dr").layout.stride = N - 1,
+            expect!(NormError::Stride { operand: O::DResidualOut, .. }),
+        ),
+        (
+            "dy has M+1 rows",
+            |s| {
+                s.dy.layout.rows = M + 1;
+                s.dy.len = (M + 1) * N;
+            },
+            expect!(NormError::Shape { operand: O::Dy, dim: Dim::Rows, .. }),
+        ),
+        (
+            "dx has N-1 columns",
+            |s| s.dx.as_mut().expect("dx").layout.cols = N - 1,
+            expect!(NormError::Shape { operand: O::Dx, dim: Dim::Cols, .. }),
+        ),
+        (
+            "d_residual_out has M-1 rows",
+            |s| s.d_residual_out.as_mut().expect("dr").layout.rows = M - 1,
+            expect!(NormError::Shape { operand: O::DResidualOut, dim: Dim::Rows, .. }),
+        ),
+        (
+            "weight of length N+1",
+            |s| s.weight.as_mut().expect("w").span.len = N + 1,
+            expect!(NormError::Shape { operand: O::Weight, dim: Dim::Len, .. }),
+        ),
+        (
+            "mean of length M-1",
+            |s| s.mean.as_mut().expect("m").span.len = M - 1,
+            expect!(NormError::Shape { operand: O::Mean, dim: Dim::Len, .. }),
+        ),
         ("rstd of length M+1", |s| s.rstd.span.len = M + 1, expect!(NormError::Shape { operand: O::Rstd, dim: Dim::Len, .. })),
-        ("dw of length N-1", |s| s.dw.as_mut().expect("dw").span.len = N - 1, expect!(NormError::Shape { operand: O::Dw, dim: Dim::Len, .. })),
-        ("db of length N+2", |s| s.db.as_mut().expect("db").span.len = N + 2, expect!(NormError::Shape { operand: O::Db, dim: Dim::Len, .. })),
+        (
+            "dw of length N-1",
+            |s| s.dw.as_mut().expect("dw").span.len = N - 1,
+            expect!(NormError::Shape { operand: O::Dw, dim: Dim::Len, .. }),
+        ),
+        (
+            "db of length N+2",
+            |s| s.db.as_mut().expect("db").span.len = N + 2,
+            expect!(NormError::Shape { operand: O::Db, dim: Dim::Len, .. }),
+        ),
         ("x buffer one element short", |s| s.x.len = M * N - 1, expect!(NormError::OutOfBounds { operand: O::X, .. })),
         ("dy buffer short", |s| s.dy.len = M * N - 1, expect!(NormError::OutOfBounds { operand: O::Dy, .. })),
         ("dx buffer short", |s| s.dx.as_mut().expect("dx").len = M * N - 1, expect!(NormError::OutOfBounds { operand: O::Dx, .. })),
-        ("d_residual_out buffer short", |s| s.d_residual_out.as_mut().expect("dr").len = 3, expect!(NormError::OutOfBounds { operand: O::DResidualOut, .. })),
+        (
+            "d_residual_out buffer short",
+            |s| s.d_residual_out.as_mut().expect("dr").len = 3,
+            expect!(NormError::OutOfBounds { operand: O::DResidualOut, .. }),
+        ),
         ("rstd span past the buffer", |s| s.rstd.span.offset = SPARE + 1, expect!(NormError::OutOfBounds { operand: O::Rstd, .. })),
         ("dw buffer short", |s| s.dw.as_mut().expect("dw").len = N - 1, expect!(NormError::OutOfBounds { operand: O::Dw, .. })),
-        ("db span past the buffer", |s| s.db.as_mut().expect("db").span.offset = SPARE + 1, expect!(NormError::OutOfBounds { operand: O::Db, .. })),
-        ("in place: dy buffer short", |s| {
-            s.dx = None;
-            s.dy.len = M * N - 1;
-        }, expect!(NormError::OutOfBounds { operand: O::Dy, .. })),
+        (
+            "db span past the buffer",
+            |s| s.db.as_mut().expect("db").span.offset = SPARE + 1,
+            expect!(NormError::OutOfBounds { operand: O::Db, .. }),
+        ),
+        (
+            "in place: dy buffer short",
+            |s| {
+                s.dx = None;
+                s.dy.len = M * N - 1;
+            },
+            expect!(NormError::OutOfBounds { operand: O::Dy, .. }),
+        ),
     ]
 }
 

@@ -337,16 +337,8 @@ mod tests {
             let (mean, rstd) = exact_stats(&desc, &x);
             let mut dw = ColSums::new(n);
             let mut db = ColSums::new(n);
-            let dx = backward_row(
-                &BwdConsts { desc: &desc, weight: Some(&w) },
-                &x,
-                &dy,
-                None,
-                Some(mean),
-                rstd,
-                Some(&mut dw),
-                Some(&mut db),
-            );
+            let dx =
+                backward_row(&BwdConsts { desc: &desc, weight: Some(&w) }, &x, &dy, None, Some(mean), rstd, Some(&mut dw), Some(&mut db));
             let h = 1e-3f32;
             let fd = |f: &dyn Fn(f32) -> f64| (f(h) - f(-h)) / (2.0 * h as f64);
             for j in 0..n {

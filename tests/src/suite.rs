@@ -318,10 +318,7 @@ fn batch_invariance<K: NormKernel>(k: &K, grid: &Grid) -> Result<Summary, String
     use DType::*;
     let configs = [
         (NormDesc::rms(1e-6), DTypes::uniform(BF16)),
-        (
-            NormDesc::layer(1e-5).with_residual(true).with_casting(CastingMode::Llama).with_save_stats(true),
-            DTypes::f32_weight(F16),
-        ),
+        (NormDesc::layer(1e-5).with_residual(true).with_casting(CastingMode::Llama).with_save_stats(true), DTypes::f32_weight(F16)),
         (NormDesc::rms(1e-6).with_residual(true).with_weight_offset(1.0).with_casting(CastingMode::None), DTypes::uniform(F32)),
         (NormDesc::layer(1e-5).with_save_stats(true).with_casting(CastingMode::None), DTypes::uniform(BF16)),
     ];

@@ -5,8 +5,7 @@
 
 use normkit::cuda::CudaBackend;
 use normkit_core::{
-    AliasRule, Backward, DType, Forward, HostBuf, InOut, MatMut, MatRef, NormDesc, NormError, NormKernel, Operand,
-    VecMut, VecRef,
+    AliasRule, Backward, DType, Forward, HostBuf, InOut, MatMut, MatRef, NormDesc, NormError, NormKernel, Operand, VecMut, VecRef,
 };
 
 normkit_conformance::conformance_suite!(CudaBackend::new(), normkit_conformance::Grid::full());
@@ -47,8 +46,7 @@ fn overlapping_raw_views_are_rejected() {
     // Disjoint raw views of the same allocation are fine.
     // SAFETY: the second third of `owner`, disjoint from `x`.
     let mut y2 = unsafe { k.buffer_from_raw(base + (m * n * 4) as u64, m * n, DType::F32) }.unwrap();
-    k.forward(&desc, Forward::new(InOut::separate(MatRef::new(&x, m, n), MatMut::new(&mut y2, m, n))).weight(VecRef::new(&w)))
-        .unwrap();
+    k.forward(&desc, Forward::new(InOut::separate(MatRef::new(&x, m, n), MatMut::new(&mut y2, m, n))).weight(VecRef::new(&w))).unwrap();
     let y = k.download(&y2).unwrap().to_f32_vec();
     assert!(y.iter().all(|v| (v - 1.0).abs() < 1e-5), "rms of ones is one");
 
@@ -90,14 +88,10 @@ fn misaligned_views_take_the_scalar_path() {
     let desc = NormDesc::rms(1e-6);
     let mut ya = k.alloc(DType::BF16, m * n).unwrap();
     let mut yb = k.alloc(DType::BF16, m * n + 1).unwrap();
-    k.forward(&desc, Forward::new(InOut::separate(MatRef::new(&xa, m, n), MatMut::new(&mut ya, m, n))).weight(VecRef::new(&wb)))
-        .unwrap();
+    k.forward(&desc, Forward::new(InOut::separate(MatRef::new(&xa, m, n), MatMut::new(&mut ya, m, n))).weight(VecRef::new(&wb))).unwrap();
     let l = normkit_core::Layout::contiguous(m, n).with_offset(1);
-    k.forward(
-        &desc,
-        Forward::new(InOut::separate(MatRef::with_layout(&xb, l), MatMut::with_layout(&mut yb, l))).weight(VecRef::new(&wb)),
-    )
-    .unwrap();
+    k.forward(&desc, Forward::new(InOut::separate(MatRef::with_layout(&xb, l), MatMut::with_layout(&mut yb, l))).weight(VecRef::new(&wb)))
+        .unwrap();
     let a = k.download(&ya).unwrap().to_bits_vec();
     let b = k.download(&yb).unwrap().to_bits_vec();
     // Both paths assign the same chunks to the same threads and reduce in the same order.
@@ -217,10 +211,7 @@ fn kernel_tour() {
                     for j in 0..n.min(a.len()) {
                         let idx = if a.len() == m { i } else { i * stride + j };
                         let (p, q) = (a[idx], b[idx]);
-                        assert!(
-                            (p - q).abs() <= tol * (1.0 + q.abs()),
-                            "{ctx}: {what}[{i},{j}] gpu {p} cpu {q}"
-                        );
+                        assert!((p - q).abs() <= tol * (1.0 + q.abs()), "{ctx}: {what}[{i},{j}] gpu {p} cpu {q}");
                         if a.len() == m {
                             break;
                         }
@@ -333,7 +324,16 @@ mod cluster {
     }
 
     /// (y, residual_out, rstd, mean)
-    pub(super) fn fwd<K: NormKernel>(k: &K, ln: bool, res: bool, l: Layout, m: usize, dt: DType, len: usize, i: &Inputs) -> (HostBuf, HostBuf, HostBuf, HostBuf) {
+    pub(super) fn fwd<K: NormKernel>(
+        k: &K,
+        ln: bool,
+        res: bool,
+        l: Layout,
+        m: usize,
+        dt: DType,
+        len: usize,
+        i: &Inputs,
+    ) -> (HostBuf, HostBuf, HostBuf, HostBuf) {
         let d = desc(ln, res);
         let x = k.upload(&i.x).unwrap();
         let w = k.upload(&i.w).unwrap();
@@ -358,7 +358,19 @@ mod cluster {
 
     /// (dx, dw, db) from x = `hx`, stats from the CPU forward.
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn bwd<K: NormKernel>(k: &K, ln: bool, res: bool, l: Layout, dt: DType, len: usize, n: usize, hx: &HostBuf, mu: &HostBuf, rs: &HostBuf, i: &Inputs) -> (HostBuf, HostBuf, HostBuf) {
+    pub(super) fn bwd<K: NormKernel>(
+        k: &K,
+        ln: bool,
+        res: bool,
+        l: Layout,
+        dt: DType,
+        len: usize,
+        n: usize,
+        hx: &HostBuf,
+        mu: &HostBuf,
+        rs: &HostBuf,
+        i: &Inputs,
+    ) -> (HostBuf, HostBuf, HostBuf) {
         let d = desc(ln, res);
         let x = k.upload(hx).unwrap();
         let w = k.upload(&i.w).unwrap();

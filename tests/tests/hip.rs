@@ -9,8 +9,7 @@
 
 use normkit::hip::HipBackend;
 use normkit_core::{
-    AliasRule, Backward, DType, Forward, HostBuf, InOut, MatMut, MatRef, NormDesc, NormError, NormKernel, Operand,
-    VecMut, VecRef,
+    AliasRule, Backward, DType, Forward, HostBuf, InOut, MatMut, MatRef, NormDesc, NormError, NormKernel, Operand, VecMut, VecRef,
 };
 
 normkit_conformance::conformance_suite!(HipBackend::new(), normkit_conformance::Grid::full());
@@ -51,8 +50,7 @@ fn overlapping_raw_views_are_rejected() {
     // Disjoint raw views of the same allocation are fine.
     // SAFETY: the second third of `owner`, disjoint from `x`.
     let mut y2 = unsafe { k.buffer_from_raw(base + (m * n * 4) as u64, m * n, DType::F32) }.unwrap();
-    k.forward(&desc, Forward::new(InOut::separate(MatRef::new(&x, m, n), MatMut::new(&mut y2, m, n))).weight(VecRef::new(&w)))
-        .unwrap();
+    k.forward(&desc, Forward::new(InOut::separate(MatRef::new(&x, m, n), MatMut::new(&mut y2, m, n))).weight(VecRef::new(&w))).unwrap();
     let y = k.download(&y2).unwrap().to_f32_vec();
     assert!(y.iter().all(|v| (v - 1.0).abs() < 1e-5), "rms of ones is one");
 
@@ -95,14 +93,10 @@ fn misaligned_views_take_the_scalar_path() {
     let desc = NormDesc::rms(1e-6);
     let mut ya = k.alloc(DType::BF16, m * n).unwrap();
     let mut yb = k.alloc(DType::BF16, m * n + 1).unwrap();
-    k.forward(&desc, Forward::new(InOut::separate(MatRef::new(&xa, m, n), MatMut::new(&mut ya, m, n))).weight(VecRef::new(&wb)))
-        .unwrap();
+    k.forward(&desc, Forward::new(InOut::separate(MatRef::new(&xa, m, n), MatMut::new(&mut ya, m, n))).weight(VecRef::new(&wb))).unwrap();
     let l = normkit_core::Layout::contiguous(m, n).with_offset(1);
-    k.forward(
-        &desc,
-        Forward::new(InOut::separate(MatRef::with_layout(&xb, l), MatMut::with_layout(&mut yb, l))).weight(VecRef::new(&wb)),
-    )
-    .unwrap();
+    k.forward(&desc, Forward::new(InOut::separate(MatRef::with_layout(&xb, l), MatMut::with_layout(&mut yb, l))).weight(VecRef::new(&wb)))
+        .unwrap();
     let a = k.download(&ya).unwrap().to_bits_vec();
     let b = k.download(&yb).unwrap().to_bits_vec();
     let close = a.iter().zip(&b[1..]).all(|(p, q)| (*p as i32 - *q as i32).abs() <= 1);

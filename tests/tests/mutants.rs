@@ -7,8 +7,8 @@
 use normkit_conformance::data::{gather_mat, set_f32};
 use normkit_conformance::{oracle, run_category, Category, Grid, OracleBackend};
 use normkit_core::{
-    round_to, validate_backward, validate_forward, Backward, Buffer, CastingMode, DTypes, Direction, DType, Forward, HostBuf, InOut, Layout, MatMut,
-    MatRef, NormDesc, NormError, NormKernel, NormKind, Operand, VecMut,
+    round_to, validate_backward, validate_forward, Backward, Buffer, CastingMode, DType, DTypes, Direction, Forward, HostBuf, InOut,
+    Layout, MatMut, MatRef, NormDesc, NormError, NormKernel, NormKind, Operand, VecMut,
 };
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -168,11 +168,21 @@ impl<K: NormKernel<Buffer = HostBuf>> NormKernel for Mutant<K> {
             }
             ForgetsWeightOffset if desc.weight.is_some() => return self.inner.forward(&desc.with_weight_offset(0.0), args),
             TenTimesEps => return self.inner.forward(&NormDesc { eps: desc.eps * 10.0, ..*desc }, args),
-            LlamaRoundsLate if desc.casting == CastingMode::Llama => return self.inner.forward(&desc.with_casting(CastingMode::Gemma), args),
+            LlamaRoundsLate if desc.casting == CastingMode::Llama => {
+                return self.inner.forward(&desc.with_casting(CastingMode::Gemma), args)
+            }
             ReadsXWithOutputLayout => {
                 if let InOut::Separate { input, output } = args.x {
-                    let l = Layout { rows: input.layout.rows, cols: input.layout.cols, stride: output.layout.stride, offset: output.layout.offset };
-                    args.x = InOut::Separate { input: MatRef::with_layout(input.buf, l), output: MatMut::with_layout(output.buf, output.layout) };
+                    let l = Layout {
+                        rows: input.layout.rows,
+                        cols: input.layout.cols,
+                        stride: output.layout.stride,
+                        offset: output.layout.offset,
+                    };
+                    args.x = InOut::Separate {
+                        input: MatRef::with_layout(input.buf, l),
+                        output: MatMut::with_layout(output.buf, output.layout),
+                    };
                 }
                 return self.inner.forward(desc, args);
             }
@@ -264,7 +274,8 @@ impl<K: NormKernel<Buffer = HostBuf>> NormKernel for Mutant<K> {
                     let w = args.weight.map(|w| w.buf.to_f32_vec()[w.span.offset..w.span.offset + n].to_vec());
                     let b = args.bias.map(|b| b.buf.to_f32_vec()[b.span.offset..b.span.offset + n].to_vec());
                     // The oracle with an f32 residual stream: h = x + r kept in f32.
-                    let consts = oracle::FwdConsts { desc, residual: DType::F32, compute: plan.dtypes.x, weight: w.as_deref(), bias: b.as_deref() };
+                    let consts =
+                        oracle::FwdConsts { desc, residual: DType::F32, compute: plan.dtypes.x, weight: w.as_deref(), bias: b.as_deref() };
                     let (buf, l) = output(&mut args.x);
                     let ydt = buf.dtype();
                     for i in 0..m {

@@ -53,13 +53,7 @@ fn copy(from: &Path, to: &Path) -> Result<(), String> {
 /// Copies an executable without its Rust debug information (line tables: half the size; the
 /// kernels and symbols stay), when binutils' `strip` is there; a plain copy otherwise.
 fn copy_stripped(from: &Path, to: &Path) -> Result<(), String> {
-    let stripped = std::process::Command::new("strip")
-        .arg("--strip-debug")
-        .arg("-o")
-        .arg(to)
-        .arg(from)
-        .status()
-        .is_ok_and(|s| s.success());
+    let stripped = std::process::Command::new("strip").arg("--strip-debug").arg("-o").arg(to).arg(from).status().is_ok_and(|s| s.success());
     if stripped {
         Ok(())
     } else {
@@ -108,17 +102,13 @@ pub fn run(root: &Path, out: &Path) -> Result<(), String> {
     let bin = out.join("bin");
     fs::create_dir_all(&bin).map_err(|e| format!("create {}: {e}", bin.display()))?;
 
-    let tests = cargo_executables(
-        root,
-        &["test", "--release", "-p", "normkit-conformance", "--features", "cuda", "--test", "cuda", "--no-run"],
-    )?;
+    let tests =
+        cargo_executables(root, &["test", "--release", "-p", "normkit-conformance", "--features", "cuda", "--test", "cuda", "--no-run"])?;
     let (_, t) = tests.iter().find(|(n, _)| n == "cuda").ok_or("cargo reported no `cuda` test executable")?;
     copy_stripped(t, &bin.join("cuda-tests"))?;
 
-    let benches = cargo_executables(
-        root,
-        &["build", "--release", "-p", "normkit-benches", "--features", "cuda", "--bin", "normkit-bench"],
-    )?;
+    let benches =
+        cargo_executables(root, &["build", "--release", "-p", "normkit-benches", "--features", "cuda", "--bin", "normkit-bench"])?;
     let (_, b) = benches.iter().find(|(n, _)| n == "normkit-bench").ok_or("cargo reported no normkit-bench executable")?;
     copy_stripped(b, &bin.join("normkit-bench"))?;
 

@@ -20,7 +20,9 @@ fn newest_out_dir(target: &Path, profile: &str, krate: &str) -> Option<PathBuf> 
 
 fn files_with_ext(dir: &Path, exts: &[&str]) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|rd| rd.filter_map(Result::ok).map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| exts.iter().any(|e| x == *e))).collect())
+        .map(|rd| {
+            rd.filter_map(Result::ok).map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| exts.iter().any(|e| x == *e))).collect()
+        })
         .unwrap_or_default();
     v.sort();
     v
@@ -75,7 +77,10 @@ pub fn hip(target: &Path, objdump: Option<&Path>) -> String {
     for obj in &objs {
         let bytes = std::fs::read(obj).unwrap_or_default();
         let text = String::from_utf8_lossy(&bytes);
-        let arch = ["gfx942", "gfx950", "gfx90a", "gfx1100"].into_iter().find(|a| text.contains(&format!("amdhsa--{a}"))).unwrap_or("unknown arch");
+        let arch = ["gfx942", "gfx950", "gfx90a", "gfx1100"]
+            .into_iter()
+            .find(|a| text.contains(&format!("amdhsa--{a}")))
+            .unwrap_or("unknown arch");
         let Some(objdump) = objdump else {
             parts.push((arch.to_string(), format!("{} KiB, not disassembled (llvm-objdump-22 missing)", file_kib(obj))));
             continue;
@@ -90,15 +95,22 @@ pub fn hip(target: &Path, objdump: Option<&Path>) -> String {
             (Some(_), false) => format!(", mixed wavefront sizes {waves:?}"),
             (None, _) => String::new(),
         };
-        parts.push((arch.to_string(), format!(
-            "{} global_load_dwordx4, {} global_store_dwordx4, {} ds_bpermute/DPP, {} v_rsq_f32, {} v_sqrt_f32{}",
-            count(&asm, "global_load_dwordx4"),
-            count(&asm, "global_store_dwordx4"),
-            count(&asm, "ds_bpermute_b32") + count(&asm, "row_shr") + count(&asm, "row_bcast") + count(&asm, "quad_perm") + count(&asm, "DPP"),
-            count(&asm, "v_rsq_f32"),
-            count(&asm, "v_sqrt_f32"),
-            wave
-        )));
+        parts.push((
+            arch.to_string(),
+            format!(
+                "{} global_load_dwordx4, {} global_store_dwordx4, {} ds_bpermute/DPP, {} v_rsq_f32, {} v_sqrt_f32{}",
+                count(&asm, "global_load_dwordx4"),
+                count(&asm, "global_store_dwordx4"),
+                count(&asm, "ds_bpermute_b32")
+                    + count(&asm, "row_shr")
+                    + count(&asm, "row_bcast")
+                    + count(&asm, "quad_perm")
+                    + count(&asm, "DPP"),
+                count(&asm, "v_rsq_f32"),
+                count(&asm, "v_sqrt_f32"),
+                wave
+            ),
+        ));
     }
     let mut groups: Vec<(Vec<String>, String)> = Vec::new();
     for (arch, found) in parts {

@@ -169,7 +169,11 @@ pub fn run() -> Result<(), String> {
     let mut lines = Vec::new();
     for (name, status) in &statuses {
         let own = suites.for_backend(name);
-        let tests = if own.suites > 0 { format!(" [{} tests of its own: {} passed, {} failed]", own.passed + own.failed, own.passed, own.failed) } else { String::new() };
+        let tests = if own.suites > 0 {
+            format!(" [{} tests of its own: {} passed, {} failed]", own.passed + own.failed, own.passed, own.failed)
+        } else {
+            String::new()
+        };
         let mut line = match status {
             Ok(dev) => format!("{name}: ran ({dev}){tests}"),
             Err(reason) => format!("{name}: skipped — {reason}{tests}"),

@@ -92,7 +92,10 @@ fn parse_run(args: &[String]) -> Result<RunArgs, String> {
                 r.backends = Some(list);
             }
             "--ops" => r.req.ops = ops::parse_ops(value(&mut it, a)?)?,
-            "--dtypes" => r.req.dtypes = Some(value(&mut it, a)?.split(',').filter(|s| !s.trim().is_empty()).map(ops::parse_dtype).collect::<Result<_, _>>()?),
+            "--dtypes" => {
+                r.req.dtypes =
+                    Some(value(&mut it, a)?.split(',').filter(|s| !s.trim().is_empty()).map(ops::parse_dtype).collect::<Result<_, _>>()?)
+            }
             "--shapes" => r.req.shapes = Some(grid::parse_shapes(value(&mut it, a)?)?),
             "--quick" => r.req.size = Size::Quick,
             "--full" => r.req.size = Size::Full,
@@ -165,9 +168,25 @@ fn print_summary(file: &ResultsFile) {
     for r in &file.runs {
         for x in &r.results {
             let pct = x.pct_copy.map_or_else(|| "–".into(), |p| format!("{p:.0}%"));
-            println!("{:<8} {:<11} {:>13} {:<5} {:>8} {:>6} {:>10}", r.backend, x.op, format!("{}x{}", x.m, x.n), x.dtype, fmt_gbps(x.gbps), pct, fmt_us(x.us));
+            println!(
+                "{:<8} {:<11} {:>13} {:<5} {:>8} {:>6} {:>10}",
+                r.backend,
+                x.op,
+                format!("{}x{}", x.m, x.n),
+                x.dtype,
+                fmt_gbps(x.gbps),
+                pct,
+                fmt_us(x.us)
+            );
         }
-        println!("{:<8} copy ceiling {} GB/s on {}; {} errors, {} skipped", r.backend, fmt_gbps(r.copy_gbps), r.device, r.errors.len(), r.skipped.len());
+        println!(
+            "{:<8} copy ceiling {} GB/s on {}; {} errors, {} skipped",
+            r.backend,
+            fmt_gbps(r.copy_gbps),
+            r.device,
+            r.errors.len(),
+            r.skipped.len()
+        );
     }
 }
 
@@ -199,7 +218,9 @@ fn merge(args: &[String]) -> Result<ExitCode, String> {
     let file = ResultsFile::new(runs, peer_runs);
     report::write(&out, &file)?;
     let (n_runs, n_peers, n_files, dir) = (file.runs.len(), file.peers.len(), inputs.len() + peer_files.len(), out.display());
-    println!("merged {n_runs} runs and {n_peers} peer runs from {n_files} files; wrote {dir}/results.json, {dir}/report.md, {dir}/report.html");
+    println!(
+        "merged {n_runs} runs and {n_peers} peer runs from {n_files} files; wrote {dir}/results.json, {dir}/report.md, {dir}/report.html"
+    );
     Ok(ExitCode::SUCCESS)
 }
 

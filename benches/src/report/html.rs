@@ -47,7 +47,8 @@ document.body.setAttribute('data-scroll-width', String(document.documentElement.
 document.body.setAttribute('data-measured', 'yes');
 "#;
 
-const PEER_COLORS: [(&str, &str); 5] = [("torch eager", "#8a8f98"), ("torch.compile", "#9467bd"), ("Liger", "#ff7f0e"), ("QuACK", "#8c564b"), ("FlashInfer", "#17becf")];
+const PEER_COLORS: [(&str, &str); 5] =
+    [("torch eager", "#8a8f98"), ("torch.compile", "#9467bd"), ("Liger", "#ff7f0e"), ("QuACK", "#8c564b"), ("FlashInfer", "#17becf")];
 const EXTRA_COLORS: [&str; 6] = ["#e377c2", "#bcbd22", "#393b79", "#637939", "#17a2b8", "#843c39"];
 
 /// A color per run: cpu blue, cuda green, hip red, peers by implementation, then extras.
@@ -119,8 +120,22 @@ fn op_section(s: &mut String, op: Op, runs: &[&Run], colors: &[&'static str]) {
     }
     let hundred = [HLine { y: 100.0, label: "copy ceiling = 100%".into(), color: "#5b6475" }];
     s.push_str("<div class=\"charts\">");
-    s.push_str(&svg::render(&Chart { id: format!("chart-{op}-gbps"), title: format!("{op}: GB/s vs N"), y_label: "GB/s", series: &gbps, lines: &ceilings, log_ratio: 20.0 }));
-    s.push_str(&svg::render(&Chart { id: format!("chart-{op}-pct"), title: format!("{op}: % of copy ceiling vs N"), y_label: "% of copy ceiling", series: &pcts, lines: &hundred, log_ratio: f64::INFINITY }));
+    s.push_str(&svg::render(&Chart {
+        id: format!("chart-{op}-gbps"),
+        title: format!("{op}: GB/s vs N"),
+        y_label: "GB/s",
+        series: &gbps,
+        lines: &ceilings,
+        log_ratio: 20.0,
+    }));
+    s.push_str(&svg::render(&Chart {
+        id: format!("chart-{op}-pct"),
+        title: format!("{op}: % of copy ceiling vs N"),
+        y_label: "% of copy ceiling",
+        series: &pcts,
+        lines: &hundred,
+        log_ratio: f64::INFINITY,
+    }));
     s.push_str("</div><div class=\"legend\">");
     for ser in &gbps {
         let dash = if ser.dashed { " dashed" } else { "" };
@@ -139,7 +154,12 @@ fn short_device(d: &str) -> String {
 /// One GB/s series and one % series per (run, dtype), latency-bound points left out.
 fn series(op: Op, runs: &[&Run], colors: &[&'static str], idx: &[usize]) -> (Vec<Series>, Vec<Series>) {
     let dtypes_used: Vec<String> = {
-        let mut d: Vec<String> = idx.iter().flat_map(|&i| runs[i].results.iter()).filter(|x| x.op == op.name() && !is_latency(x)).map(|x| x.dtype.clone()).collect();
+        let mut d: Vec<String> = idx
+            .iter()
+            .flat_map(|&i| runs[i].results.iter())
+            .filter(|x| x.op == op.name() && !is_latency(x))
+            .map(|x| x.dtype.clone())
+            .collect();
         d.sort();
         d.dedup();
         d
@@ -273,9 +293,11 @@ fn peers(s: &mut String, file: &ResultsFile) {
     if file.peers.is_empty() {
         return;
     }
-    s.push_str("<section id=\"peers\"><h2>Peers</h2><p class=\"desc\">Measured by <code>peers/bench_peers.py</code> \
+    s.push_str(
+        "<section id=\"peers\"><h2>Peers</h2><p class=\"desc\">Measured by <code>peers/bench_peers.py</code> \
         (CUDA-graph replay, the same byte model); they are drawn in the charts above. Below: the fastest peer per case and \
-        normkit on the same device (µs for latency-bound shapes, GB/s otherwise).</p>");
+        normkit on the same device (µs for latency-bound shapes, GB/s otherwise).</p>",
+    );
     s.push_str("<div class=\"scroll\"><table class=\"peers\"><thead><tr><th>op</th><th>shape (M×N)</th><th>dtype</th><th>fastest peer</th><th></th><th>normkit</th></tr></thead><tbody>");
     for r in rows {
         let fmt = |gbps: f64, us: f64| if r.latency { format!("{} µs", fmt_us(us)) } else { format!("{} GB/s", fmt_gbps(gbps)) };

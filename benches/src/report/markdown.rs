@@ -58,7 +58,10 @@ fn peers(s: &mut String, file: &ResultsFile) {
         return;
     }
     let _ = writeln!(s, "\n## Peers: the fastest per case, and normkit on the same device\n");
-    let _ = writeln!(s, "Peers measured by `peers/bench_peers.py` (CUDA-graph replay, the same byte model). µs for latency-bound shapes, GB/s otherwise.\n");
+    let _ = writeln!(
+        s,
+        "Peers measured by `peers/bench_peers.py` (CUDA-graph replay, the same byte model). µs for latency-bound shapes, GB/s otherwise.\n"
+    );
     let _ = writeln!(s, "| op | shape | dtype | fastest peer | normkit |\n|---|---|---|---|---|");
     for r in rows {
         let fmt = |gbps: f64, us: f64| if r.latency { format!("{} µs", fmt_us(us)) } else { format!("{} GB/s", fmt_gbps(gbps)) };

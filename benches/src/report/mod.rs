@@ -59,7 +59,8 @@ pub(crate) type RowKey = (u64, u64, String);
 
 /// The distinct shapes measured for `op` over `runs`, bf16 first, then by N, then by M.
 pub(crate) fn row_keys(op: Op, runs: &[&Run]) -> Vec<RowKey> {
-    let mut keys: Vec<RowKey> = runs.iter().flat_map(|r| r.results.iter()).filter(|x| x.op == op.name()).map(|x| (x.n, x.m, x.dtype.clone())).collect();
+    let mut keys: Vec<RowKey> =
+        runs.iter().flat_map(|r| r.results.iter()).filter(|x| x.op == op.name()).map(|x| (x.n, x.m, x.dtype.clone())).collect();
     let rank = |d: &str| match d {
         "bf16" => 0,
         "f16" => 1,

@@ -162,7 +162,8 @@ pub fn render(c: &Chart<'_>) -> String {
         let _ = write!(s, r#"<line class="grid" x1="{xx:.1}" x2="{xx:.1}" y1="{TOP}" y2="{}"/>"#, TOP + ph);
         let _ = write!(s, r#"<text class="tick" x="{xx:.1}" y="{}" text-anchor="middle">{}</text>"#, TOP + ph + 16.0, fmt_n(x));
     }
-    let _ = write!(s, r#"<text class="axis" x="{}" y="{}" text-anchor="middle">hidden size N (log scale)</text>"#, LEFT + pw / 2.0, H - 8.0);
+    let _ =
+        write!(s, r#"<text class="axis" x="{}" y="{}" text-anchor="middle">hidden size N (log scale)</text>"#, LEFT + pw / 2.0, H - 8.0);
     let _ = write!(
         s,
         r#"<text class="axis" transform="translate(14 {}) rotate(-90)" text-anchor="middle">{}{}</text>"#,
@@ -174,12 +175,23 @@ pub fn render(c: &Chart<'_>) -> String {
     let mut placed: Vec<(f64, bool)> = Vec::new();
     for l in c.lines {
         let yy = py(l.y);
-        let _ = write!(s, r#"<line class="ceiling" stroke="{}" x1="{LEFT}" x2="{}" y1="{yy:.1}" y2="{yy:.1}"><title>{}</title></line>"#, l.color, LEFT + pw, esc(&l.label));
+        let _ = write!(
+            s,
+            r#"<line class="ceiling" stroke="{}" x1="{LEFT}" x2="{}" y1="{yy:.1}" y2="{yy:.1}"><title>{}</title></line>"#,
+            l.color,
+            LEFT + pw,
+            esc(&l.label)
+        );
         let right = !placed.iter().any(|&(y, r)| r && (y - yy).abs() < 13.0);
         let (x, anchor) = if right { (LEFT + pw - 4.0, "end") } else { (LEFT + 4.0, "start") };
         let ty = if !right && placed.iter().any(|&(y, r)| !r && (y - yy).abs() < 13.0) { yy + 13.0 } else { yy - 4.0 };
         placed.push((yy, right));
-        let _ = write!(s, r#"<text class="ceiling-label" fill="{}" x="{x}" y="{ty:.1}" text-anchor="{anchor}">{}</text>"#, l.color, esc(&l.label));
+        let _ = write!(
+            s,
+            r#"<text class="ceiling-label" fill="{}" x="{x}" y="{ty:.1}" text-anchor="{anchor}">{}</text>"#,
+            l.color,
+            esc(&l.label)
+        );
     }
     for (i, ser) in c.series.iter().enumerate() {
         let mut pts: Vec<&Point> = ser.points.iter().filter(|p| p.x > 0.0).collect();
@@ -192,9 +204,21 @@ pub fn render(c: &Chart<'_>) -> String {
             let (cx, cy) = (px(p.x), py(p.y));
             if ser.dashed {
                 // squares for the non-default dtypes, so a lone point is told apart too
-                let _ = write!(s, r#"<rect class="dot" fill="{}" x="{:.1}" y="{:.1}" width="7" height="7"><title>{}</title></rect>"#, ser.color, cx - 3.5, cy - 3.5, esc(&p.tip));
+                let _ = write!(
+                    s,
+                    r#"<rect class="dot" fill="{}" x="{:.1}" y="{:.1}" width="7" height="7"><title>{}</title></rect>"#,
+                    ser.color,
+                    cx - 3.5,
+                    cy - 3.5,
+                    esc(&p.tip)
+                );
             } else {
-                let _ = write!(s, r#"<circle class="dot" fill="{}" cx="{cx:.1}" cy="{cy:.1}" r="3.5"><title>{}</title></circle>"#, ser.color, esc(&p.tip));
+                let _ = write!(
+                    s,
+                    r#"<circle class="dot" fill="{}" cx="{cx:.1}" cy="{cy:.1}" r="3.5"><title>{}</title></circle>"#,
+                    ser.color,
+                    esc(&p.tip)
+                );
             }
         }
         s.push_str("</g>");

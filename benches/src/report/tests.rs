@@ -62,7 +62,10 @@ fn markdown_carries_the_input_numbers() {
     assert!(md.contains("ERROR ln_bwd 256x65536 bf16: device error <boom>"));
     assert!(md.contains("## ln_bwd") && !md.contains("## addrms_fwd"));
     // peers section: QuACK is the fastest on 32768x4096, the cuda run is on the same device
-    assert!(md.contains("| rms_fwd | 32768x4096 | bf16 | 2970 GB/s (QuACK · H100 80GB HBM3) | 2961 GB/s (cuda · NVIDIA H100 80GB HBM3) |"), "{md}");
+    assert!(
+        md.contains("| rms_fwd | 32768x4096 | bf16 | 2970 GB/s (QuACK · H100 80GB HBM3) | 2961 GB/s (cuda · NVIDIA H100 80GB HBM3) |"),
+        "{md}"
+    );
 }
 
 #[test]
@@ -100,13 +103,23 @@ fn artifact_dir() -> PathBuf {
 }
 
 fn chromium() -> Option<PathBuf> {
-    let candidates = [std::env::var("NORMKIT_CHROMIUM").unwrap_or_default(), "/usr/bin/chromium".into(), "/usr/bin/chromium-browser".into()];
+    let candidates =
+        [std::env::var("NORMKIT_CHROMIUM").unwrap_or_default(), "/usr/bin/chromium".into(), "/usr/bin/chromium-browser".into()];
     candidates.into_iter().filter(|c| !c.is_empty()).map(PathBuf::from).find(|p| p.exists())
 }
 
 fn chromium_cmd(bin: &Path, profile: &Path) -> Command {
     let mut c = Command::new(bin);
-    c.args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"]);
+    c.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+    ]);
     c.arg(format!("--user-data-dir={}", profile.display()));
     c.arg("--window-size=1400,2000").arg("--virtual-time-budget=3000");
     c
@@ -128,7 +141,9 @@ fn html_renders_in_headless_chromium() {
             eprintln!("SKIPPED: Chromium not found and NORMKIT_SKIP_BROWSER_TEST=1");
             return;
         }
-        panic!("Chromium not found at /usr/bin/chromium (run `cargo xtask toolchains`, set NORMKIT_CHROMIUM, or NORMKIT_SKIP_BROWSER_TEST=1)");
+        panic!(
+            "Chromium not found at /usr/bin/chromium (run `cargo xtask toolchains`, set NORMKIT_CHROMIUM, or NORMKIT_SKIP_BROWSER_TEST=1)"
+        );
     };
     let out = artifact_dir();
     std::fs::create_dir_all(&out).unwrap();
@@ -146,14 +161,18 @@ fn html_renders_in_headless_chromium() {
     assert_eq!(charts.len(), 4, "two charts for each of rms_fwd and ln_bwd");
     for c in &charts {
         let attr = |name: &str| c.split(&format!("{name}=\"")).nth(1).and_then(|r| r.split('"').next()).unwrap_or("");
-        let (w, h) = attr("data-bbox").split_once('x').map(|(w, h)| (w.parse::<u32>().unwrap_or(0), h.parse::<u32>().unwrap_or(0))).unwrap_or((0, 0));
+        let (w, h) = attr("data-bbox")
+            .split_once('x')
+            .map(|(w, h)| (w.parse::<u32>().unwrap_or(0), h.parse::<u32>().unwrap_or(0)))
+            .unwrap_or((0, 0));
         assert!(w > 300 && h > 200, "chart {} measured {w}x{h}", attr("id"));
         assert!(attr("data-series").parse::<u32>().unwrap_or(0) >= 1, "chart {} draws no line", attr("id"));
     }
 
     let png = out.join("report.png");
     let _ = std::fs::remove_file(&png);
-    let status = chromium_cmd(&bin, &profile).arg(format!("--screenshot={}", png.display())).arg(&page).output().expect("run chromium --screenshot");
+    let status =
+        chromium_cmd(&bin, &profile).arg(format!("--screenshot={}", png.display())).arg(&page).output().expect("run chromium --screenshot");
     let bytes = std::fs::read(&png).unwrap_or_else(|_| panic!("no screenshot written: {}", String::from_utf8_lossy(&status.stderr)));
     assert_eq!(png_size(&bytes), Some((1400, 2000)), "screenshot is a 1400x2000 PNG");
     assert!(bytes.len() > 40_000, "screenshot of {} bytes looks blank", bytes.len());

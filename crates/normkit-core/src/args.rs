@@ -109,13 +109,21 @@ pub(crate) mod map {
     pub fn mat_ref<'a, B: ?Sized, C: ?Sized>(m: MatRef<'a, B>, op: Operand, f: &impl Fn(&'a B) -> Option<&'a C>) -> R<'a, MatRef<'a, C>> {
         Ok(MatRef { buf: f(m.buf).ok_or(op)?, layout: m.layout })
     }
-    pub fn mat_mut<'a, B: ?Sized, C: ?Sized>(m: MatMut<'a, B>, op: Operand, g: &impl Fn(&'a mut B) -> Option<&'a mut C>) -> R<'a, MatMut<'a, C>> {
+    pub fn mat_mut<'a, B: ?Sized, C: ?Sized>(
+        m: MatMut<'a, B>,
+        op: Operand,
+        g: &impl Fn(&'a mut B) -> Option<&'a mut C>,
+    ) -> R<'a, MatMut<'a, C>> {
         Ok(MatMut { buf: g(m.buf).ok_or(op)?, layout: m.layout })
     }
     pub fn vec_ref<'a, B: ?Sized, C: ?Sized>(v: VecRef<'a, B>, op: Operand, f: &impl Fn(&'a B) -> Option<&'a C>) -> R<'a, VecRef<'a, C>> {
         Ok(VecRef { buf: f(v.buf).ok_or(op)?, span: v.span })
     }
-    pub fn vec_mut<'a, B: ?Sized, C: ?Sized>(v: VecMut<'a, B>, op: Operand, g: &impl Fn(&'a mut B) -> Option<&'a mut C>) -> R<'a, VecMut<'a, C>> {
+    pub fn vec_mut<'a, B: ?Sized, C: ?Sized>(
+        v: VecMut<'a, B>,
+        op: Operand,
+        g: &impl Fn(&'a mut B) -> Option<&'a mut C>,
+    ) -> R<'a, VecMut<'a, C>> {
         Ok(VecMut { buf: g(v.buf).ok_or(op)?, span: v.span })
     }
     pub fn in_out<'a, B: ?Sized, C: ?Sized>(

@@ -148,12 +148,7 @@ impl NormDesc {
 
     /// Short name of the forward op, as used in benchmark results (`rms_fwd`, `addrms_fwd`, ...).
     pub fn op_name(&self, backward: bool) -> String {
-        format!(
-            "{}{}_{}",
-            if self.residual { "add" } else { "" },
-            self.kind.name(),
-            if backward { "bwd" } else { "fwd" }
-        )
+        format!("{}{}_{}", if self.residual { "add" } else { "" }, self.kind.name(), if backward { "bwd" } else { "fwd" })
     }
 }
 

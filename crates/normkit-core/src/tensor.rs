@@ -58,10 +58,7 @@ impl Layout {
         if self.rows == 0 || self.cols == 0 {
             return Some(self.offset);
         }
-        (self.rows - 1)
-            .checked_mul(self.stride)?
-            .checked_add(self.cols)?
-            .checked_add(self.offset)
+        (self.rows - 1).checked_mul(self.stride)?.checked_add(self.cols)?.checked_add(self.offset)
     }
 
     /// Whether rows follow each other with no gap.
@@ -173,7 +170,10 @@ impl<'a, B: Buffer + ?Sized> VecMut<'a, B> {
 /// An input and the output computed from it: either two views, or one view overwritten in place.
 #[derive(Debug)]
 pub enum InOut<'a, B: ?Sized> {
-    Separate { input: MatRef<'a, B>, output: MatMut<'a, B> },
+    Separate {
+        input: MatRef<'a, B>,
+        output: MatMut<'a, B>,
+    },
     /// The output overwrites the input (same buffer, same layout, same dtype).
     InPlace(MatMut<'a, B>),
 }

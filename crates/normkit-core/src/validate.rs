@@ -227,8 +227,16 @@ pub fn validate_forward<B: Buffer + ?Sized>(desc: &NormDesc, a: &Forward<'_, B>)
         residual = Some((rl, r.output_layout(), r.is_in_place()));
     }
 
-    let weight = a.weight.as_ref().map(|w| check_vec(Operand::Weight, w.buf, w.span, n, dtypes.weight, "weight and bias must share a dtype")).transpose()?;
-    let bias = a.bias.as_ref().map(|b| check_vec(Operand::Bias, b.buf, b.span, n, dtypes.weight, "weight and bias must share a dtype")).transpose()?;
+    let weight = a
+        .weight
+        .as_ref()
+        .map(|w| check_vec(Operand::Weight, w.buf, w.span, n, dtypes.weight, "weight and bias must share a dtype"))
+        .transpose()?;
+    let bias = a
+        .bias
+        .as_ref()
+        .map(|b| check_vec(Operand::Bias, b.buf, b.span, n, dtypes.weight, "weight and bias must share a dtype"))
+        .transpose()?;
     let mean = a.mean.as_ref().map(|v| check_vec(Operand::Mean, &*v.buf, v.span, m, DType::F32, "statistics are f32")).transpose()?;
     let rstd = a.rstd.as_ref().map(|v| check_vec(Operand::Rstd, &*v.buf, v.span, m, DType::F32, "statistics are f32")).transpose()?;
 
@@ -296,11 +304,21 @@ pub fn validate_backward<B: Buffer + ?Sized>(desc: &NormDesc, a: &Backward<'_, B
         d_residual_out = Some(d.layout);
     }
 
-    let weight = a.weight.as_ref().map(|w| check_vec(Operand::Weight, w.buf, w.span, n, wdt, "weight and its gradients must share a dtype")).transpose()?;
+    let weight = a
+        .weight
+        .as_ref()
+        .map(|w| check_vec(Operand::Weight, w.buf, w.span, n, wdt, "weight and its gradients must share a dtype"))
+        .transpose()?;
     let mean = a.mean.as_ref().map(|v| check_vec(Operand::Mean, v.buf, v.span, m, DType::F32, "statistics are f32")).transpose()?;
     let rstd = check_vec(Operand::Rstd, a.rstd.buf, a.rstd.span, m, DType::F32, "statistics are f32")?;
-    let dw = a.dw.as_ref().map(|v| check_vec(Operand::Dw, &*v.buf, v.span, n, wdt, "weight and its gradients must share a dtype")).transpose()?;
-    let db = a.db.as_ref().map(|v| check_vec(Operand::Db, &*v.buf, v.span, n, wdt, "weight and its gradients must share a dtype")).transpose()?;
+    let dw =
+        a.dw.as_ref()
+            .map(|v| check_vec(Operand::Dw, &*v.buf, v.span, n, wdt, "weight and its gradients must share a dtype"))
+            .transpose()?;
+    let db =
+        a.db.as_ref()
+            .map(|v| check_vec(Operand::Db, &*v.buf, v.span, n, wdt, "weight and its gradients must share a dtype"))
+            .transpose()?;
 
     let mut regions = Vec::new();
     regions.extend(mat_region(Operand::X, a.x.buf, &xl, false));

@@ -25,10 +25,7 @@ impl CudaBackend {
 
     fn events(&self) -> Result<(cudarc::driver::CudaEvent, cudarc::driver::CudaEvent)> {
         let flags = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
-        Ok((
-            self.ctx.new_event(flags).map_err(dev_err("event creation"))?,
-            self.ctx.new_event(flags).map_err(dev_err("event creation"))?,
-        ))
+        Ok((self.ctx.new_event(flags).map_err(dev_err("event creation"))?, self.ctx.new_event(flags).map_err(dev_err("event creation"))?))
     }
 }
 
@@ -92,9 +89,7 @@ impl BenchBackend for CudaBackend {
             f(i)?;
         }
         self.synchronize()?;
-        self.stream
-            .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED)
-            .map_err(dev_err("graph capture"))?;
+        self.stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED).map_err(dev_err("graph capture"))?;
         let mut captured = Ok(());
         for i in 0..calls {
             captured = f(i);

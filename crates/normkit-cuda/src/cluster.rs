@@ -198,13 +198,25 @@ impl CudaBackend {
 
     /// Launches `clusters` clusters of `c` CTAs of `t` threads (cuLaunchKernelEx).
     fn launch_cluster<P: cudarc::driver::DeviceRepr>(&self, k: Kernel, clusters: u32, c: u32, t: u32, smem: u32, p: &P) -> Result<()> {
-        let grid = clusters.checked_mul(c).ok_or(NormError::ResourceLimit { resource: "grid", requested: clusters as u64 * c as u64, available: u32::MAX as u64 })?;
+        let grid = clusters.checked_mul(c).ok_or(NormError::ResourceLimit {
+            resource: "grid",
+            requested: clusters as u64 * c as u64,
+            available: u32::MAX as u64,
+        })?;
         self.launch_ex(k, grid, t, smem, cluster_attr(c), p)
     }
 
     /// cuLaunchKernelEx of `grid` CTAs of `t` threads with one launch attribute (a cluster
     /// shape, or a programmatic dependency).
-    pub(crate) fn launch_ex<P: cudarc::driver::DeviceRepr>(&self, k: Kernel, grid: u32, t: u32, smem: u32, mut attr: sys::CUlaunchAttribute, p: &P) -> Result<()> {
+    pub(crate) fn launch_ex<P: cudarc::driver::DeviceRepr>(
+        &self,
+        k: Kernel,
+        grid: u32,
+        t: u32,
+        smem: u32,
+        mut attr: sys::CUlaunchAttribute,
+        p: &P,
+    ) -> Result<()> {
         debug_assert!(t <= k.max_threads);
         self.ctx.bind_to_thread().map_err(dev_err("bind context"))?;
         let cfg = launch_config(grid, t, smem, self.stream.cu_stream(), &mut attr);
@@ -256,7 +268,15 @@ impl CudaBackend {
 
     /// Backward hook (after the register path, before the staged/split planning): runs the
     /// cluster kernel and the finalize and returns true, or returns false.
-    pub(crate) fn cluster_backward(&self, desc: &NormDesc, dtypes: &DTypes, has_weight: bool, p: &mut BwdParams, vec_ok: bool, nacc: usize) -> Result<bool> {
+    pub(crate) fn cluster_backward(
+        &self,
+        desc: &NormDesc,
+        dtypes: &DTypes,
+        has_weight: bool,
+        p: &mut BwdParams,
+        vec_ok: bool,
+        nacc: usize,
+    ) -> Result<bool> {
         let dt = dtypes.x;
         let ln = desc.kind == NormKind::Layer;
         if self.compute_capability().0 < 9

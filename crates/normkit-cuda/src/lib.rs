@@ -43,8 +43,8 @@ use cudarc::driver::result as cu;
 use cudarc::driver::sys;
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, LaunchConfig, PushKernelArg};
 use normkit_core::{
-    validate_backward, validate_forward, Backward, Buffer, CastingMode, DType, DTypes, Direction, Forward, HostBuf,
-    InOut, Layout, NormDesc, NormError, NormKernel, NormKind, Operand, Result, Span,
+    validate_backward, validate_forward, Backward, Buffer, CastingMode, DType, DTypes, Direction, Forward, HostBuf, InOut, Layout,
+    NormDesc, NormError, NormKernel, NormKind, Operand, Result, Span,
 };
 
 use params::{BwdParams, FwdParams};
@@ -208,10 +208,7 @@ impl CudaBackend {
     pub fn with_device(ordinal: usize) -> Result<Self> {
         // SAFETY: only probes for the driver library (dlopen); cudarc panics on first use otherwise.
         if !unsafe { sys::is_culib_present() } {
-            return Err(NormError::BackendUnavailable {
-                backend: BACKEND,
-                reason: "no CUDA driver (libcuda.so not found)".into(),
-            });
+            return Err(NormError::BackendUnavailable { backend: BACKEND, reason: "no CUDA driver (libcuda.so not found)".into() });
         }
         let unavailable = |reason: String| NormError::BackendUnavailable { backend: BACKEND, reason };
         cu::init().map_err(|e| unavailable(format!("cuInit failed: {e}")))?;
@@ -228,9 +225,7 @@ impl CudaBackend {
             return Err(unavailable(format!("compute capability {}.{} is below 9.0 (the fatbin targets sm_90+)", cc.0, cc.1)));
         }
         let stream = ctx.new_stream().map_err(dev_err("stream creation"))?;
-        let module = ctx
-            .load_module(cudarc::nvrtc::Ptx::from_binary(FATBIN.to_vec()))
-            .map_err(dev_err("module load"))?;
+        let module = ctx.load_module(cudarc::nvrtc::Ptx::from_binary(FATBIN.to_vec())).map_err(dev_err("module load"))?;
         let mut funcs = Vec::with_capacity(kernels::ALL.len());
         for k in kernels::ALL.iter() {
             let f = module.load_function(k.name).map_err(dev_err("kernel lookup"))?;
@@ -260,18 +255,15 @@ impl CudaBackend {
                 dyn_smem_max[k.index] = smem_limit as usize;
             } else if k.name.starts_with("nk_fwd_reg") || k.name.starts_with("nk_bwd_reg") || k.name.starts_with("nk_bwd_rows") {
                 let f = &funcs[k.index];
-                let st = f
-                    .get_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)
-                    .map_err(dev_err("kernel attribute"))?;
+                let st =
+                    f.get_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES).map_err(dev_err("kernel attribute"))?;
                 let lim = smem_optin - st;
                 f.set_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, lim)
                     .map_err(dev_err("kernel attribute"))?;
                 dyn_smem_max[k.index] = lim as usize;
             }
         }
-        let sms = ctx
-            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
-            .map_err(dev_err("device query"))? as u32;
+        let sms = ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map_err(dev_err("device query"))? as u32;
         let name = ctx.name().unwrap_or_else(|_| "CUDA device".into());
         Ok(CudaBackend {
             ctx,
@@ -476,10 +468,11 @@ fn dt_tag(d: DType) -> &'static str {
 }
 
 fn find_kernel(name: &str) -> Result<Kernel> {
-    kernels::ALL.iter().copied().find(|k| k.name == name).ok_or_else(|| NormError::BackendUnavailable {
-        backend: BACKEND,
-        reason: format!("kernel {name} missing from the fatbin"),
-    })
+    kernels::ALL
+        .iter()
+        .copied()
+        .find(|k| k.name == name)
+        .ok_or_else(|| NormError::BackendUnavailable { backend: BACKEND, reason: format!("kernel {name} missing from the fatbin") })
 }
 
 const SPLIT_CHUNK: usize = kernels::NK_SPLIT_THREADS * kernels::NK_SPLIT_ELEMS;
@@ -591,14 +584,16 @@ impl NormKernel for CudaBackend {
             // 16 chunks per thread (a warp per row at N = 4096): 16-bit dtypes without residual,
             // where a table row asks for it (256-thread CTAs at most).
             let k16 = k_per_thread > 2 * REG_KMAX && k_per_thread <= 4 * REG_KMAX && wide_ok && block <= 256;
-            if uniform
-                && desc.casting == CastingMode::Gemma
-                && (k_per_thread <= REG_KMAX || k8 || k16)
-                && (block <= 512 || wide_ok)
-            {
+            if uniform && desc.casting == CastingMode::Gemma && (k_per_thread <= REG_KMAX || k8 || k16) && (block <= 512 || wide_ok) {
                 let kind = if flags & params::F_LN != 0 { "ln" } else { "rms" };
                 let res = if desc.residual { "_res" } else { "" };
-                let ks = if k16 { "16" } else if k8 { "8" } else { "" };
+                let ks = if k16 {
+                    "16"
+                } else if k8 {
+                    "8"
+                } else {
+                    ""
+                };
                 let k = find_kernel(&format!("nk_fwd_reg{ks}_{}_{kind}{res}_{}", dt_tag(dt), if vec_ok { "a" } else { "u" }))?;
                 p.group = rc.group as i32;
                 p.rpc = rc.rows_per_cta as i32;
@@ -676,10 +671,7 @@ impl NormKernel for CudaBackend {
             dt_w: dt_code(plan.dtypes.weight),
             ..Default::default()
         };
-        let mut vec_ok = plan.n % 8 == 0
-            && mat_vec_ok(a.x.buf, &plan.x)
-            && mat_vec_ok(dyb, &plan.dy)
-            && mat_vec_ok(dxb, &plan.dx);
+        let mut vec_ok = plan.n % 8 == 0 && mat_vec_ok(a.x.buf, &plan.x) && mat_vec_ok(dyb, &plan.dy) && mat_vec_ok(dxb, &plan.dx);
         let mut flags = if desc.kind == NormKind::Layer { params::F_LN } else { 0 };
         if let (Some(d), Some(l)) = (&a.d_residual_out, plan.d_residual_out) {
             self.check_own(Operand::DResidualOut, d.buf)?;
@@ -739,10 +731,8 @@ impl NormKernel for CudaBackend {
         } else {
             self.tuning.bwd_reg4
         };
-        let uniform_b = vec_ok
-            && plan.dtypes.y == dt
-            && (a.weight.is_none() || plan.dtypes.weight == dt)
-            && (ln || flags & params::F_BIAS == 0);
+        let uniform_b =
+            vec_ok && plan.dtypes.y == dt && (a.weight.is_none() || plan.dtypes.weight == dt) && (ln || flags & params::F_BIAS == 0);
         // Row-batch kernels (rows.rs): 16-bit, 16-byte layouts, 512 < N ≤ 2048, every M.
         let call = rows::RowsCall { dt, ln, res: a.d_residual_out.is_some(), uniform: uniform_b, n, m, nacc };
         if self.rows_backward(&call, &mut p)? {
@@ -838,9 +828,7 @@ impl NormKernel for CudaBackend {
             }
         };
         let part_bytes = (parts as usize).checked_mul(n * 4).ok_or_else(too_big)?;
-        let total = align256(stats_bytes)
-            .checked_add(align256(part_bytes) * nacc)
-            .ok_or_else(too_big)?;
+        let total = align256(stats_bytes).checked_add(align256(part_bytes) * nacc).ok_or_else(too_big)?;
         let ws = if total > 0 { self.workspace(total)? } else { 0 };
         p.ws_stats = ws;
         p.ws_dw = ws + align256(stats_bytes) as u64;
@@ -876,9 +864,11 @@ impl NormKernel for CudaBackend {
     }
 
     fn alloc(&self, dtype: DType, len: usize) -> Result<CudaBuffer> {
-        let bytes = len
-            .checked_mul(dtype.size_bytes())
-            .ok_or(NormError::ResourceLimit { resource: "device memory", requested: u64::MAX, available: 0 })?;
+        let bytes = len.checked_mul(dtype.size_bytes()).ok_or(NormError::ResourceLimit {
+            resource: "device memory",
+            requested: u64::MAX,
+            available: 0,
+        })?;
         if bytes == 0 {
             return Ok(CudaBuffer { dtype, len, ptr: 0, ctx_id: self.ctx_id(), _owner: None });
         }

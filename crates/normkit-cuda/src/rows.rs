@@ -49,7 +49,8 @@ impl CudaBackend {
         }
         // The group size is compile-time: 128 threads to N = 1024, 256 (`g256`) to 2048.
         let (group, gtag) = if c.n <= 1024 { (128u32, "") } else { (256, "g256") };
-        let name = format!("nk_bwd_rows{ROWS}{gtag}_{}_{}{}", dt_tag(c.dt), if c.ln { "ln" } else { "rms" }, if c.res { "_res" } else { "" });
+        let name =
+            format!("nk_bwd_rows{ROWS}{gtag}_{}_{}{}", dt_tag(c.dt), if c.ln { "ln" } else { "rms" }, if c.res { "_res" } else { "" });
         let Ok(k) = find_kernel(&name) else {
             return Ok(false);
         };

@@ -105,7 +105,14 @@ static BWD_REG4_SM90: [RowConfig; 3] = [rc(4096, 128, 1), rc(8192, 256, 1), rc(1
 impl Tuning {
     /// Hopper (H100, H200).
     pub fn for_sm90() -> &'static Tuning {
-        static T: Tuning = Tuning { fwd: &ROWS_SM90, bwd: &ROWS_SM90, bwd_reg: &BWD_REG_SM90, bwd_reg1: &BWD_REG1_SM90, bwd_reg4: &BWD_REG4_SM90, split_bwd_ctas_per_sm: 8 };
+        static T: Tuning = Tuning {
+            fwd: &ROWS_SM90,
+            bwd: &ROWS_SM90,
+            bwd_reg: &BWD_REG_SM90,
+            bwd_reg1: &BWD_REG1_SM90,
+            bwd_reg4: &BWD_REG4_SM90,
+            split_bwd_ctas_per_sm: 8,
+        };
         &T
     }
 

@@ -1,15 +1,14 @@
 //! `HipBackend`: device set-up, buffers, launches.
 
 use crate::config::LaunchConfig;
-use crate::plan::{self, align256, BwdPath, BwdShape, FwdLaunch, FwdShape};
 use crate::elf;
 use crate::ffi::{self, attr, Api, DevicePtr, Event, Function, HipError, LoadError, Module, Stream};
 use crate::kernels::{self, Kernel};
 use crate::params::{self, BwdParams, FwdParams};
+use crate::plan::{self, align256, BwdPath, BwdShape, FwdLaunch, FwdShape};
 use normkit_core::{
-    check_desc, check_dtypes, validate_backward, validate_forward, Backward, BenchBackend, Buffer, CastingMode, DType,
-    DTypes, DeviceInfo, Direction, Forward, HostBuf, InOut, Layout, NormDesc, NormError, NormKernel, NormKind, Operand,
-    Result, Span,
+    check_desc, check_dtypes, validate_backward, validate_forward, Backward, BenchBackend, Buffer, CastingMode, DType, DTypes, DeviceInfo,
+    Direction, Forward, HostBuf, InOut, Layout, NormDesc, NormError, NormKernel, NormKind, Operand, Result, Span,
 };
 use std::collections::HashMap;
 use std::ffi::{c_void, CString};
@@ -50,15 +49,12 @@ impl fmt::Display for InitError {
             InitError::Library(e) => write!(f, "{e}"),
             InitError::NoDevice => write!(f, "no AMD GPU (hipErrorNoDevice)"),
             InitError::BadDevice { requested, count } => write!(f, "device {requested} requested, {count} present"),
-            InitError::UnsupportedArch { name, major, minor } => write!(
-                f,
-                "no code object for {name} (gfx{major}{minor}x); built for {}",
-                kernels::archs().collect::<Vec<_>>().join(", ")
-            ),
-            InitError::WavefrontMismatch { arch, device, code_object } => write!(
-                f,
-                "wavefront size mismatch: the device reports {device}, the {arch} code object was built for {code_object}"
-            ),
+            InitError::UnsupportedArch { name, major, minor } => {
+                write!(f, "no code object for {name} (gfx{major}{minor}x); built for {}", kernels::archs().collect::<Vec<_>>().join(", "))
+            }
+            InitError::WavefrontMismatch { arch, device, code_object } => {
+                write!(f, "wavefront size mismatch: the device reports {device}, the {arch} code object was built for {code_object}")
+            }
             InitError::CodeObject(e) => write!(f, "{e}"),
             InitError::Runtime(e) => write!(f, "{e}"),
         }
@@ -416,19 +412,7 @@ impl HipBackend {
         // of live device buffers or from the workspace; the runtime copies the argument block
         // before returning.
         let st = unsafe {
-            (self.ctx.api.module_launch_kernel)(
-                f,
-                gx,
-                gy,
-                1,
-                threads,
-                1,
-                1,
-                lds,
-                self.ctx.stream,
-                args.as_mut_ptr(),
-                std::ptr::null_mut(),
-            )
+            (self.ctx.api.module_launch_kernel)(f, gx, gy, 1, threads, 1, 1, lds, self.ctx.stream, args.as_mut_ptr(), std::ptr::null_mut())
         };
         self.ctx.api.check(st, "hipModuleLaunchKernel").map_err(dev_err("kernel launch"))
     }
@@ -453,7 +437,11 @@ impl HipBackend {
         let mut p: DevicePtr = std::ptr::null_mut();
         // SAFETY: writes one device pointer.
         let st = unsafe { (api.malloc)(&mut p, bytes) };
-        api.check(st, "hipMalloc").map_err(|_| NormError::ResourceLimit { resource: "HIP workspace bytes", requested: bytes as u64, available: 0 })?;
+        api.check(st, "hipMalloc").map_err(|_| NormError::ResourceLimit {
+            resource: "HIP workspace bytes",
+            requested: bytes as u64,
+            available: 0,
+        })?;
         *ws = Workspace { ptr: p as u64, bytes };
         Ok(ws.ptr)
     }
@@ -490,7 +478,6 @@ impl HipBackend {
         let st = unsafe { (self.ctx.api.stream_synchronize)(self.ctx.stream) };
         self.ctx.api.check(st, "hipStreamSynchronize").map_err(dev_err("synchronize"))
     }
-
 }
 
 fn poisoned() -> NormError {
@@ -619,9 +606,8 @@ impl NormKernel for HipBackend {
             && ((flags & (params::F_WEIGHT | params::F_BIAS)) == 0 || d.weight != DType::F32);
         let nvec = usize::from(flags & params::F_WEIGHT != 0) + usize::from(flags & params::F_BIAS != 0);
         // The register-resident kernels: every tensor in x's dtype and Gemma casting.
-        let uniform = d.y == d.x
-            && (!desc.residual || d.residual == d.x)
-            && ((flags & (params::F_WEIGHT | params::F_BIAS)) == 0 || d.weight == d.x);
+        let uniform =
+            d.y == d.x && (!desc.residual || d.residual == d.x) && ((flags & (params::F_WEIGHT | params::F_BIAS)) == 0 || d.weight == d.x);
         let reg = (uniform && desc.casting == CastingMode::Gemma).then(|| (d.x.name(), desc.kind == NormKind::Layer));
         let shape = FwdShape { m: plan.m, n: plan.n, aligned: vec_ok, all16, nvec, residual: desc.residual, reg };
         match plan::forward(&self.ctx.config, self.ctx.cus, &shape, self.ctx.fwd_lds_limit)? {
@@ -664,8 +650,7 @@ impl NormKernel for HipBackend {
             dt_w: dt_code(plan.dtypes.weight),
             ..Default::default()
         };
-        let mut vec_ok =
-            plan.n % 8 == 0 && mat_vec_ok(a.x.buf, &plan.x) && mat_vec_ok(dyb, &plan.dy) && mat_vec_ok(dxb, &plan.dx);
+        let mut vec_ok = plan.n % 8 == 0 && mat_vec_ok(a.x.buf, &plan.x) && mat_vec_ok(dyb, &plan.dy) && mat_vec_ok(dxb, &plan.dx);
         let mut flags = if desc.kind == NormKind::Layer { params::F_LN } else { 0 };
         if let (Some(d), Some(l)) = (&a.d_residual_out, plan.d_residual_out) {
             self.check_owner(Operand::DResidualOut, d.buf)?;
@@ -744,18 +729,21 @@ impl NormKernel for HipBackend {
     }
 
     fn alloc(&self, dtype: DType, len: usize) -> Result<HipBuffer> {
-        let bytes = len
-            .checked_mul(dtype.size_bytes())
-            .ok_or(NormError::ResourceLimit { resource: "HIP allocation bytes", requested: u64::MAX, available: 0 })?;
+        let bytes = len.checked_mul(dtype.size_bytes()).ok_or(NormError::ResourceLimit {
+            resource: "HIP allocation bytes",
+            requested: u64::MAX,
+            available: 0,
+        })?;
         let mut p: DevicePtr = std::ptr::null_mut();
         if bytes > 0 {
             self.bind()?;
             // SAFETY: writes one device pointer.
             let st = unsafe { (self.ctx.api.malloc)(&mut p, bytes) };
-            self.ctx
-                .api
-                .check(st, "hipMalloc")
-                .map_err(|_| NormError::ResourceLimit { resource: "HIP device memory bytes", requested: bytes as u64, available: 0 })?;
+            self.ctx.api.check(st, "hipMalloc").map_err(|_| NormError::ResourceLimit {
+                resource: "HIP device memory bytes",
+                requested: bytes as u64,
+                available: 0,
+            })?;
         }
         Ok(HipBuffer { ptr: p as u64, len, dtype, ctx_id: self.ctx.id, owner: Some(self.ctx.clone()) })
     }

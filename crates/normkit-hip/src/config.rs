@@ -286,9 +286,13 @@ mod tests {
     #[test]
     fn tables_are_consistent_with_the_kernels() {
         for cfg in [LaunchConfig::for_gfx942(), LaunchConfig::for_gfx950(), LaunchConfig::for_gfx90a()] {
-            for (table, kernel) in
-                [(cfg.fwd_rows, "nk_fwd_row_a"), (cfg.bwd_rows, "nk_bwd_row_a"), (cfg.bwd_reg_rows, "nk_bwd_reg_bf16_rms"), (cfg.bwd_reg1_rows, "nk_bwd_reg1_f16_rms"), (cfg.bwd_reg4_rows, "nk_bwd_reg4_bf16_rms")]
-            {
+            for (table, kernel) in [
+                (cfg.fwd_rows, "nk_fwd_row_a"),
+                (cfg.bwd_rows, "nk_bwd_row_a"),
+                (cfg.bwd_reg_rows, "nk_bwd_reg_bf16_rms"),
+                (cfg.bwd_reg1_rows, "nk_bwd_reg1_f16_rms"),
+                (cfg.bwd_reg4_rows, "nk_bwd_reg4_bf16_rms"),
+            ] {
                 let mut last = 0;
                 for r in table {
                     assert!(r.max_n > last, "tables grow");

@@ -148,9 +148,7 @@ impl Api {
                 // keeps the library loaded.
                 match unsafe { lib.get(concat!($name, "\0").as_bytes()) } {
                     Ok(f) => *f,
-                    Err(_) => {
-                        return Err(LoadError::MissingSymbol { soname: soname.to_string(), symbol: $name.to_string() })
-                    }
+                    Err(_) => return Err(LoadError::MissingSymbol { soname: soname.to_string(), symbol: $name.to_string() }),
                 }
             }};
         }

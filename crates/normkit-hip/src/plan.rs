@@ -254,9 +254,7 @@ pub fn backward(cfg: &LaunchConfig, cus: u32, s: &BwdShape, lds_limit: usize) ->
         }
     };
     let part_bytes = usize::try_from(parts).ok().and_then(|p| p.checked_mul(s.n.checked_mul(4)?)).ok_or_else(too_big)?;
-    let ws_bytes = align256(stats_bytes)
-        .checked_add(align256(part_bytes).checked_mul(s.nacc).ok_or_else(too_big)?)
-        .ok_or_else(too_big)?;
+    let ws_bytes = align256(stats_bytes).checked_add(align256(part_bytes).checked_mul(s.nacc).ok_or_else(too_big)?).ok_or_else(too_big)?;
     Ok(BwdLaunch { path, parts, nsplit, stats_bytes, part_bytes, ws_bytes, finalize_blocks })
 }
 
@@ -314,7 +312,9 @@ mod tests {
         let cfg = LaunchConfig::for_gfx942();
         let lim = limit(&cfg, "nk_fwd_r");
         let s = |n, nvec| FwdShape { m: 4, n, aligned: true, all16: true, nvec, residual: false, reg: None };
-        assert!(matches!(forward(&cfg, 304, &s(8192, 1), lim).unwrap(), FwdLaunch::Row { group: 256, slot: 16, kernel, .. } if kernel.narrow));
+        assert!(
+            matches!(forward(&cfg, 304, &s(8192, 1), lim).unwrap(), FwdLaunch::Row { group: 256, slot: 16, kernel, .. } if kernel.narrow)
+        );
         // 16384 bf16 with a weight needs 64 KiB of LDS plus the scratch: split on gfx942.
         assert!(matches!(forward(&cfg, 304, &s(16384, 1), lim).unwrap(), FwdLaunch::Split { nsplit: 4, apply, .. } if apply.narrow));
         assert!(matches!(forward(&cfg, 304, &s(16384, 0), lim).unwrap(), FwdLaunch::Row { group: 512, .. }));
@@ -322,12 +322,18 @@ mod tests {
         // The register-resident kernels take uniform-dtype Gemma calls up to 4 chunks per thread,
         // whatever the LDS: 16384 bf16 with a weight runs in registers.
         let r = |n, aligned| FwdShape { reg: Some(("bf16", false)), aligned, ..s(n, 1) };
-        assert!(matches!(forward(&cfg, 304, &r(16384, true), lim).unwrap(), FwdLaunch::Row { kernel, lds: 0, .. } if kernel.name == "nk_fwd_reg_bf16_rms_a"));
-        assert!(matches!(forward(&cfg, 304, &r(16384, false), lim).unwrap(), FwdLaunch::Row { kernel, .. } if kernel.name == "nk_fwd_reg_bf16_rms_u"));
+        assert!(
+            matches!(forward(&cfg, 304, &r(16384, true), lim).unwrap(), FwdLaunch::Row { kernel, lds: 0, .. } if kernel.name == "nk_fwd_reg_bf16_rms_a")
+        );
+        assert!(
+            matches!(forward(&cfg, 304, &r(16384, false), lim).unwrap(), FwdLaunch::Row { kernel, .. } if kernel.name == "nk_fwd_reg_bf16_rms_u")
+        );
         // f32 register kernels are bounded at 512 threads: 16384 (groups of 512) runs in them,
         // 32768 (groups of 1024) does not.
         let f32r = |n| FwdShape { all16: false, reg: Some(("f32", true)), ..s(n, 2) };
-        assert!(matches!(forward(&cfg, 304, &f32r(16384), lim).unwrap(), FwdLaunch::Row { kernel, .. } if kernel.name == "nk_fwd_reg_f32_ln_a"));
+        assert!(
+            matches!(forward(&cfg, 304, &f32r(16384), lim).unwrap(), FwdLaunch::Row { kernel, .. } if kernel.name == "nk_fwd_reg_f32_ln_a")
+        );
         assert!(!matches!(forward(&cfg, 304, &f32r(32768), lim).unwrap(), FwdLaunch::Row { kernel, .. } if kernel.spec >= 0));
     }
 

@@ -16,10 +16,9 @@ fn missing_library_is_backend_unavailable_with_the_names_tried() {
     assert_eq!(e, InitError::Library(LoadError::NotFound { tried: libs.iter().map(|s| s.to_string()).collect() }));
     let n: NormError = e.into();
     match n {
-        NormError::BackendUnavailable { backend: "hip", reason } => assert_eq!(
-            reason,
-            "HIP runtime not found (tried libamdhip64-normkit-test-missing.so, /nonexistent/libamdhip64.so.6)"
-        ),
+        NormError::BackendUnavailable { backend: "hip", reason } => {
+            assert_eq!(reason, "HIP runtime not found (tried libamdhip64-normkit-test-missing.so, /nonexistent/libamdhip64.so.6)")
+        }
         other => panic!("expected BackendUnavailable, got {other:?}"),
     }
 }

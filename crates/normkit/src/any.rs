@@ -4,8 +4,8 @@
 
 use normkit_core::cpu::CpuBackend;
 use normkit_core::{
-    Backward, BenchBackend, Buffer, DType, DTypes, DeviceInfo, Direction, Forward, HostBuf, NormDesc, NormError, NormKernel,
-    Operand, Result,
+    Backward, BenchBackend, Buffer, DType, DTypes, DeviceInfo, Direction, Forward, HostBuf, NormDesc, NormError, NormKernel, Operand,
+    Result,
 };
 use std::fmt;
 
@@ -106,7 +106,10 @@ pub fn backend(name: &str) -> Result<AnyBackend> {
         "hip" => normkit_hip::HipBackend::new().map(AnyBackend::Hip),
         #[cfg(not(feature = "hip"))]
         "hip" => Err(NormError::BackendUnavailable { backend: "hip", reason: "normkit was built without the `hip` feature".into() }),
-        _ => Err(NormError::BackendUnavailable { backend: "unknown", reason: format!("no backend is called `{name}` (known: cpu, cuda, hip)") }),
+        _ => Err(NormError::BackendUnavailable {
+            backend: "unknown",
+            reason: format!("no backend is called `{name}` (known: cpu, cuda, hip)"),
+        }),
     }
 }
 
@@ -117,10 +120,7 @@ pub fn auto() -> AnyBackend {
 
 /// Every backend and whether it can run here (for `cargo xtask test-all` and the bench runner).
 pub fn probe() -> Vec<BackendStatus> {
-    ["cpu", "cuda", "hip"]
-        .into_iter()
-        .map(|name| BackendStatus { backend: name, status: backend(name).map(|b| b.device_name()) })
-        .collect()
+    ["cpu", "cuda", "hip"].into_iter().map(|name| BackendStatus { backend: name, status: backend(name).map(|b| b.device_name()) }).collect()
 }
 
 macro_rules! dispatch {

@@ -57,10 +57,9 @@ fn write_span(out: &mut VecMut<'_, HostBuf>, v: &[f32]) {
     match &mut *out.buf {
         HostBuf::F32(d) => d[off..off + v.len()].copy_from_slice(v),
         HostBuf::F16(d) => d[off..off + v.len()].iter_mut().zip(v).for_each(|(d, &s)| *d = half::f16::from_f32(s)),
-        HostBuf::BF16(d) => d[off..off + v.len()]
-            .iter_mut()
-            .zip(v)
-            .for_each(|(d, &s)| *d = half::bf16::from_bits(super::convert::f32_to_bf16_bits(s))),
+        HostBuf::BF16(d) => {
+            d[off..off + v.len()].iter_mut().zip(v).for_each(|(d, &s)| *d = half::bf16::from_bits(super::convert::f32_to_bf16_bits(s)))
+        }
     }
 }
 
@@ -193,9 +192,7 @@ impl Ctx {
             // rows, and rows never share elements since `stride >= cols`). With `dx` over `dy`
             // the row of `dy` is fully loaded before `dx` is stored.
             // SAFETY: as just said.
-            let (mu, rs) = unsafe {
-                (self.mean.map_or(0.0, |s| s.ptr.get(s.offset + i)), self.rstd.ptr.get(self.rstd.offset + i))
-            };
+            let (mu, rs) = unsafe { (self.mean.map_or(0.0, |s| s.ptr.get(s.offset + i)), self.rstd.ptr.get(self.rstd.offset + i)) };
             // SAFETY: as above.
             unsafe {
                 self.x.ptr.load(self.x.at(i), xh);

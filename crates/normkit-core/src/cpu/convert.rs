@@ -337,9 +337,7 @@ impl Ptr {
         unsafe {
             match self {
                 Ptr::F32(p) => run::<f32, 8>(p.add(at), src, |s, d| d.copy_from_slice(s), |s, d| *d = *s),
-                Ptr::F16(p) => {
-                    run::<f16, 16>(p.add(at), src, |s, d| d.convert_from_f32_slice(s), |s, d| d.convert_from_f32_slice(s))
-                }
+                Ptr::F16(p) => run::<f16, 16>(p.add(at), src, |s, d| d.convert_from_f32_slice(s), |s, d| d.convert_from_f32_slice(s)),
                 Ptr::BF16(p) => run::<u16, 16>(p.add(at).cast::<u16>(), src, f32_to_bf16_slice, |s, d| {
                     for j in 0..16 {
                         d[j] = f32_to_bf16_bits(s[j]);

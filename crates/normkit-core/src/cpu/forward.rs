@@ -5,7 +5,7 @@ use rayon::prelude::*;
 
 use super::convert::{round_scalar, round_slice, shift_for, stream_fence, Aligned, Ptr};
 use super::reduce;
-use crate::{CastingMode, DType, ForwardPlan, Forward, HostBuf, InOut, Layout, NormDesc, NormKind};
+use crate::{CastingMode, DType, Forward, ForwardPlan, HostBuf, InOut, Layout, NormDesc, NormKind};
 
 /// Rows per rayon task are chosen so that a task covers about this many elements: enough to
 /// amortise the task overhead, few enough to balance two to a few dozen threads on large `M`.
@@ -78,10 +78,9 @@ pub(super) unsafe fn store_row(ptr: Ptr, at: usize, src: &[f32], stream: bool) {
 /// Splits an `InOut` into its input and output row views (the same memory when in place).
 pub(super) fn in_out(io: &mut InOut<'_, HostBuf>) -> (Rows, Rows) {
     match io {
-        InOut::Separate { input, output } => (
-            Rows { ptr: Ptr::of(input.buf), layout: input.layout },
-            Rows { ptr: Ptr::of_mut(output.buf), layout: output.layout },
-        ),
+        InOut::Separate { input, output } => {
+            (Rows { ptr: Ptr::of(input.buf), layout: input.layout }, Rows { ptr: Ptr::of_mut(output.buf), layout: output.layout })
+        }
         InOut::InPlace(m) => {
             let r = Rows { ptr: Ptr::of_mut(m.buf), layout: m.layout };
             (r, r)
@@ -177,8 +176,25 @@ pub(super) fn run(desc: &NormDesc, plan: &ForwardPlan, mut args: Forward<'_, Hos
         && matches!((x.ptr, y.ptr), (super::convert::Ptr::BF16(_), super::convert::Ptr::BF16(_)))
         && residual.is_none()
         && !none;
-    let ctx =
-        Ctx { kind: desc.kind, casting: desc.casting, eps: desc.eps, m, n, xdt, x, y, residual, w, b, mean, rstd, isa, stream, vec_shift, fused };
+    let ctx = Ctx {
+        kind: desc.kind,
+        casting: desc.casting,
+        eps: desc.eps,
+        m,
+        n,
+        xdt,
+        x,
+        y,
+        residual,
+        w,
+        b,
+        mean,
+        rstd,
+        isa,
+        stream,
+        vec_shift,
+        fused,
+    };
 
     let min_rows = (TASK_ELEMS / n).max(1);
     let has_res = ctx.residual.is_some();

@@ -219,9 +219,7 @@ pub(super) unsafe fn row(a: RowArgs<'_>) -> (f32, f32) {
     };
     let get = |i: usize| {
         // SAFETY: as said above.
-        unsafe {
-            f32::from_bits((*x.add(i) as u32) << 16)
-        }
+        unsafe { f32::from_bits((*x.add(i) as u32) << 16) }
     };
     let (mu, rstd) = if a.layer {
         let mu = lanes512(n, load, get, |v| v, |v| v) / nf;
@@ -308,12 +306,32 @@ mod tests {
     /// all f32 patterns plus ties, NaNs (quiet and signalling, both signs), infinities, zeros.
     #[test]
     fn vector_rounding_matches_scalar() {
-        if !(std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512bw") && std::is_x86_feature_detected!("avx512vl")) {
+        if !(std::is_x86_feature_detected!("avx512f")
+            && std::is_x86_feature_detected!("avx512bw")
+            && std::is_x86_feature_detected!("avx512vl"))
+        {
             return;
         }
         let mut pats: Vec<u32> = vec![
-            0, 0x8000_0000, 0x7f80_0000, 0xff80_0000, 0x7f80_0001, 0xff80_0001, 0x7fc0_0000, 0xffc0_0000, 0x7fbf_ffff, 0x7fff_ffff,
-            0xffff_ffff, 0x7f7f_ffff, 0x7f7f_8000, 0x3f80_8000, 0x3f81_8000, 0x0000_8000, 0x0001_8000, 0x8000_7fff, 0xffff_8000,
+            0,
+            0x8000_0000,
+            0x7f80_0000,
+            0xff80_0000,
+            0x7f80_0001,
+            0xff80_0001,
+            0x7fc0_0000,
+            0xffc0_0000,
+            0x7fbf_ffff,
+            0x7fff_ffff,
+            0xffff_ffff,
+            0x7f7f_ffff,
+            0x7f7f_8000,
+            0x3f80_8000,
+            0x3f81_8000,
+            0x0000_8000,
+            0x0001_8000,
+            0x8000_7fff,
+            0xffff_8000,
         ];
         let mut x = 0u32;
         for _ in 0..2_000_000 {

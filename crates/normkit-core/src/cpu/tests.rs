@@ -2,9 +2,7 @@
 
 use super::convert::{bf16_bits_to_f32, f32_to_bf16_bits};
 use super::CpuBackend;
-use crate::{
-    Backward, CastingMode, DType, Forward, HostBuf, InOut, Layout, MatMut, MatRef, NormDesc, NormKernel, Span, VecMut, VecRef,
-};
+use crate::{Backward, CastingMode, DType, Forward, HostBuf, InOut, Layout, MatMut, MatRef, NormDesc, NormKernel, Span, VecMut, VecRef};
 use half::bf16;
 
 /// Deterministic pseudo-random values in about [-2, 2] (xorshift).
@@ -95,9 +93,7 @@ fn reference_row(layer: bool, eps: f64, x: &[f32], w: &[f32], offset: f64, b: Op
     let mu = if layer { x.iter().map(|&v| v as f64).sum::<f64>() / n } else { 0.0 };
     let var = x.iter().map(|&v| (v as f64 - mu).powi(2)).sum::<f64>() / n;
     let rstd = 1.0 / (var + eps).sqrt();
-    let y = (0..x.len())
-        .map(|i| (x[i] as f64 - mu) * rstd * (w[i] as f64 + offset) + b.map_or(0.0, |b| b[i] as f64))
-        .collect();
+    let y = (0..x.len()).map(|i| (x[i] as f64 - mu) * rstd * (w[i] as f64 + offset) + b.map_or(0.0, |b| b[i] as f64)).collect();
     (y, mu, rstd)
 }
 
@@ -153,7 +149,16 @@ fn forward_matches_f64_reference_for_every_dtype_and_casting() {
 
 /// Backward on contiguous f32 operands: (dx, dw, db).
 #[allow(clippy::too_many_arguments)]
-fn bwd(desc: &NormDesc, dt: DType, m: usize, n: usize, x: &HostBuf, dy: &[f32], w: &[f32], stats: (&HostBuf, &HostBuf)) -> (HostBuf, HostBuf, HostBuf) {
+fn bwd(
+    desc: &NormDesc,
+    dt: DType,
+    m: usize,
+    n: usize,
+    x: &HostBuf,
+    dy: &[f32],
+    w: &[f32],
+    stats: (&HostBuf, &HostBuf),
+) -> (HostBuf, HostBuf, HostBuf) {
     let dyb = HostBuf::from_f32(dt, dy);
     let mut dx = HostBuf::filled(dt, m * n, f32::NAN);
     let wb = HostBuf::from_f32(dt, w);
@@ -442,7 +447,8 @@ fn fused_bf16_row_gives_the_same_bits() {
         for casting in [CastingMode::Gemma, CastingMode::Llama] {
             for layer in [false, true] {
                 for (wt, bias) in [(true, true), (true, false), (false, true), (false, false)] {
-                    let mut desc = if layer { NormDesc::layer(1e-5) } else { NormDesc::rms(1e-5) }.with_casting(casting).with_save_stats(true);
+                    let mut desc =
+                        if layer { NormDesc::layer(1e-5) } else { NormDesc::rms(1e-5) }.with_casting(casting).with_save_stats(true);
                     desc.weight = if wt { desc.with_weight_offset(0.5).weight } else { None };
                     desc.bias = bias;
                     let run = |isa: Isa, stream: bool| {
