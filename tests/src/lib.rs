@@ -8,17 +8,25 @@
 //! contents are unspecified), so device backends work unchanged.
 //!
 //! ## Adding a backend
-//! One file in `tests/tests/`, e.g. `cuda.rs`:
+//! One file in `tests/tests/`. A backend that is always present (the CPU) uses libtest:
 //!
 //! ```text
-//! #![cfg(feature = "cuda")]
-//! normkit_conformance::conformance_suite!(normkit::cuda::CudaBackend::new(), normkit_conformance::Grid::full());
+//! normkit_conformance::conformance_suite!(Ok::<_, NormError>(CpuBackend::new()), normkit_conformance::Grid::cpu());
+//! ```
+//!
+//! A device backend's file is built with `harness = false` (a `[[test]]` entry in
+//! `tests/Cargo.toml`) and hands its trials to [`harness::run`], which reports every test as
+//! ignored — not run, never passed — on a machine without the device:
+//!
+//! ```text
+//! fn main() -> std::process::ExitCode {
+//!     let trials = normkit_conformance::conformance_trials!(CudaBackend::new(), normkit_conformance::Grid::full());
+//!     normkit_conformance::harness::run("cuda", probe(), trials)
+//! }
 //! ```
 //!
 //! The constructor expression must evaluate to `Result<K, NormError>`; it is evaluated once per
-//! generated test. When it returns [`normkit_core::NormError::BackendUnavailable`] each test prints
-//! `SKIP <backend>: <reason>` and passes (CI without a GPU). Any other constructor error fails.
-//! The macro expands to one `#[test]` per [`Category`] (`fwd_rms`, `bwd_add_layer`, `fwd_shapes`,
+//! generated test. Any constructor error fails the test ([`run_test`]). The macro expands to one `#[test]` per [`Category`] (`fwd_rms`, `bwd_add_layer`, `fwd_shapes`,
 //! `strided`, `in_place`, `non_finite_rows`, `empty_batch`, `invalid_forward`, `batch_invariance`,
 //! `determinism`, …); each prints one progress line and, on failure, panics with a report naming
 //! every failing case (op, dtypes, M, N, strides and offsets, options, seed) and its worst element
@@ -40,6 +48,8 @@
 //! - [`check`]: run a case, poison outputs, check gaps and untouched inputs, compare with the oracle.
 //! - [`invalid`]: the bad-input matrix and `M = 0`.
 //! - [`suite`]: the categories, one `#[test]` each; [`grid`]: the shapes they visit.
+//! - [`harness`]: the test harness of the device test files, which reports tests as not run
+//!   (ignored) on a machine without the device.
 //! - [`OracleBackend`]: the oracle as a backend, to exercise the suite without a production backend
 //!   (and as the correct core of the mutation tests in `tests/tests/mutants.rs`).
 
@@ -47,6 +57,7 @@ pub mod case;
 pub mod check;
 pub mod data;
 pub mod grid;
+pub mod harness;
 pub mod invalid;
 pub mod iv;
 pub mod oracle;
@@ -70,8 +81,27 @@ pub use suite::{run_category, run_test, Category, Summary};
 #[macro_export]
 macro_rules! conformance_suite {
     ($ctor:expr, $grid:expr $(,)?) => {
-        $crate::__conformance_tests! {
-            ($ctor, $grid)
+        $crate::__with_categories!(__conformance_tests, ($ctor, $grid));
+    };
+}
+
+/// The same tests as [`conformance_suite!`], as a `Vec` of [`harness::Trial`]s for a device test
+/// file built with `harness = false` (see [`harness`]): on a machine without the device they are
+/// reported as not run instead of passing.
+#[macro_export]
+macro_rules! conformance_trials {
+    ($ctor:expr, $grid:expr $(,)?) => {
+        $crate::__with_categories!(__conformance_trials, ($ctor, $grid))
+    };
+}
+
+/// The category list, once: calls `$crate::$callback!` with `(ctor, grid)` and `name => Category`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __with_categories {
+    ($callback:ident, $args:tt) => {
+        $crate::$callback! {
+            $args
             fwd_rms => FwdRms,
             fwd_layer => FwdLayer,
             fwd_add_rms => FwdAddRms,
@@ -105,5 +135,18 @@ macro_rules! __conformance_tests {
                 $crate::run_test(|| $ctor, $grid, $crate::Category::$cat);
             }
         )*
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_trials {
+    (($ctor:expr, $grid:expr) $($name:ident => $cat:ident,)*) => {
+        vec![$({
+            fn $name() {
+                $crate::run_test(|| $ctor, $grid, $crate::Category::$cat);
+            }
+            $crate::harness::Trial::new(stringify!($name), $name)
+        }),*]
     };
 }

@@ -380,16 +380,13 @@ pub fn run_category<K: NormKernel>(k: &K, grid: &Grid, cat: Category) -> Result<
     }
 }
 
-/// What a generated `#[test]` calls: constructs the backend (skipping, with one `SKIP` line, when
-/// it is unavailable), runs the category on `grid` (or the one named by
-/// `NORMKIT_CONFORMANCE_GRID`) and panics with the report if it fails. Prints one progress line.
+/// What a generated test calls: constructs the backend, runs the category on `grid` (or the one
+/// named by `NORMKIT_CONFORMANCE_GRID`) and panics with the report if it fails. Prints one progress
+/// line. A backend that cannot be created fails the test: device test files decide beforehand,
+/// through [`crate::harness::run`], whether their tests run at all.
 pub fn run_test<K: NormKernel>(ctor: impl FnOnce() -> Result<K, NormError>, grid: Grid, cat: Category) {
     let k = match ctor() {
         Ok(k) => k,
-        Err(NormError::BackendUnavailable { backend, reason }) => {
-            println!("SKIP {backend}: {reason}");
-            return;
-        }
         Err(e) => panic!("the backend constructor failed: {e} ({e:?})"),
     };
     let grid = Grid::or_from_env(grid);

@@ -1,30 +1,41 @@
 //! The conformance suite on the CUDA backend (`cargo test -p normkit-conformance --features cuda`),
 //! plus what only a device backend has: raw-pointer views and their overlap check.
-//! Without a CUDA driver or device every test prints SKIP and passes.
-#![cfg(feature = "cuda")]
+//! Without a CUDA driver or device every test is reported as ignored (not run): see `normkit_conformance::harness`.
 
 use normkit::cuda::CudaBackend;
 use normkit_core::{
     AliasRule, Backward, DType, Forward, HostBuf, InOut, MatMut, MatRef, NormDesc, NormError, NormKernel, Operand, VecMut, VecRef,
 };
 
-normkit_conformance::conformance_suite!(CudaBackend::new(), normkit_conformance::Grid::full());
+/// The backend; every test here runs only after [`probe`] found a device.
+fn backend() -> CudaBackend {
+    CudaBackend::new().unwrap_or_else(|e| panic!("the cuda backend failed to start: {e}"))
+}
 
-/// The backend, or `None` (after printing why) on a machine without CUDA.
-fn backend() -> Option<CudaBackend> {
+/// `Err(reason)` when this machine has no device for the backend: the harness then reports every
+/// test as not run. Any other start-up error lets the tests run, and fail with it.
+fn probe() -> Result<(), String> {
     match CudaBackend::new() {
-        Ok(b) => Some(b),
-        Err(NormError::BackendUnavailable { reason, .. }) => {
-            eprintln!("SKIP cuda: {reason}");
-            None
-        }
-        Err(e) => panic!("CUDA backend failed to start: {e}"),
+        Err(NormError::BackendUnavailable { reason, .. }) => Err(reason),
+        _ => Ok(()),
     }
 }
 
-#[test]
+fn main() -> std::process::ExitCode {
+    let mut trials = normkit_conformance::conformance_trials!(CudaBackend::new(), normkit_conformance::Grid::full());
+    trials.extend(normkit_conformance::trials![
+        overlapping_raw_views_are_rejected,
+        misaligned_raw_pointer_is_a_typed_error,
+        misaligned_views_take_the_scalar_path,
+        kernel_tour,
+        cluster::cluster_matches_cpu,
+        cluster::cluster_bitwise_invariance,
+        rows::rows_backward_matches_cpu
+    ]);
+    normkit_conformance::harness::run("cuda", probe(), trials)
+}
 fn overlapping_raw_views_are_rejected() {
-    let Some(k) = backend() else { return };
+    let k = backend();
     let (m, n) = (4usize, 64usize);
     let owner = k.upload(&HostBuf::from_f32(DType::F32, &vec![1.0; 3 * m * n])).unwrap();
     let w = k.upload(&HostBuf::from_f32(DType::F32, &vec![1.0; n])).unwrap();
@@ -64,21 +75,17 @@ fn overlapping_raw_views_are_rejected() {
     );
     assert!(matches!(r, Err(NormError::Aliasing { .. })), "expected an aliasing error, got {r:?}");
 }
-
-#[test]
 fn misaligned_raw_pointer_is_a_typed_error() {
-    let Some(k) = backend() else { return };
+    let k = backend();
     let owner = k.alloc(DType::F32, 64).unwrap();
     // SAFETY: never dereferenced: the constructor must refuse the odd address.
     let r = unsafe { k.buffer_from_raw(owner.device_ptr() + 1, 8, DType::F16) };
     assert!(matches!(r, Err(NormError::Alignment { .. })), "{r:?}");
 }
-
-#[test]
 fn misaligned_views_take_the_scalar_path() {
     // Element offset 1 of a bf16 buffer: not 16-byte aligned, so the element-wise kernels run;
     // the result must equal the aligned (16-byte) run of the same data bit for bit.
-    let Some(k) = backend() else { return };
+    let k = backend();
     let (m, n) = (5usize, 256usize);
     let vals: Vec<f32> = (0..m * n + 1).map(|i| ((i * 7919 % 1000) as f32 / 500.0) - 1.0).collect();
     let w: Vec<f32> = (0..n).map(|i| 1.0 + (i % 13) as f32 / 16.0).collect();
@@ -101,11 +108,10 @@ fn misaligned_views_take_the_scalar_path() {
 /// Every kernel once (row and split paths, vector and scalar, strided, fused add, LayerNorm with
 /// bias and stats, backward with d_residual_out), compared with the CPU backend. Small enough to
 /// run under compute-sanitizer (`run.sh sanitize` runs exactly this test).
-#[test]
 fn kernel_tour() {
     use normkit_core::cpu::CpuBackend;
     use normkit_core::{CastingMode, Layout};
-    let Some(k) = backend() else { return };
+    let k = backend();
     let cpu = CpuBackend::new();
     let mut seed = 0x9e37_79b9u64;
     let mut rnd = |len: usize| -> Vec<f32> {
@@ -324,6 +330,7 @@ mod cluster {
     }
 
     /// (y, residual_out, rstd, mean)
+    #[allow(clippy::too_many_arguments)] // one argument per knob of the call under test
     pub(super) fn fwd<K: NormKernel>(
         k: &K,
         ln: bool,
@@ -409,9 +416,8 @@ mod cluster {
     }
 
     /// Forward and backward against the CPU backend at large N (cluster kernels), every flag combination.
-    #[test]
-    fn cluster_matches_cpu() {
-        let Some(k) = backend() else { return };
+    pub(super) fn cluster_matches_cpu() {
+        let k = backend();
         let cpu = CpuBackend::new();
         // (m, n, stride, offset, dtype)
         let shapes = [
@@ -466,9 +472,8 @@ mod cluster {
 
     /// Bitwise: run to run (forward and backward), aligned vs element-wise twin, and a row's
     /// forward output alone (M = 1) vs inside a batch (M = 37, not a multiple of the cluster count).
-    #[test]
-    fn cluster_bitwise_invariance() {
-        let Some(k) = backend() else { return };
+    pub(super) fn cluster_bitwise_invariance() {
+        let k = backend();
         for &(n, dt) in &[(65536usize, DType::BF16), (262144, DType::F16), (131072, DType::F32), (1048576, DType::BF16)] {
             for (ln, res) in [(true, true), (false, false), (true, false)] {
                 if n > 262144 && res {
@@ -548,9 +553,8 @@ mod rows {
     /// (M = 1, 3, 5, 37, 4099), more batches than groups (M = 1000 and up), idle threads (N = 520:
     /// 65 chunks on a 128-thread group; N = 1536: 192 on 256), strided rows, every op; then the
     /// same call again (bitwise).
-    #[test]
-    fn rows_backward_matches_cpu() {
-        let Some(k) = backend() else { return };
+    pub(super) fn rows_backward_matches_cpu() {
+        let k = backend();
         let cpu = CpuBackend::new();
         // (m, n, stride, dtype)
         let shapes = [

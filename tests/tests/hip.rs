@@ -1,34 +1,42 @@
 //! The conformance suite on the HIP backend (`cargo test -p normkit-conformance --features hip`),
 //! plus what only a device backend has: raw-pointer views, the scalar fallback path, and a tour
-//! of every kernel against the CPU backend. Without a HIP runtime or an AMD GPU every test
-//! prints `SKIP hip: <reason>` and passes.
+//! of every kernel against the CPU backend. Without a HIP runtime or an AMD GPU every test is
+//! reported as ignored (not run): see `normkit_conformance::harness`.
 //!
 //! Status: the HIP kernels are compiled and ISA-checked (crates/normkit-hip/tests/isa.rs) but
 //! have not yet run on AMD hardware; these tests are what will check them there.
-#![cfg(feature = "hip")]
 
 use normkit::hip::HipBackend;
 use normkit_core::{
     AliasRule, Backward, DType, Forward, HostBuf, InOut, MatMut, MatRef, NormDesc, NormError, NormKernel, Operand, VecMut, VecRef,
 };
 
-normkit_conformance::conformance_suite!(HipBackend::new(), normkit_conformance::Grid::full());
+/// The backend; every test here runs only after [`probe`] found a device.
+fn backend() -> HipBackend {
+    HipBackend::new().unwrap_or_else(|e| panic!("the hip backend failed to start: {e}"))
+}
 
-/// The backend, or `None` (after printing why) on a machine without an AMD GPU.
-fn backend() -> Option<HipBackend> {
+/// `Err(reason)` when this machine has no device for the backend: the harness then reports every
+/// test as not run. Any other start-up error lets the tests run, and fail with it.
+fn probe() -> Result<(), String> {
     match HipBackend::new() {
-        Ok(b) => Some(b),
-        Err(NormError::BackendUnavailable { reason, .. }) => {
-            println!("SKIP hip: {reason}");
-            None
-        }
-        Err(e) => panic!("HIP backend failed to start: {e}"),
+        Err(NormError::BackendUnavailable { reason, .. }) => Err(reason),
+        _ => Ok(()),
     }
 }
 
-#[test]
+fn main() -> std::process::ExitCode {
+    let mut trials = normkit_conformance::conformance_trials!(HipBackend::new(), normkit_conformance::Grid::full());
+    trials.extend(normkit_conformance::trials![
+        overlapping_raw_views_are_rejected,
+        misaligned_raw_pointer_is_a_typed_error,
+        misaligned_views_take_the_scalar_path,
+        kernel_tour
+    ]);
+    normkit_conformance::harness::run("hip", probe(), trials)
+}
 fn overlapping_raw_views_are_rejected() {
-    let Some(k) = backend() else { return };
+    let k = backend();
     let (m, n) = (4usize, 64usize);
     let owner = k.upload(&HostBuf::from_f32(DType::F32, &vec![1.0; 3 * m * n])).unwrap();
     let w = k.upload(&HostBuf::from_f32(DType::F32, &vec![1.0; n])).unwrap();
@@ -68,22 +76,18 @@ fn overlapping_raw_views_are_rejected() {
     );
     assert!(matches!(r, Err(NormError::Aliasing { .. })), "expected an aliasing error, got {r:?}");
 }
-
-#[test]
 fn misaligned_raw_pointer_is_a_typed_error() {
-    let Some(k) = backend() else { return };
+    let k = backend();
     let owner = k.alloc(DType::F32, 64).unwrap();
     // SAFETY: never dereferenced: the constructor must refuse the odd address.
     let r = unsafe { k.buffer_from_raw(owner.device_ptr() + 1, 8, DType::F16) };
     assert!(matches!(r, Err(NormError::Alignment { .. })), "{r:?}");
 }
-
-#[test]
 fn misaligned_views_take_the_scalar_path() {
     // Element offset 1 of a bf16 buffer is not 16-byte aligned, so the scalar kernels run; the
     // result must agree with the aligned (vector) run of the same data to a bf16 ulp (the two
     // paths assign elements to threads differently, so the fp32 sums may round differently).
-    let Some(k) = backend() else { return };
+    let k = backend();
     let (m, n) = (5usize, 256usize);
     let vals: Vec<f32> = (0..m * n + 1).map(|i| ((i * 7919 % 1000) as f32 / 500.0) - 1.0).collect();
     let w: Vec<f32> = (0..n).map(|i| 1.0 + (i % 13) as f32 / 16.0).collect();
@@ -107,11 +111,10 @@ fn misaligned_views_take_the_scalar_path() {
 /// aligned / narrow / element-wise; strided, fused add, LayerNorm with bias and stats, backward with
 /// d_residual_out; the LDS bounds of the row paths and their split fallback), compared with the
 /// CPU backend.
-#[test]
 fn kernel_tour() {
     use normkit_core::cpu::CpuBackend;
     use normkit_core::{CastingMode, Layout};
-    let Some(k) = backend() else { return };
+    let k = backend();
     let cpu = CpuBackend::new();
     let mut seed = 0x2545_f491_4f6c_dd1du64;
     let mut rnd = |len: usize| -> Vec<f32> {

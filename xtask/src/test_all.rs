@@ -146,6 +146,24 @@ fn probe() -> Vec<(String, Result<String, String>)> {
     v
 }
 
+/// ` [26 tests of its own: 26 passed, 0 failed]`, or ` [26 tests of its own: 26 not run: no
+/// device]` when the device harness reported them ignored: a test that did not run is never
+/// counted as passed.
+fn own_tests(own: &Counts) -> String {
+    if own.suites == 0 {
+        return String::new();
+    }
+    let all = own.passed + own.failed + own.ignored;
+    let mut parts = Vec::new();
+    if own.passed + own.failed > 0 {
+        parts.push(format!("{} passed, {} failed", own.passed, own.failed));
+    }
+    if own.ignored > 0 {
+        parts.push(format!("{} not run: no device", own.ignored));
+    }
+    format!(" [{all} tests of its own: {}]", parts.join(", "))
+}
+
 pub fn run() -> Result<(), String> {
     let t0 = Instant::now();
     util::phase("toolchains");
@@ -169,11 +187,7 @@ pub fn run() -> Result<(), String> {
     let mut lines = Vec::new();
     for (name, status) in &statuses {
         let own = suites.for_backend(name);
-        let tests = if own.suites > 0 {
-            format!(" [{} tests of its own: {} passed, {} failed]", own.passed + own.failed, own.passed, own.failed)
-        } else {
-            String::new()
-        };
+        let tests = own_tests(&own);
         let mut line = match status {
             Ok(dev) => format!("{name}: ran ({dev}){tests}"),
             Err(reason) => format!("{name}: skipped — {reason}{tests}"),
@@ -196,9 +210,14 @@ pub fn run() -> Result<(), String> {
     if let Err(e) = &build {
         println!("BUILD FAILED: {e}");
     }
-    println!("{} ignored, {} test binaries and doctest runs, {} in all", counts.ignored, counts.suites, util::elapsed(t0));
-    // Last, alone on its line: the plain closing line CI reads.
-    println!("{} passed, {} failed", counts.passed, counts.failed);
+    println!(
+        "{} not run (ignored: no device for them here), {} test binaries and doctest runs, {} in all",
+        counts.ignored,
+        counts.suites,
+        util::elapsed(t0)
+    );
+    // Last, alone on its line: the plain closing line CI reads. Only tests that executed count.
+    println!("{} passed, {} failed (tests that ran)", counts.passed, counts.failed);
     if build.is_err() || !tests_ok || counts.failed > 0 {
         return Err("test-all failed".into());
     }
@@ -235,5 +254,14 @@ mod tests {
         assert_eq!(s.for_backend("cuda"), Counts { passed: 7, failed: 0, ignored: 2, suites: 1 });
         assert_eq!(s.for_backend("hip"), Counts { passed: 3, failed: 1, ignored: 0, suites: 1 });
         assert_eq!(s.for_backend("cpu").suites, 0);
+    }
+
+    #[test]
+    fn tests_without_a_device_are_not_run_never_passed() {
+        let skipped = Counts { passed: 0, failed: 0, ignored: 26, suites: 1 };
+        assert_eq!(own_tests(&skipped), " [26 tests of its own: 26 not run: no device]");
+        let ran = Counts { passed: 25, failed: 1, ignored: 0, suites: 1 };
+        assert_eq!(own_tests(&ran), " [26 tests of its own: 25 passed, 1 failed]");
+        assert_eq!(own_tests(&Counts::default()), "");
     }
 }

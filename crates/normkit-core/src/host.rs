@@ -100,7 +100,7 @@ impl HostBuf {
     /// multiple of the element size.
     pub fn from_bytes(dtype: DType, bytes: &[u8]) -> Option<Self> {
         let es = dtype.size_bytes();
-        if bytes.len() % es != 0 {
+        if !bytes.len().is_multiple_of(es) {
             return None;
         }
         let mut b = HostBuf::zeros(dtype, bytes.len() / es);

@@ -152,8 +152,11 @@ pub fn backward_config(dt: DType, n: usize, ln: bool, residual: bool) -> Option<
     (n.div_ceil(8).div_ceil((rc.c * rc.t) as usize) <= bwd_kmax(dt)).then_some(rc)
 }
 
-/// Max active clusters per (context, kernel, cluster size, threads, shared memory), cached.
-static OCCUPANCY: Mutex<Vec<((usize, usize, u32, u32, u32), u32)>> = Mutex::new(Vec::new());
+/// (context, kernel, cluster size, threads, shared memory): what the occupancy query depends on.
+type OccupancyKey = (usize, usize, u32, u32, u32);
+
+/// Max active clusters per [`OccupancyKey`], cached.
+static OCCUPANCY: Mutex<Vec<(OccupancyKey, u32)>> = Mutex::new(Vec::new());
 
 impl CudaBackend {
     /// Prepares kernel `k` for clusters of `c` CTAs with `smem` bytes of dynamic shared memory

@@ -224,6 +224,9 @@ impl CudaBackend {
         if cc.0 < 9 {
             return Err(unavailable(format!("compute capability {}.{} is below 9.0 (the fatbin targets sm_90+)", cc.0, cc.1)));
         }
+        if FATBIN.is_empty() {
+            return Err(unavailable("this build holds no kernels (built by clippy or with NORMKIT_KERNELS=skip)".into()));
+        }
         let stream = ctx.new_stream().map_err(dev_err("stream creation"))?;
         let module = ctx.load_module(cudarc::nvrtc::Ptx::from_binary(FATBIN.to_vec())).map_err(dev_err("module load"))?;
         let mut funcs = Vec::with_capacity(kernels::ALL.len());
@@ -327,7 +330,7 @@ impl CudaBackend {
     /// ([`NormError::Aliasing`]) except the explicit in-place form.
     pub unsafe fn buffer_from_raw(&self, ptr: u64, len: usize, dtype: DType) -> Result<CudaBuffer> {
         let es = dtype.size_bytes();
-        if ptr % es as u64 != 0 {
+        if !ptr.is_multiple_of(es as u64) {
             return Err(NormError::Alignment { operand: Operand::X, required: es, offset_bytes: (ptr % es as u64) as usize });
         }
         if len.checked_mul(es).and_then(|b| (ptr as usize).checked_add(b)).is_none() {
@@ -430,10 +433,10 @@ fn addr(b: &CudaBuffer, offset: usize) -> u64 {
 
 /// Whether a 2-D view allows the 16-byte path: start 16-byte aligned, stride a multiple of 8.
 fn mat_vec_ok(b: &CudaBuffer, l: &Layout) -> bool {
-    addr(b, l.offset) % 16 == 0 && l.stride % 8 == 0
+    addr(b, l.offset).is_multiple_of(16) && l.stride.is_multiple_of(8)
 }
 fn span_vec_ok(b: &CudaBuffer, s: &Span) -> bool {
-    addr(b, s.offset) % 16 == 0
+    addr(b, s.offset).is_multiple_of(16)
 }
 
 fn in_out<'a>(io: &'a InOut<'_, CudaBuffer>) -> (&'a CudaBuffer, &'a CudaBuffer) {

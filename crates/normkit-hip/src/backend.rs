@@ -464,7 +464,7 @@ impl HipBackend {
     /// flight (see [`HipBuffer::from_raw`]).
     pub unsafe fn buffer_from_raw(&self, ptr: u64, len: usize, dtype: DType) -> Result<HipBuffer> {
         let es = dtype.size_bytes();
-        if ptr % es as u64 != 0 {
+        if !ptr.is_multiple_of(es as u64) {
             return Err(NormError::Alignment { operand: Operand::X, required: es, offset_bytes: (ptr % es as u64) as usize });
         }
         if len.checked_mul(es).and_then(|b| ptr.checked_add(b as u64)).is_none() {
@@ -514,10 +514,10 @@ fn in_out<'a>(io: &'a InOut<'_, HipBuffer>) -> (&'a HipBuffer, &'a HipBuffer) {
 /// Whether a 2-D view allows the 16-byte path: start 16-byte aligned, stride a multiple of 8
 /// elements. Checked whatever M is (also for one row), so the path never depends on M.
 fn mat_vec_ok(b: &HipBuffer, l: &Layout) -> bool {
-    addr(b, l.offset) % 16 == 0 && l.stride % 8 == 0
+    addr(b, l.offset).is_multiple_of(16) && l.stride.is_multiple_of(8)
 }
 fn span_vec_ok(b: &HipBuffer, s: &Span) -> bool {
-    addr(b, s.offset) % 16 == 0
+    addr(b, s.offset).is_multiple_of(16)
 }
 
 impl NormKernel for HipBackend {

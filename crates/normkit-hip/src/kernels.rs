@@ -22,9 +22,10 @@ pub struct Kernel {
 
 include!(concat!(env!("OUT_DIR"), "/kernels.rs"));
 
-/// The code object built for `arch`.
+/// The code object built for `arch` (`None` also when the build compiled no kernels: a clippy
+/// run or `NORMKIT_KERNELS=skip`).
 pub fn code_object(arch: &str) -> Option<&'static [u8]> {
-    CODE_OBJECTS.iter().find(|(a, _)| *a == arch).map(|(_, b)| *b)
+    CODE_OBJECTS.iter().find(|(a, b)| *a == arch && !b.is_empty()).map(|(_, b)| *b)
 }
 
 /// The kernel called `name`, if kernels.def lists it.

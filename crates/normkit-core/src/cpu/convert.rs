@@ -306,7 +306,7 @@ impl Ptr {
             // Soundness of the blocks below: every write lies in `dst..dst + n`, valid and owned by
             // this thread per the caller; `p` is 32-byte aligned at each streaming store because
             // `dst + head` is (element addresses are multiples of `es`, which divides 64).
-            if head >= n || (dst as usize) % es != 0 {
+            if head >= n || !(dst as usize).is_multiple_of(es) {
                 // SAFETY: as just said.
                 let out = unsafe { std::slice::from_raw_parts_mut(dst, n) };
                 conv(src, out);

@@ -264,7 +264,7 @@ pub(super) unsafe fn row(a: RowArgs<'_>) -> (f32, f32) {
     };
     let y = a.y;
     let head = (((64 - (y as usize) % 64) % 64) / 2).min(n);
-    let head = if (y as usize) % 2 != 0 { n } else { head };
+    let head = if !(y as usize).is_multiple_of(2) { n } else { head };
     for i in 0..head {
         // SAFETY: as said above.
         unsafe { *y.add(i) = scalar(i) };
@@ -338,7 +338,7 @@ mod tests {
             pats.push(x);
             x = x.wrapping_add(2_147_483_647 / 1000 * 2 + 1);
         }
-        while pats.len() % 32 != 0 {
+        while !pats.len().is_multiple_of(32) {
             pats.push(0x7f80_0002);
         }
         for c in pats.chunks_exact(32) {
