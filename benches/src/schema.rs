@@ -151,6 +151,16 @@ pub struct ResultsFile {
     pub runs: Vec<Run>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub peers: Vec<Run>,
+    /// Backends that were not measured in this run, and why (no device, not built, …).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped_backends: Vec<SkippedBackend>,
+}
+
+/// A backend the run did not measure.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkippedBackend {
+    pub backend: String,
+    pub reason: String,
 }
 
 impl ResultsFile {
@@ -162,6 +172,7 @@ impl ResultsFile {
             date: crate::sysinfo::utc_now(),
             runs,
             peers,
+            skipped_backends: Vec::new(),
         }
     }
 
@@ -209,6 +220,9 @@ pub fn parse(text: &str) -> Result<ResultsFile, String> {
     if let Value::Object(o) = &v {
         if let Some(Value::String(d)) = o.get("date") {
             file.date = d.clone();
+        }
+        if let Some(skipped) = o.get("skipped_backends") {
+            file.skipped_backends = serde_json::from_value(skipped.clone()).map_err(|e| format!("skipped_backends: {e}"))?;
         }
     }
     Ok(file)

@@ -3,7 +3,7 @@
 //! ```text
 //! cargo xtask toolchains        install nvcc 13.0, cuobjdump, clang-22, chromium (idempotent)
 //! cargo xtask test-all          toolchains, release build, every test; one line per backend
-//! cargo xtask bench [ARGS]      run the benchmark runner (see `cargo xtask bench --help`)
+//! cargo xtask bench [ARGS]      provision, build and run the benchmark runner (`cargo xtask bench --help`)
 //! cargo xtask report merge A.json B.json ... [--peers peers.json] --out DIR
 //! cargo xtask kernels         inspect the GPU kernels of the last release build (no GPU needed)
 //! cargo xtask gpu-bundle [--out DIR]   the bundle of files to run the GPU suite on a GPU host
@@ -27,7 +27,9 @@ usage: cargo xtask <task>
   test-all                     toolchains, release build of the workspace, all tests and doctests;
                                prints one line per backend (ran / skipped and why) and the test counts
   bench [--backend L] [--ops L] [--dtypes L] [--shapes MxN,..] [--quick|--full] [--out DIR]
-                               build and run normkit-bench; writes DIR/results.json, report.md, report.html
+                               the main job: finds the GPUs here, installs their toolchains, builds and
+                               runs normkit-bench; writes DIR/results.json, report.md, report.html
+                               (`cargo xtask bench --help` for every option)
   report merge A.json [B.json ...] [--peers peers.json] --out DIR
                                one report from several machines' results and bench_peers.py output
   kernels                      what the last release build's GPU kernels hold (archs, ISA), no device needed

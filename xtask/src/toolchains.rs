@@ -65,8 +65,10 @@ fn pip_install(target: PathBuf, wheels: &[&str], no_deps: bool) -> Result<String
         return Ok(format!("present ({})", target.display()));
     }
     ensure_pip()?;
+    // pip prints each wheel it downloads with its size (a progress bar too on a terminal).
+    println!("pip: downloading {} from PyPI into {} (nvcc 13.0 is about 280 MB)", missing.join(" "), target.display());
     let mut c = Command::new("python3");
-    c.args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--upgrade", "--target"]).arg(&target);
+    c.args(["-m", "pip", "install", "--disable-pip-version-check", "--upgrade", "--target"]).arg(&target);
     if no_deps {
         c.arg("--no-deps");
     }
@@ -108,39 +110,60 @@ fn apt_install(packages: &[&str]) -> Result<(), String> {
     util::run(&mut c)
 }
 
-/// Installs what is missing and says what it did, one line per tool.
+/// nvcc 13.0 (and cuobjdump when `inspect`): installs what is missing, says what it did. Returns
+/// nvcc's path.
+pub fn provision_cuda(inspect: bool) -> Result<PathBuf, String> {
+    let tools = tools_dir();
+    let what = pip_install(tools.join("cuda-13.0"), &CUDA_WHEELS, false).map_err(|e| format!("nvcc 13.0: {e}"))?;
+    println!("nvcc 13.0: {what}");
+    if inspect {
+        let what = pip_install(tools.join("cuobjdump"), &CUOBJDUMP_WHEELS, true).map_err(|e| format!("cuobjdump: {e}"))?;
+        println!("cuobjdump/nvdisasm 13.2: {what}");
+    }
+    let nvcc = nvcc_path();
+    match util::output(Command::new(&nvcc).arg("--version")) {
+        Some(v) => {
+            println!("nvcc: {}", v.lines().last().unwrap_or("").trim());
+            Ok(nvcc)
+        }
+        None => Err(format!("{} is installed but does not run", nvcc.display())),
+    }
+}
+
+/// The Debian packages of `APT` whose file is missing, installed with one `apt-get update`.
+fn provision_apt(packages: &[(&str, &str)]) -> Result<(), String> {
+    let missing: Vec<&str> = packages.iter().filter(|(_, file)| !std::path::Path::new(file).is_file()).map(|(p, _)| *p).collect();
+    if missing.is_empty() {
+        println!("apt: present ({})", packages.iter().map(|(p, _)| *p).collect::<Vec<_>>().join(", "));
+        return Ok(());
+    }
+    println!("apt: installing {} from Debian (about 150 MB for clang-22 + llvm-22)", missing.join(" "));
+    apt_install(&missing).map_err(|e| format!("apt ({}): {e}", missing.join(" ")))?;
+    println!("apt: installed {}", missing.join(" "));
+    Ok(())
+}
+
+/// clang-22 and lld-22 (the HIP code objects): installs what is missing. Returns clang's path.
+pub fn provision_hip() -> Result<PathBuf, String> {
+    provision_apt(&APT[..2])?;
+    Ok(PathBuf::from("/usr/bin/clang++-22"))
+}
+
+/// Installs everything `test-all` uses and says what it did, one line per tool.
 pub fn provision() -> Tools {
     let mut t = Tools::default();
-    let tools = tools_dir();
-    match pip_install(tools.join("cuda-13.0"), &CUDA_WHEELS, false) {
-        Ok(what) => println!("nvcc 13.0: {what}"),
-        Err(e) => t.problems.push(format!("nvcc 13.0: {e}")),
+    if let Err(e) = provision_cuda(true) {
+        t.problems.push(e);
     }
-    match pip_install(tools.join("cuobjdump"), &CUOBJDUMP_WHEELS, true) {
-        Ok(what) => println!("cuobjdump/nvdisasm 13.2: {what}"),
-        Err(e) => t.problems.push(format!("cuobjdump: {e}")),
-    }
-    let missing: Vec<&str> = APT.iter().filter(|(_, file)| !std::path::Path::new(file).is_file()).map(|(p, _)| *p).collect();
-    if missing.is_empty() {
-        println!("apt: present ({})", APT.map(|(p, _)| p).join(", "));
-    } else {
-        match apt_install(&missing) {
-            Ok(()) => println!("apt: installed {}", missing.join(" ")),
-            Err(e) => t.problems.push(format!("apt ({}): {e}", missing.join(" "))),
-        }
+    if let Err(e) = provision_apt(&APT) {
+        t.problems.push(e);
     }
     let exists = |p: PathBuf| p.is_file().then_some(p);
-    t.nvcc = exists(nvcc_path());
+    t.nvcc = exists(nvcc_path()).filter(|_| t.problems.iter().all(|p| !p.starts_with("nvcc")));
     t.cuobjdump = exists(cuobjdump_path());
     t.clang = exists(PathBuf::from("/usr/bin/clang++-22"));
     t.llvm_objdump = exists(PathBuf::from("/usr/bin/llvm-objdump-22"));
     t.chromium = exists(PathBuf::from("/usr/bin/chromium"));
-    if let Some(nvcc) = &t.nvcc {
-        match util::output(Command::new(nvcc).arg("--version")) {
-            Some(v) => println!("nvcc: {}", v.lines().last().unwrap_or("").trim()),
-            None => t.problems.push(format!("{} is installed but does not run", nvcc.display())),
-        }
-    }
     for p in &t.problems {
         println!("toolchain problem: {p}");
     }

@@ -12,7 +12,7 @@ use normkit_benches::grid::{self, Size};
 use normkit_benches::ops::{self, Op};
 use normkit_benches::progress::Progress;
 use normkit_benches::report::{self, fmt_gbps, fmt_us};
-use normkit_benches::schema::{self, ResultsFile, Run};
+use normkit_benches::schema::{self, ResultsFile, Run, SkippedBackend};
 use normkit_benches::{peers, runner};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -33,7 +33,10 @@ run options:
   --quick          ~20 s smoke run            --full   adds hidden sizes up to 1M
   --reps N         timed repetitions per case (median reported)
   --label NAME     name of the run in reports
-  --out DIR        output folder (default: report)";
+  --out DIR        output folder (default: report)
+  --not-built NAME=REASON
+                   a backend this binary was built without, and why (cargo xtask bench passes
+                   it): listed in the summary and the report's notes";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -67,6 +70,8 @@ fn probe() -> Result<ExitCode, String> {
 /// Options of `run`.
 struct RunArgs {
     backends: Option<Vec<String>>,
+    /// Backends left out of the build (`--not-built`), with the reason.
+    not_built: Vec<SkippedBackend>,
     req: Request,
     out: PathBuf,
 }
@@ -78,6 +83,7 @@ fn value<'a>(it: &mut impl Iterator<Item = &'a String>, flag: &str) -> Result<&'
 fn parse_run(args: &[String]) -> Result<RunArgs, String> {
     let mut r = RunArgs {
         backends: None,
+        not_built: Vec::new(),
         req: Request { ops: Op::ALL.to_vec(), shapes: None, dtypes: None, size: Size::Default, reps: None, label: None },
         out: PathBuf::from("report"),
     };
@@ -102,6 +108,11 @@ fn parse_run(args: &[String]) -> Result<RunArgs, String> {
             "--reps" => r.req.reps = Some(value(&mut it, a)?.parse().map_err(|_| "--reps needs a positive integer".to_string())?),
             "--label" => r.req.label = Some(value(&mut it, a)?.clone()),
             "--out" => r.out = PathBuf::from(value(&mut it, a)?),
+            "--not-built" => {
+                let v = value(&mut it, a)?;
+                let (backend, reason) = v.split_once('=').ok_or_else(|| format!("--not-built needs NAME=REASON, got `{v}`"))?;
+                r.not_built.push(SkippedBackend { backend: backend.to_string(), reason: reason.to_string() });
+            }
             other => return Err(format!("unknown option `{other}`\n{USAGE}")),
         }
     }
@@ -115,14 +126,18 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
     let a = parse_run(args)?;
     report::check_writable(&a.out)?;
     let mut failed = false;
+    let mut skipped = a.not_built.clone();
+    let built_without = |name: &str| a.not_built.iter().any(|b| b.backend == name);
     let names: Vec<String> = match &a.backends {
-        Some(list) => list.clone(),
+        Some(list) => list.iter().filter(|n| !built_without(n)).cloned().collect(),
         None => backends::probe()
             .into_iter()
             .filter_map(|(name, status)| match status {
                 Ok(_) => Some(name.to_string()),
+                Err(_) if built_without(name) => None,
                 Err(reason) => {
                     eprintln!("{name}: skipped: {reason}");
+                    skipped.push(SkippedBackend { backend: name.to_string(), reason });
                     None
                 }
             })
@@ -149,14 +164,17 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
             }
             Err(e) => {
                 eprintln!("normkit-bench: {e}");
+                skipped.push(SkippedBackend { backend: name.clone(), reason: e });
                 failed = true;
             }
         }
     }
     if runs.is_empty() {
-        return Err("no backend ran".into());
+        let why: Vec<String> = skipped.iter().map(|b| format!("{}: {}", b.backend, b.reason)).collect();
+        return Err(format!("no backend ran ({})", why.join("; ")));
     }
-    let file = ResultsFile::new(runs, Vec::new());
+    let mut file = ResultsFile::new(runs, Vec::new());
+    file.skipped_backends = skipped;
     report::write(&a.out, &file)?;
     print_summary(&file);
     println!("wrote {0}/results.json, {0}/report.md, {0}/report.html", a.out.display());
@@ -241,6 +259,9 @@ mod tests {
         assert!(err("--shapes 4096x").contains("bad shape `4096x`"));
         assert!(err("--out").contains("--out needs a value"));
         assert!(err("--fast").contains("unknown option `--fast`"));
+        assert!(err("--not-built cuda").contains("--not-built needs NAME=REASON"));
+        let nb = parse_run(&args("--not-built cuda=no_driver")).unwrap();
+        assert_eq!(nb.not_built, vec![SkippedBackend { backend: "cuda".into(), reason: "no_driver".into() }]);
         let ok = parse_run(&args("--backend cpu --ops ln_bwd --shapes 8x4096 --dtypes f32 --quick --out x")).unwrap();
         assert_eq!(ok.req.cases(normkit_benches::grid::DeviceKind::Cpu).len(), 1);
     }

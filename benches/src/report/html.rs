@@ -4,7 +4,7 @@
 use super::svg::{self, esc, Chart, HLine, Point, Series};
 use super::{all_runs, find, fmt_bytes, fmt_gbps, fmt_pct, fmt_us, is_latency, ops_present, pct, row_keys, short_date};
 use crate::ops::Op;
-use crate::schema::{ResultsFile, Run};
+use crate::schema::{ResultsFile, Run, SkippedBackend};
 use std::fmt::Write;
 
 const STYLE: &str = r#"
@@ -101,7 +101,7 @@ pub fn render(file: &ResultsFile) -> String {
     }
     peers(&mut s, file);
     machines(&mut s, &runs);
-    problems(&mut s, &runs);
+    problems(&mut s, &runs, &file.skipped_backends);
     let _ = writeln!(s, "</main><script>{SCRIPT}</script></body></html>");
     s
 }
@@ -269,8 +269,9 @@ fn machines(s: &mut String, runs: &[&Run]) {
     s.push_str("</tbody></table></div></section>");
 }
 
-fn problems(s: &mut String, runs: &[&Run]) {
-    let mut items = Vec::new();
+fn problems(s: &mut String, runs: &[&Run], skipped_backends: &[SkippedBackend]) {
+    let mut items: Vec<String> =
+        skipped_backends.iter().map(|b| format!("backend <b>{}</b> not measured: {}", esc(&b.backend), esc(&b.reason))).collect();
     for r in runs {
         let l = esc(&r.display_label());
         items.extend(r.errors.iter().map(|e| format!("{l} — <b>error</b> {} {}x{} {}: {}", e.op, e.m, e.n, e.dtype, esc(&e.reason))));

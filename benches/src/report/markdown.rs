@@ -1,7 +1,7 @@
 //! `report.md`: the machines, then one table per op with every run side by side.
 
 use super::{all_runs, find, fmt_bytes, fmt_gbps, fmt_pct, fmt_us, is_latency, ops_present, pct, row_keys, short_date};
-use crate::schema::{ResultsFile, Run};
+use crate::schema::{ResultsFile, Run, SkippedBackend};
 use std::fmt::Write;
 
 pub fn render(file: &ResultsFile) -> String {
@@ -47,7 +47,7 @@ pub fn render(file: &ResultsFile) -> String {
         }
     }
     peers(&mut s, file);
-    problems(&mut s, &runs);
+    problems(&mut s, &runs, &file.skipped_backends);
     s
 }
 
@@ -117,12 +117,15 @@ fn machines(s: &mut String, runs: &[&Run]) {
     }
 }
 
-fn problems(s: &mut String, runs: &[&Run]) {
+fn problems(s: &mut String, runs: &[&Run], skipped_backends: &[SkippedBackend]) {
     let any = runs.iter().any(|r| !r.errors.is_empty() || !r.skipped.is_empty() || !r.notes.is_empty());
-    if !any {
+    if !any && skipped_backends.is_empty() {
         return;
     }
     let _ = writeln!(s, "\n## Errors, skipped cases and notes\n");
+    for b in skipped_backends {
+        let _ = writeln!(s, "- backend {} not measured: {}", b.backend, b.reason);
+    }
     for r in runs {
         for e in &r.errors {
             let _ = writeln!(s, "- {} — ERROR {} {}x{} {}: {}", r.display_label(), e.op, e.m, e.n, e.dtype, e.reason);
