@@ -378,7 +378,11 @@ mod tests {
         assert!(run.skipped[0].reason.contains("does not support the fused add"));
         assert_eq!(run.errors.len(), 2);
         assert_eq!(run.errors[0].op, "ln_bwd");
-        assert!(run.errors[0].reason.contains("device error in backend `cpu` during launch: mock device lost"), "{}", run.errors[0].reason);
+        assert!(
+            run.errors[0].reason.contains("Device error in the `cpu` backend during launch: mock device lost"),
+            "{}",
+            run.errors[0].reason
+        );
         let r = &run.results[0];
         assert_eq!((r.op.as_str(), r.m, r.n, r.dtype.as_str()), ("rms_fwd", 16, 64, "bf16"));
         assert!((r.us - 100.0).abs() < 1e-9 && (r.gbps - Op::RmsFwd.bytes(16, 64, DType::BF16) as f64 / 1e-4 / 1e9).abs() < 1e-9);

@@ -5,13 +5,44 @@ use crate::tensor::{InOut, MatRef, VecMut, VecRef};
 /// Operands of a forward call. Which optional operands must be present is set by the
 /// [`crate::NormDesc`]: `weight` iff `desc.weight`, `bias` iff `desc.bias`, `residual` iff
 /// `desc.residual`, `rstd` iff `desc.save_stats`, `mean` iff `desc.save_stats` and LayerNorm.
+/// A missing one is [`NormError::Missing`](crate::NormError::Missing), an extra one
+/// [`NormError::Unexpected`](crate::NormError::Unexpected).
+///
+/// Build it with [`Forward::new`] and the builder methods:
+///
+/// ```
+/// use normkit_core::cpu::CpuBackend;
+/// use normkit_core::{DType, Forward, HostBuf, InOut, MatMut, MatRef, NormDesc, NormKernel, VecMut, VecRef};
+///
+/// let (m, n) = (2, 4);
+/// let x = HostBuf::from_f32(DType::BF16, &[1.0, 2.0, 3.0, 4.0, 0.5, 0.5, -0.5, -0.5]);
+/// let mut residual = HostBuf::filled(DType::F32, m * n, 0.25);
+/// let (w, b) = (HostBuf::filled(DType::F32, n, 1.0), HostBuf::zeros(DType::F32, n));
+/// let mut y = HostBuf::zeros(DType::BF16, m * n);
+/// let (mut mean, mut rstd) = (HostBuf::zeros(DType::F32, m), HostBuf::zeros(DType::F32, m));
+///
+/// // LayerNorm of h = x + residual, written over the residual (residual_out), saving the statistics.
+/// let desc = NormDesc::layer(1e-5).with_residual(true).with_save_stats(true);
+/// let args = Forward::new(InOut::separate(MatRef::new(&x, m, n), MatMut::new(&mut y, m, n)))
+///     .residual(InOut::in_place(MatMut::new(&mut residual, m, n)))
+///     .weight(VecRef::new(&w))
+///     .bias(VecRef::new(&b))
+///     .mean(VecMut::new(&mut mean))
+///     .rstd(VecMut::new(&mut rstd));
+/// CpuBackend::new().forward(&desc, args)?;
+/// assert_eq!(residual.get_f32(0), 1.25);
+/// assert_eq!(mean.get_f32(0), 2.75);
+/// # Ok::<(), normkit_core::NormError>(())
+/// ```
 #[derive(Debug)]
 pub struct Forward<'a, B: ?Sized> {
     /// `x` (M × N) in, `y` (M × N) out — or `y` written over `x`.
     pub x: InOut<'a, B>,
     /// `residual` in, `residual_out = x + residual` out — or written over `residual`.
     pub residual: Option<InOut<'a, B>>,
+    /// The weight `w`, length N; see [`Forward::weight`].
     pub weight: Option<VecRef<'a, B>>,
+    /// The bias `b`, length N; see [`Forward::bias`].
     pub bias: Option<VecRef<'a, B>>,
     /// LayerNorm mean per row, f32, length M.
     pub mean: Option<VecMut<'a, B>>,
@@ -20,26 +51,53 @@ pub struct Forward<'a, B: ?Sized> {
 }
 
 impl<'a, B: ?Sized> Forward<'a, B> {
-    /// A plain norm of `x` into `y`.
+    /// A plain norm of `x` into `y`, with no optional operand yet.
+    ///
+    /// `x` is `M × N` (the shape of its input view sets `M` and `N` for every other operand), in
+    /// f32, f16 or bf16; `y` is `M × N` in `x`'s dtype or f32. [`InOut::in_place`] writes `y`
+    /// over `x` (then `y` has `x`'s dtype).
     pub fn new(x: InOut<'a, B>) -> Self {
         Forward { x, residual: None, weight: None, bias: None, mean: None, rstd: None }
     }
+
+    /// The affine weight `w`: N elements, in `x`'s dtype or f32, and the same dtype as the bias.
+    /// The norm multiplies by `w + offset` (the offset of [`crate::WeightSpec`], 1.0 for Gemma).
+    /// Required iff the descriptor has a weight ([`crate::NormDesc::weight`] is `Some`, as with
+    /// [`crate::NormDesc::rms`] and [`crate::NormDesc::layer`]).
     pub fn weight(mut self, w: VecRef<'a, B>) -> Self {
         self.weight = Some(w);
         self
     }
+
+    /// The bias `b`, added after the weight: N elements, in the weight's dtype (without a
+    /// weight: `x`'s dtype or f32). Required iff [`crate::NormDesc::bias`] (set by
+    /// [`crate::NormDesc::layer`] and [`crate::NormDesc::with_bias`]).
     pub fn bias(mut self, b: VecRef<'a, B>) -> Self {
         self.bias = Some(b);
         self
     }
+
+    /// The fused residual add. `r`'s input is `residual` (M × N, in `x`'s dtype or f32), its
+    /// output `residual_out = x + residual` (M × N, in the residual's dtype), which may overwrite
+    /// the residual ([`InOut::in_place`]). The norm is computed from `residual_out` as stored, so
+    /// the backward can read it as its `x`. Required iff [`crate::NormDesc::residual`]
+    /// ([`crate::NormDesc::with_residual`]).
     pub fn residual(mut self, r: InOut<'a, B>) -> Self {
         self.residual = Some(r);
         self
     }
+
+    /// Where to save each row's mean `μ` for the backward: M elements, f32. Required iff the
+    /// descriptor is LayerNorm and saves statistics ([`crate::NormDesc::save_stats`]); RMSNorm
+    /// has no mean.
     pub fn mean(mut self, m: VecMut<'a, B>) -> Self {
         self.mean = Some(m);
         self
     }
+
+    /// Where to save each row's `rstd = 1/sqrt(var + eps)` (RMSNorm: `1/sqrt(mean(x²) + eps)`)
+    /// for the backward: M elements, f32. Required iff [`crate::NormDesc::save_stats`]
+    /// ([`crate::NormDesc::with_save_stats`]).
     pub fn rstd(mut self, r: VecMut<'a, B>) -> Self {
         self.rstd = Some(r);
         self
@@ -60,6 +118,7 @@ pub struct Backward<'a, B: ?Sized> {
     pub dy: InOut<'a, B>,
     /// Incoming gradient of `residual_out` (fused add only; optional).
     pub d_residual_out: Option<MatRef<'a, B>>,
+    /// The weight the forward used, length N; see [`Backward::weight`].
     pub weight: Option<VecRef<'a, B>>,
     /// LayerNorm mean (required for LayerNorm), f32, length M.
     pub mean: Option<VecRef<'a, B>>,
@@ -72,25 +131,50 @@ pub struct Backward<'a, B: ?Sized> {
 }
 
 impl<'a, B: ?Sized> Backward<'a, B> {
+    /// The operands every backward needs.
+    ///
+    /// - `x`: the tensor the forward normalised, M × N (with the fused add, the forward's
+    ///   `residual_out`); its shape sets `M` and `N` for every other operand.
+    /// - `dy`: the gradient of `y` in, `dx` out, both M × N; `dy` in `x`'s dtype or f32, `dx` in
+    ///   `dy`'s dtype. [`InOut::in_place`] writes `dx` over `dy`.
+    /// - `rstd`: the `rstd` the forward saved ([`Forward::rstd`]), M elements, f32.
     pub fn new(x: MatRef<'a, B>, dy: InOut<'a, B>, rstd: VecRef<'a, B>) -> Self {
         Backward { x, dy, d_residual_out: None, weight: None, mean: None, rstd, dw: None, db: None }
     }
+
+    /// The weight the forward used (N elements; the backward uses `w + offset`). Required iff
+    /// the descriptor has a weight, and then [`Backward::dw`] is required too, in the same dtype.
     pub fn weight(mut self, w: VecRef<'a, B>) -> Self {
         self.weight = Some(w);
         self
     }
+
+    /// The per-row mean the LayerNorm forward saved ([`Forward::mean`]): M elements, f32.
+    /// Required for LayerNorm, not allowed for RMSNorm.
     pub fn mean(mut self, m: VecRef<'a, B>) -> Self {
         self.mean = Some(m);
         self
     }
+
+    /// With the fused residual add: the gradient arriving at the forward's `residual_out` from
+    /// later layers (M × N, in `dy`'s dtype). It is added to `dx`, which is then the gradient of
+    /// both the forward's `x` and its `residual`. Optional; only allowed when
+    /// [`crate::NormDesc::residual`] is set.
     pub fn d_residual_out(mut self, d: MatRef<'a, B>) -> Self {
         self.d_residual_out = Some(d);
         self
     }
+
+    /// Where to write `dw = Σ_rows dy·x̂` (the weight's gradient): N elements, in the weight's
+    /// dtype. Overwritten, not accumulated. Required iff the descriptor has a weight.
     pub fn dw(mut self, dw: VecMut<'a, B>) -> Self {
         self.dw = Some(dw);
         self
     }
+
+    /// Where to write `db = Σ_rows dy` (the bias's gradient): N elements, in the weight's dtype
+    /// (without a weight: `x`'s dtype or f32). Overwritten, not accumulated. Required iff
+    /// [`crate::NormDesc::bias`].
     pub fn db(mut self, db: VecMut<'a, B>) -> Self {
         self.db = Some(db);
         self

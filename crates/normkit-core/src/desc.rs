@@ -12,6 +12,7 @@ pub enum NormKind {
 }
 
 impl NormKind {
+    /// Short name used in op names and reports: `"rms"` or `"ln"`.
     pub const fn name(self) -> &'static str {
         match self {
             NormKind::Rms => "rms",
@@ -33,9 +34,16 @@ pub enum CastingMode {
     /// `x̂` is rounded to the input dtype before the weight multiply:
     /// `y = round(round_x(x̂)·(w + offset) + b)`, with the product and bias in fp32.
     Llama,
-    /// Arithmetic in the input dtype, accumulation in fp32: `rstd` (and `μ`) are rounded to the
-    /// input dtype, and every elementwise step (`x−μ`, `·rstd`, `w + offset`, `·w`, `+ b`) is
-    /// rounded to the input dtype before the next.
+    /// Elementwise arithmetic in the input dtype: every elementwise step (`x−μ`, `·rstd`,
+    /// `w + offset`, `·w`, `+ b`) is rounded to the input dtype before the next.
+    ///
+    /// The statistics are *not* rounded: `μ`, `mean(x²)` / the variance, the `+ eps` and `rstd`
+    /// are computed and kept in fp32, as in the other modes, and the saved `mean`/`rstd` are those
+    /// fp32 values. So `eps` never underflows (1e-12 is 0 in f16) and `rstd` never overflows the
+    /// input dtype (a row of zeros with eps = 1e-12 has `rstd = 1e6`, which is `+inf` in f16 and
+    /// would turn the row into `0·inf = NaN`): a row of finite values whose fp32 statistics are
+    /// finite never becomes NaN — a row of zeros (padding) comes out as `0·(w + offset) + b`.
+    /// (Liger-Kernel's `none` mode rounds `eps` and `rstd` to the input dtype; normkit does not.)
     None,
 }
 
@@ -66,6 +74,7 @@ pub struct WeightSpec {
 /// [`crate::NormError::Missing`] / [`crate::NormError::Unexpected`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct NormDesc {
+    /// RMSNorm or LayerNorm.
     pub kind: NormKind,
     /// Added to the variance (or mean square) before the square root; finite and `> 0`.
     pub eps: f32,
@@ -77,6 +86,8 @@ pub struct NormDesc {
     /// and the norm computed from `h` *as stored*, so a backward reading `residual_out` sees exactly
     /// what the forward normalised.
     pub residual: bool,
+    /// Where the forward pass rounds to the input dtype (ignored by the backward, which computes
+    /// in fp32 and rounds once when it stores).
     pub casting: CastingMode,
     /// Whether the forward pass writes `rstd` (and `mean` for LayerNorm) for the backward pass.
     pub save_stats: bool,
@@ -121,21 +132,28 @@ impl NormDesc {
         self
     }
 
+    /// With (`true`) or without a bias; the call then needs [`crate::Forward::bias`] and
+    /// [`crate::Backward::db`].
     pub const fn with_bias(mut self, bias: bool) -> Self {
         self.bias = bias;
         self
     }
 
+    /// With (`true`) or without the fused residual add; the forward then needs
+    /// [`crate::Forward::residual`] and the backward allows [`crate::Backward::d_residual_out`].
     pub const fn with_residual(mut self, residual: bool) -> Self {
         self.residual = residual;
         self
     }
 
+    /// With the given casting mode (default [`CastingMode::Gemma`]).
     pub const fn with_casting(mut self, casting: CastingMode) -> Self {
         self.casting = casting;
         self
     }
 
+    /// Whether the forward saves the statistics for the backward: then it needs
+    /// [`crate::Forward::rstd`] and, for LayerNorm, [`crate::Forward::mean`].
     pub const fn with_save_stats(mut self, save: bool) -> Self {
         self.save_stats = save;
         self
@@ -155,7 +173,9 @@ impl NormDesc {
 /// Forward or backward.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Direction {
+    /// The forward pass, [`crate::NormKernel::forward`].
     Forward,
+    /// The backward pass, [`crate::NormKernel::backward`].
     Backward,
 }
 
@@ -170,9 +190,13 @@ pub enum Direction {
 /// or `f32`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct DTypes {
+    /// The input `x` (backward: the tensor that was normalised).
     pub x: DType,
+    /// The output `y` (backward: every gradient, `dy`, `dx`, `d_residual_out`).
     pub y: DType,
+    /// The weight and bias (backward: also `dw` and `db`).
     pub weight: DType,
+    /// The residual and `residual_out` (forward only).
     pub residual: DType,
 }
 

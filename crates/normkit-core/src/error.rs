@@ -81,7 +81,9 @@ pub enum AliasRule {
 impl fmt::Display for AliasRule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            AliasRule::Overlap => "its memory overlaps another operand; only `InOut::InPlace` may share memory",
+            AliasRule::Overlap => {
+                "its memory overlaps another operand's, and only an output written over its own input (`InOut::InPlace`) may share memory"
+            }
         })
     }
 }
@@ -95,71 +97,80 @@ impl fmt::Display for AliasRule {
 #[derive(Debug, thiserror::Error)]
 pub enum NormError {
     /// An operand's rows, columns or length disagree with the others.
-    #[error("shape mismatch on `{operand}`: expected {expected} {dim}, got {got}")]
+    #[error("`{operand}` has {}, but the call needs {expected}{}", count(*.got, *.dim), shape_hint(*.operand, *.dim, *.expected))]
     Shape { operand: Operand, dim: Dim, expected: usize, got: usize },
 
     /// The hidden size is zero (a norm over zero elements is undefined).
-    #[error("hidden size N must be at least 1")]
+    #[error("The hidden size N is 0: `x` needs at least one column (a norm over zero elements is undefined)")]
     EmptyRows,
 
     /// A row stride is smaller than the row length.
-    #[error("row stride of `{operand}` is {stride}, smaller than the row length {cols}")]
+    #[error("`{operand}` has a row stride of {stride}, smaller than its row length of {cols}: its rows would overlap")]
     Stride { operand: Operand, stride: usize, cols: usize },
 
     /// The view does not fit in its buffer.
-    #[error("`{operand}` needs {needed} elements from its buffer but the buffer holds {len}")]
+    #[error("`{operand}` does not fit in its buffer: the view needs at least {needed} elements, but the buffer holds {len}")]
     OutOfBounds { operand: Operand, needed: usize, len: usize },
 
     /// The arithmetic `offset + (rows - 1) * stride + cols` overflows `usize`.
-    #[error("the view of `{operand}` overflows the address space")]
+    #[error("`{operand}` has a view that overflows `usize`: its offset, stride and shape address more elements than exist")]
     Overflow { operand: Operand },
 
     /// A pointer or offset is not aligned to its element size (device buffers only).
-    #[error("`{operand}` is misaligned: byte offset {offset_bytes} is not a multiple of {required}")]
+    #[error("`{operand}` is misaligned: it starts at byte offset {offset_bytes}, which is not a multiple of {required}")]
     Alignment { operand: Operand, required: usize, offset_bytes: usize },
 
     /// `eps` must be finite and strictly positive.
-    #[error("eps must be finite and > 0, got {eps}")]
+    #[error("`eps` must be finite and greater than 0, but the descriptor has {eps}")]
     InvalidEps { eps: f32 },
 
     /// The weight offset must be finite.
-    #[error("weight offset must be finite, got {offset}")]
+    #[error("The weight offset must be finite, but the descriptor has {offset}")]
     InvalidOffset { offset: f32 },
 
     /// An operand the descriptor requires is absent.
-    #[error("the descriptor requires `{operand}` but it was not given")]
+    #[error("`{operand}` is missing: the call needs it because {}; pass it with `.{operand}(…)`", needed_because(*.operand))]
     Missing { operand: Operand },
 
     /// An operand was given that the descriptor does not use.
-    #[error("`{operand}` was given but the descriptor does not use it")]
+    #[error("`{operand}` was given, but {}; remove `.{operand}(…)` or change the descriptor", unused_because(*.operand))]
     Unexpected { operand: Operand },
 
     /// The dtype of an operand is not allowed in this combination.
-    #[error("dtype {dtype} is not allowed for `{operand}`: {rule}")]
+    #[error("`{operand}` is {dtype}, which is not allowed here: {rule}")]
     DType { operand: Operand, dtype: DType, rule: &'static str },
 
     /// Two operands share memory in a way the op does not allow.
-    #[error("illegal aliasing on `{operand}`: {rule}")]
+    #[error("`{operand}` may not share memory this way: {rule}")]
     Aliasing { operand: Operand, rule: AliasRule },
 
     /// The backend does not implement this op, option or dtype combination.
-    #[error("backend `{backend}` does not support {what}")]
+    #[error("The `{backend}` backend does not support {what}")]
     Unsupported { backend: &'static str, what: String },
 
     /// A buffer belongs to a different backend (or a different device) than the one called.
-    #[error("`{operand}` lives on another backend or device than `{backend}`")]
+    #[error("`{operand}` is a buffer of another backend or device: the `{backend}` backend can only use buffers it allocated or uploaded itself")]
     ForeignBuffer { backend: &'static str, operand: Operand },
 
     /// A resource (workspace memory, shared memory, grid size) is too small for the request.
-    #[error("{resource}: requested {requested}, available {available}")]
+    #[error("The call needs {resource} = {requested}, {}", resource_available(*.available))]
     ResourceLimit { resource: &'static str, requested: u64, available: u64 },
 
     /// The backend cannot run on this machine (no driver, no device, toolchain missing).
-    #[error("backend `{backend}` is unavailable: {reason}")]
+    #[error("The `{backend}` backend cannot run here: {reason}")]
     BackendUnavailable { backend: &'static str, reason: String },
 
+    /// `normkit::backend(name)` was asked for a backend name it does not know.
+    #[error("No backend is called `{name}` (known: {known})")]
+    UnknownBackend {
+        /// The name that was asked for.
+        name: String,
+        /// The names that exist, comma-separated.
+        known: &'static str,
+    },
+
     /// The device runtime reported an error.
-    #[error("device error in backend `{backend}` during {during}")]
+    #[error("Device error in the `{backend}` backend during {during}")]
     Device {
         backend: &'static str,
         during: &'static str,
@@ -168,5 +179,200 @@ pub enum NormError {
     },
 }
 
+/// `7 rows`, `1 column`, `8 elements`: a count in the unit of `dim`.
+fn count(n: usize, dim: Dim) -> String {
+    let unit = match dim {
+        Dim::Rows => "row",
+        Dim::Cols => "column",
+        Dim::Len => "element",
+    };
+    format!("{n} {unit}{}", if n == 1 { "" } else { "s" })
+}
+
+/// Where the expected size of a [`NormError::Shape`] comes from.
+fn shape_hint(operand: Operand, dim: Dim, expected: usize) -> String {
+    match (dim, operand) {
+        (Dim::Rows, _) => format!(" (as many rows as `x`, M = {expected})"),
+        (Dim::Cols, _) => format!(" (as many columns as `x`, N = {expected})"),
+        (Dim::Len, Operand::Weight | Operand::Bias | Operand::Dw | Operand::Db) => format!(" (one per column of `x`, N = {expected})"),
+        (Dim::Len, Operand::Mean | Operand::Rstd) => format!(" (one per row of `x`, M = {expected})"),
+        (Dim::Len, _) => String::new(),
+    }
+}
+
+/// Why the descriptor needs an operand ([`NormError::Missing`]).
+fn needed_because(operand: Operand) -> &'static str {
+    match operand {
+        Operand::Weight => "the descriptor has a weight",
+        Operand::Bias => "the descriptor has a bias",
+        Operand::Residual => "the descriptor has the fused residual add",
+        Operand::Rstd => "the descriptor saves statistics (`save_stats`)",
+        Operand::Mean => "LayerNorm saves the mean in the forward (with `save_stats`) and reads it in the backward",
+        Operand::Dw => "the descriptor has a weight, whose gradient is written to `dw`",
+        Operand::Db => "the descriptor has a bias, whose gradient is written to `db`",
+        _ => "the descriptor uses it",
+    }
+}
+
+/// Why the descriptor has no use for an operand ([`NormError::Unexpected`]).
+fn unused_because(operand: Operand) -> &'static str {
+    match operand {
+        Operand::Weight | Operand::Dw => "the descriptor has no weight",
+        Operand::Bias | Operand::Db => "the descriptor has no bias",
+        Operand::Residual | Operand::ResidualOut | Operand::DResidualOut => "the descriptor has no fused residual add",
+        Operand::Rstd => "the descriptor does not save statistics (`save_stats` is false)",
+        Operand::Mean => "only LayerNorm has a mean, and its forward writes it only with `save_stats`",
+        _ => "the descriptor does not use it",
+    }
+}
+
+/// The end of a [`NormError::ResourceLimit`] message.
+fn resource_available(available: u64) -> String {
+    if available == 0 {
+        "which could not be provided".into()
+    } else {
+        format!("but at most {available} is available")
+    }
+}
+
 /// Result alias used throughout normkit.
 pub type Result<T, E = NormError> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Fails to compile when a variant is added, so that the message test below covers it.
+    fn listed(e: &NormError) {
+        match e {
+            NormError::Shape { .. }
+            | NormError::EmptyRows
+            | NormError::Stride { .. }
+            | NormError::OutOfBounds { .. }
+            | NormError::Overflow { .. }
+            | NormError::Alignment { .. }
+            | NormError::InvalidEps { .. }
+            | NormError::InvalidOffset { .. }
+            | NormError::Missing { .. }
+            | NormError::Unexpected { .. }
+            | NormError::DType { .. }
+            | NormError::Aliasing { .. }
+            | NormError::Unsupported { .. }
+            | NormError::ForeignBuffer { .. }
+            | NormError::ResourceLimit { .. }
+            | NormError::BackendUnavailable { .. }
+            | NormError::UnknownBackend { .. }
+            | NormError::Device { .. } => {}
+        }
+    }
+
+    /// One instance of every variant and a piece of text its message must contain (the operand,
+    /// backend, name or value it was built with).
+    fn every_variant() -> Vec<(NormError, &'static str)> {
+        use Operand as O;
+        vec![
+            (
+                NormError::Shape { operand: O::Weight, dim: Dim::Len, expected: 8, got: 7 },
+                "`weight` has 7 elements, but the call needs 8 (one per column of `x`, N = 8)",
+            ),
+            (
+                NormError::Shape { operand: O::Rstd, dim: Dim::Len, expected: 4, got: 1 },
+                "`rstd` has 1 element, but the call needs 4 (one per row of `x`, M = 4)",
+            ),
+            (
+                NormError::Shape { operand: O::Y, dim: Dim::Rows, expected: 4, got: 3 },
+                "`y` has 3 rows, but the call needs 4 (as many rows as `x`, M = 4)",
+            ),
+            (
+                NormError::Shape { operand: O::Dx, dim: Dim::Cols, expected: 8, got: 9 },
+                "`dx` has 9 columns, but the call needs 8 (as many columns as `x`, N = 8)",
+            ),
+            (NormError::EmptyRows, "N is 0"),
+            (
+                NormError::Stride { operand: O::Residual, stride: 4, cols: 8 },
+                "`residual` has a row stride of 4, smaller than its row length of 8",
+            ),
+            (
+                NormError::OutOfBounds { operand: O::Dy, needed: 40, len: 32 },
+                "`dy` does not fit in its buffer: the view needs at least 40 elements, but the buffer holds 32",
+            ),
+            (NormError::Overflow { operand: O::X }, "`x`"),
+            (NormError::Alignment { operand: O::ResidualOut, required: 2, offset_bytes: 3 }, "`residual_out` is misaligned"),
+            (NormError::InvalidEps { eps: -1.0 }, "`eps` must be finite and greater than 0, but the descriptor has -1"),
+            (NormError::InvalidOffset { offset: f32::INFINITY }, "has inf"),
+            (
+                NormError::Missing { operand: O::Bias },
+                "`bias` is missing: the call needs it because the descriptor has a bias; pass it with `.bias(…)`",
+            ),
+            (NormError::Missing { operand: O::Mean }, "`mean` is missing"),
+            (
+                NormError::Unexpected { operand: O::DResidualOut },
+                "`d_residual_out` was given, but the descriptor has no fused residual add",
+            ),
+            (NormError::Unexpected { operand: O::Rstd }, "`rstd` was given, but the descriptor does not save statistics"),
+            (
+                NormError::DType { operand: O::Db, dtype: DType::F16, rule: "weight and its gradients must share a dtype" },
+                "`db` is f16, which is not allowed here: weight and its gradients must share a dtype",
+            ),
+            (NormError::Aliasing { operand: O::Dw, rule: AliasRule::Overlap }, "`dw` may not share memory this way"),
+            (NormError::Unsupported { backend: "hip", what: "the fused add".into() }, "The `hip` backend does not support the fused add"),
+            (
+                NormError::ForeignBuffer { backend: "cuda", operand: O::Weight },
+                "`weight` is a buffer of another backend or device: the `cuda` backend",
+            ),
+            (
+                NormError::ResourceLimit { resource: "device memory", requested: 1 << 40, available: 1 << 30 },
+                "The call needs device memory = 1099511627776, but at most 1073741824 is available",
+            ),
+            (
+                NormError::ResourceLimit { resource: "workspace bytes", requested: 64, available: 0 },
+                "workspace bytes = 64, which could not be provided",
+            ),
+            (
+                NormError::BackendUnavailable { backend: "cuda", reason: "no CUDA driver".into() },
+                "The `cuda` backend cannot run here: no CUDA driver",
+            ),
+            (
+                NormError::UnknownBackend { name: "gpu".into(), known: "cpu, cuda, hip" },
+                "No backend is called `gpu` (known: cpu, cuda, hip)",
+            ),
+            (
+                NormError::Device { backend: "hip", during: "kernel launch", source: Box::new(std::io::Error::other("lost")) },
+                "Device error in the `hip` backend during kernel launch",
+            ),
+        ]
+    }
+
+    #[test]
+    fn every_message_is_a_sentence_that_names_what_was_asked_for() {
+        let all = every_variant();
+        let mut seen = std::collections::HashSet::new();
+        for (e, must_contain) in &all {
+            listed(e);
+            seen.insert(std::mem::discriminant(e));
+            let msg = e.to_string();
+            let first = msg.chars().next().expect("empty message");
+            assert!(first.is_uppercase() || first == '`', "starts with neither a capital nor a quoted name: {msg}");
+            assert!(msg.contains(must_contain), "{msg:?} does not contain {must_contain:?}");
+            for jargon in ["expected", " got ", "length, got", "mismatch", "requested"] {
+                assert!(!msg.contains(jargon), "{msg:?} reads like a diagnostic dump ({jargon:?})");
+            }
+            assert!(!msg.ends_with('.') && !msg.contains("  "), "{msg:?}");
+        }
+        assert_eq!(seen.len(), 18, "one instance of every variant");
+    }
+
+    #[test]
+    fn every_operand_has_a_reason_to_be_needed_or_not() {
+        use Operand as O;
+        for op in [O::Weight, O::Bias, O::Residual, O::Mean, O::Rstd, O::Dw, O::Db] {
+            let missing = NormError::Missing { operand: op }.to_string();
+            assert!(!missing.contains("the descriptor uses it"), "{missing}");
+            assert!(missing.contains(&format!("`.{op}(…)`")), "{missing}");
+        }
+        for op in [O::Weight, O::Bias, O::Residual, O::Mean, O::Rstd, O::Dw, O::Db, O::DResidualOut] {
+            let unexpected = NormError::Unexpected { operand: op }.to_string();
+            assert!(!unexpected.contains("does not use it"), "{unexpected}");
+        }
+    }
+}

@@ -24,6 +24,9 @@
 //! `dx = rstd·(g − mean(g) − x̂·mean(g·x̂))`; `dw = Σ_rows dy·x̂`; `db = Σ_rows dy`; with the fused
 //! add `dx += d_residual_out`.
 
+#![warn(missing_docs)]
+#![deny(rustdoc::broken_intra_doc_links)]
+
 mod args;
 pub mod cpu;
 mod desc;

@@ -11,9 +11,11 @@ use crate::error::{NormError, Operand, Result};
 
 /// A buffer a backend can read and write: a dtype and a length in elements.
 pub trait Buffer {
+    /// The element type of every element of the buffer.
     fn dtype(&self) -> DType;
     /// Length in elements of [`Buffer::dtype`].
     fn len(&self) -> usize;
+    /// Whether the buffer holds no element.
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -28,7 +30,9 @@ pub trait Buffer {
 /// Where a 2-D operand lies in its buffer (all in elements).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Layout {
+    /// Number of rows, `M`.
     pub rows: usize,
+    /// Elements per row, `N` (the hidden size the norm runs over).
     pub cols: usize,
     /// Distance between the starts of consecutive rows; `>= cols`.
     pub stride: usize,
@@ -47,6 +51,7 @@ impl Layout {
         Layout { rows, cols, stride, offset: 0 }
     }
 
+    /// The same layout starting at element `offset` of the buffer.
     pub const fn with_offset(mut self, offset: usize) -> Self {
         self.offset = offset;
         self
@@ -70,14 +75,18 @@ impl Layout {
 /// A vector operand (weight, bias, statistics, dW, dB): `len` elements from `offset`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Span {
+    /// Index of the first element.
     pub offset: usize,
+    /// Number of elements.
     pub len: usize,
 }
 
 /// A read-only 2-D view.
 #[derive(Debug)]
 pub struct MatRef<'a, B: ?Sized> {
+    /// The buffer the view reads.
     pub buf: &'a B,
+    /// Where the rows lie in the buffer.
     pub layout: Layout,
 }
 
@@ -91,14 +100,18 @@ impl<B: ?Sized> Copy for MatRef<'_, B> {}
 /// A writable 2-D view.
 #[derive(Debug)]
 pub struct MatMut<'a, B: ?Sized> {
+    /// The buffer the view writes (and, in place, reads).
     pub buf: &'a mut B,
+    /// Where the rows lie in the buffer.
     pub layout: Layout,
 }
 
 /// A read-only vector view.
 #[derive(Debug)]
 pub struct VecRef<'a, B: ?Sized> {
+    /// The buffer the view reads.
     pub buf: &'a B,
+    /// Which elements of the buffer.
     pub span: Span,
 }
 
@@ -112,7 +125,9 @@ impl<B: ?Sized> Copy for VecRef<'_, B> {}
 /// A writable vector view.
 #[derive(Debug)]
 pub struct VecMut<'a, B: ?Sized> {
+    /// The buffer the view writes.
     pub buf: &'a mut B,
+    /// Which elements of the buffer.
     pub span: Span,
 }
 
@@ -121,15 +136,20 @@ impl<'a, B: Buffer + ?Sized> MatRef<'a, B> {
     pub fn new(buf: &'a B, rows: usize, cols: usize) -> Self {
         MatRef { buf, layout: Layout::contiguous(rows, cols) }
     }
+    /// Rows where `layout` says: strided, starting at an offset (checked when the call is
+    /// validated, not here).
     pub fn with_layout(buf: &'a B, layout: Layout) -> Self {
         MatRef { buf, layout }
     }
 }
 
 impl<'a, B: Buffer + ?Sized> MatMut<'a, B> {
+    /// The whole buffer as `rows × cols`, densely packed.
     pub fn new(buf: &'a mut B, rows: usize, cols: usize) -> Self {
         MatMut { buf, layout: Layout::contiguous(rows, cols) }
     }
+    /// Rows where `layout` says: strided, starting at an offset (checked when the call is
+    /// validated, not here).
     pub fn with_layout(buf: &'a mut B, layout: Layout) -> Self {
         MatMut { buf, layout }
     }
@@ -149,19 +169,23 @@ impl<'a, B: Buffer + ?Sized> VecRef<'a, B> {
         let len = buf.len();
         VecRef { buf, span: Span { offset: 0, len } }
     }
+    /// `len` elements from element `offset` (checked when the call is validated, not here).
     pub fn with_span(buf: &'a B, offset: usize, len: usize) -> Self {
         VecRef { buf, span: Span { offset, len } }
     }
 }
 
 impl<'a, B: Buffer + ?Sized> VecMut<'a, B> {
+    /// The whole buffer.
     pub fn new(buf: &'a mut B) -> Self {
         let len = buf.len();
         VecMut { buf, span: Span { offset: 0, len } }
     }
+    /// `len` elements from element `offset` (checked when the call is validated, not here).
     pub fn with_span(buf: &'a mut B, offset: usize, len: usize) -> Self {
         VecMut { buf, span: Span { offset, len } }
     }
+    /// Reborrows for a shorter lifetime.
     pub fn reborrow(&mut self) -> VecMut<'_, B> {
         VecMut { buf: &mut *self.buf, span: self.span }
     }
@@ -170,8 +194,12 @@ impl<'a, B: Buffer + ?Sized> VecMut<'a, B> {
 /// An input and the output computed from it: either two views, or one view overwritten in place.
 #[derive(Debug)]
 pub enum InOut<'a, B: ?Sized> {
+    /// The output is written to its own view; the input is only read.
     Separate {
+        /// The input view.
         input: MatRef<'a, B>,
+        /// The output view: same rows and columns as the input, its own buffer (the borrow
+        /// checker keeps it apart from the input).
         output: MatMut<'a, B>,
     },
     /// The output overwrites the input (same buffer, same layout, same dtype).
@@ -179,9 +207,11 @@ pub enum InOut<'a, B: ?Sized> {
 }
 
 impl<'a, B: Buffer + ?Sized> InOut<'a, B> {
+    /// Read `input`, write `output` ([`InOut::Separate`]).
     pub fn separate(input: MatRef<'a, B>, output: MatMut<'a, B>) -> Self {
         InOut::Separate { input, output }
     }
+    /// Read `io`, then overwrite it with the output ([`InOut::InPlace`]).
     pub fn in_place(io: MatMut<'a, B>) -> Self {
         InOut::InPlace(io)
     }
@@ -199,21 +229,25 @@ impl<'a, B: Buffer + ?Sized> InOut<'a, B> {
             InOut::InPlace(m) => m.layout,
         }
     }
+    /// Dtype of the input's buffer.
     pub fn input_dtype(&self) -> DType {
         match self {
             InOut::Separate { input, .. } => input.buf.dtype(),
             InOut::InPlace(m) => m.buf.dtype(),
         }
     }
+    /// Dtype of the output's buffer (the input's, in place).
     pub fn output_dtype(&self) -> DType {
         match self {
             InOut::Separate { output, .. } => output.buf.dtype(),
             InOut::InPlace(m) => m.buf.dtype(),
         }
     }
+    /// Whether the output overwrites the input.
     pub fn is_in_place(&self) -> bool {
         matches!(self, InOut::InPlace(_))
     }
+    /// Reborrows for a shorter lifetime (to pass the same views to several calls).
     pub fn reborrow(&mut self) -> InOut<'_, B> {
         match self {
             InOut::Separate { input, output } => InOut::Separate { input: *input, output: output.reborrow() },

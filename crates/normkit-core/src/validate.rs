@@ -10,37 +10,64 @@ use crate::error::{Dim, NormError, Operand, Result};
 use crate::tensor::{check_mat, check_span, Buffer, InOut, Layout, Span};
 
 /// A validated forward call: shapes, layouts and dtypes, nothing that borrows the buffers.
+/// Every layout and span lies inside its buffer; an operand is `Some` exactly when the
+/// descriptor uses it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ForwardPlan {
+    /// Rows, `M`.
     pub m: usize,
+    /// Hidden size, `N` (at least 1).
     pub n: usize,
+    /// The dtypes of the call (checked against the contract's rules).
     pub dtypes: DTypes,
+    /// Where `x` lies in its buffer.
     pub x: Layout,
+    /// Where `y` lies in its buffer (`x`'s layout in place).
     pub y: Layout,
+    /// Whether `y` overwrites `x`.
     pub x_in_place: bool,
     /// `(residual, residual_out, in_place)`.
     pub residual: Option<(Layout, Layout, bool)>,
+    /// The weight's elements (N).
     pub weight: Option<Span>,
+    /// The bias's elements (N).
     pub bias: Option<Span>,
+    /// The saved mean's elements (M).
     pub mean: Option<Span>,
+    /// The saved rstd's elements (M).
     pub rstd: Option<Span>,
 }
 
-/// A validated backward call.
+/// A validated backward call: shapes, layouts and dtypes, nothing that borrows the buffers.
+/// Every layout and span lies inside its buffer; an operand is `Some` exactly when it was given
+/// (and the descriptor allows it).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BackwardPlan {
+    /// Rows, `M`.
     pub m: usize,
+    /// Hidden size, `N` (at least 1).
     pub n: usize,
+    /// The dtypes of the call (checked against the contract's rules).
     pub dtypes: DTypes,
+    /// Where `x` (the tensor that was normalised) lies in its buffer.
     pub x: Layout,
+    /// Where `dy` lies in its buffer.
     pub dy: Layout,
+    /// Where `dx` lies in its buffer (`dy`'s layout in place).
     pub dx: Layout,
+    /// Whether `dx` overwrites `dy`.
     pub dx_in_place: bool,
+    /// Where `d_residual_out` lies in its buffer, if given.
     pub d_residual_out: Option<Layout>,
+    /// The weight's elements (N).
     pub weight: Option<Span>,
+    /// The saved mean's elements (M; LayerNorm).
     pub mean: Option<Span>,
+    /// The saved rstd's elements (M).
     pub rstd: Span,
+    /// The elements `dw` is written to (N).
     pub dw: Option<Span>,
+    /// The elements `db` is written to (N).
     pub db: Option<Span>,
 }
 

@@ -43,6 +43,9 @@
 //! dtypes and which operands exist, never on M or the layout (batch-invariant forward; see
 //! [`plan`]). All indexing is 64-bit.
 
+#![warn(missing_docs)]
+#![deny(rustdoc::broken_intra_doc_links)]
+
 pub mod backend;
 pub mod config;
 pub mod elf;

@@ -14,14 +14,35 @@ type CudaBuf = <normkit_cuda::CudaBackend as NormKernel>::Buffer;
 #[cfg(feature = "hip")]
 type HipBuf = <normkit_hip::HipBackend as NormKernel>::Buffer;
 
-/// A buffer of whichever backend made it.
+/// A buffer of whichever backend made it: the [`AnyBackend::Buffer`] type.
+///
+/// Make one with [`NormKernel::alloc`] or [`NormKernel::upload`] on an [`AnyBackend`] and pass it
+/// back to the same backend. A buffer of another backend is rejected with
+/// [`NormError::ForeignBuffer`] before anything runs. With default features there is only
+/// [`AnyBuffer::Host`].
 #[non_exhaustive]
 pub enum AnyBuffer {
+    /// Host memory, used by [`AnyBackend::Cpu`].
     Host(HostBuf),
+    /// Device memory of the CUDA backend, used by `AnyBackend::Cuda` (feature `cuda`).
     #[cfg(feature = "cuda")]
     Cuda(CudaBuf),
+    /// Device memory of the HIP backend, used by `AnyBackend::Hip` (feature `hip`).
     #[cfg(feature = "hip")]
     Hip(HipBuf),
+}
+
+impl AnyBuffer {
+    /// The name of the backend that made this buffer: `"cpu"`, `"cuda"` or `"hip"`.
+    pub fn backend_name(&self) -> &'static str {
+        match self {
+            AnyBuffer::Host(_) => "cpu",
+            #[cfg(feature = "cuda")]
+            AnyBuffer::Cuda(_) => "cuda",
+            #[cfg(feature = "hip")]
+            AnyBuffer::Hip(_) => "hip",
+        }
+    }
 }
 
 impl fmt::Debug for AnyBuffer {
@@ -67,12 +88,20 @@ impl Buffer for AnyBuffer {
     }
 }
 
-/// One of the backends compiled into this build.
+/// One of the backends compiled into this build, chosen at run time ([`auto`], [`backend`]).
+///
+/// It implements [`NormKernel`] (and [`BenchBackend`]) by dispatching to the backend it holds;
+/// its buffers are [`AnyBuffer`]s. Which variants exist depends on the cargo features: with
+/// default features only [`AnyBackend::Cpu`]; `cuda` adds `AnyBackend::Cuda`, `hip` adds
+/// `AnyBackend::Hip`.
 #[non_exhaustive]
 pub enum AnyBackend {
+    /// The rayon CPU backend (always compiled in).
     Cpu(CpuBackend),
+    /// An NVIDIA GPU (feature `cuda`).
     #[cfg(feature = "cuda")]
     Cuda(normkit_cuda::CudaBackend),
+    /// An AMD GPU (feature `hip`).
     #[cfg(feature = "hip")]
     Hip(normkit_hip::HipBackend),
 }
@@ -83,18 +112,46 @@ impl fmt::Debug for AnyBackend {
     }
 }
 
-/// Whether one backend can run here.
+/// Whether one backend can run here: one entry of [`probe`].
 #[derive(Debug)]
 pub struct BackendStatus {
+    /// The backend's name, as [`backend`] accepts it: `"cpu"`, `"cuda"` or `"hip"`.
     pub backend: &'static str,
-    /// The device name, or why the backend cannot run.
+    /// `Ok` with the device name (as [`NormKernel::device_name`] gives it), or the error
+    /// [`backend`] returned: why the backend cannot run here.
     pub status: Result<String>,
 }
 
 /// The names [`backend`] accepts, in the order [`auto`] tries them.
 pub const BACKENDS: [&str; 3] = ["cuda", "hip", "cpu"];
 
-/// The backend called `name` (`"cpu"`, `"cuda"`, `"hip"`), or why it cannot run here.
+/// [`BACKENDS`] as a list in messages.
+const KNOWN: &str = "cpu, cuda, hip";
+
+/// The backend called `name`, opened now, or why it cannot run here.
+///
+/// - `"cpu"`: always `Ok` with [`AnyBackend::Cpu`] (the rayon CPU backend, parallel over the current
+///   rayon thread pool).
+/// - `"cuda"`: with the `cuda` feature, `Ok(AnyBackend::Cuda)` on CUDA device 0 if a driver, a
+///   device of compute capability 9.0 or newer and the embedded kernels are all there, else
+///   [`NormError::BackendUnavailable`] saying which is missing (or [`NormError::Device`] if the
+///   driver fails while opening the device). Without the `cuda` feature, always
+///   [`NormError::BackendUnavailable`] (normkit was built without it).
+/// - `"hip"`: with the `hip` feature, `Ok(AnyBackend::Hip)` on HIP device 0 if the HIP runtime
+///   (`libamdhip64.so`, or the library named by `NORMKIT_HIP_LIBRARY`) loads and there is a
+///   device with a matching code object, else [`NormError::BackendUnavailable`] with the reason.
+///   Without the `hip` feature, always [`NormError::BackendUnavailable`].
+/// - any other name: [`NormError::UnknownBackend`] with the name asked for.
+///
+/// ```
+/// use normkit::{NormError, NormKernel};
+///
+/// assert_eq!(normkit::backend("cpu")?.name(), "cpu");
+/// let e = normkit::backend("gpu").unwrap_err();
+/// assert!(matches!(e, NormError::UnknownBackend { .. }));
+/// assert_eq!(e.to_string(), "No backend is called `gpu` (known: cpu, cuda, hip)");
+/// # Ok::<(), NormError>(())
+/// ```
 pub fn backend(name: &str) -> Result<AnyBackend> {
     match name {
         "cpu" => Ok(AnyBackend::Cpu(CpuBackend::new())),
@@ -106,19 +163,47 @@ pub fn backend(name: &str) -> Result<AnyBackend> {
         "hip" => normkit_hip::HipBackend::new().map(AnyBackend::Hip),
         #[cfg(not(feature = "hip"))]
         "hip" => Err(NormError::BackendUnavailable { backend: "hip", reason: "normkit was built without the `hip` feature".into() }),
-        _ => Err(NormError::BackendUnavailable {
-            backend: "unknown",
-            reason: format!("no backend is called `{name}` (known: cpu, cuda, hip)"),
-        }),
+        _ => Err(NormError::UnknownBackend { name: name.to_string(), known: KNOWN }),
     }
 }
 
-/// The best backend available: a CUDA device, else an AMD device, else the CPU.
+/// The best backend this build can run here, tried in the order of [`BACKENDS`]: the first
+/// that [`backend`] opens.
+///
+/// - Without features (the default): always the CPU backend, [`AnyBackend::Cpu`].
+/// - With the `cuda` feature: CUDA device 0 if it is usable (see [`backend`]), else the CPU.
+/// - With the `hip` feature: HIP device 0 if it is usable, else the CPU.
+/// - With both: CUDA device 0, else HIP device 0, else the CPU.
+///
+/// It never fails: the CPU backend is always there. Use [`backend`] to ask for one backend and
+/// learn why it cannot run, or [`probe`] to see every backend's status.
+///
+/// ```
+/// use normkit::NormKernel;
+///
+/// let nk = normkit::auto();
+/// if cfg!(not(any(feature = "cuda", feature = "hip"))) {
+///     assert_eq!(nk.name(), "cpu");
+/// }
+/// ```
 pub fn auto() -> AnyBackend {
     BACKENDS.iter().find_map(|name| backend(name).ok()).unwrap_or_else(|| AnyBackend::Cpu(CpuBackend::new()))
 }
 
-/// Every backend and whether it can run here (for `cargo xtask test-all` and the bench runner).
+/// Every backend normkit knows and whether it can run here: three entries, for `"cpu"`,
+/// `"cuda"` and `"hip"` in that order, whatever the features.
+///
+/// Each is [`backend`]`(name)` opened and dropped: the CPU entry is always `Ok` with the CPU's
+/// model name; a GPU entry is `Ok` with the device name when the backend's feature is enabled
+/// and its device is usable, else `Err` with the reason (for a backend whose feature is not
+/// enabled, [`NormError::BackendUnavailable`] saying so). Used by `cargo xtask test-all` and
+/// the bench runner.
+///
+/// ```
+/// let all = normkit::probe();
+/// assert_eq!(all.iter().map(|s| s.backend).collect::<Vec<_>>(), ["cpu", "cuda", "hip"]);
+/// assert!(all[0].status.is_ok());
+/// ```
 pub fn probe() -> Vec<BackendStatus> {
     ["cpu", "cuda", "hip"].into_iter().map(|name| BackendStatus { backend: name, status: backend(name).map(|b| b.device_name()) }).collect()
 }
@@ -242,7 +327,15 @@ impl NormKernel for AnyBackend {
             (AnyBackend::Cuda(b), AnyBuffer::Cuda(h)) => b.download(h),
             #[cfg(feature = "hip")]
             (AnyBackend::Hip(b), AnyBuffer::Hip(h)) => b.download(h),
-            _ => Err(NormError::ForeignBuffer { backend: self.name(), operand: Operand::X }),
+            _ => Err(NormError::Unsupported {
+                backend: self.name(),
+                what: format!(
+                    "downloading a buffer of the `{}` backend ({} × {}); download it with the backend that made it",
+                    buf.backend_name(),
+                    buf.len(),
+                    buf.dtype()
+                ),
+            }),
         }
     }
     fn synchronize(&self) -> Result<()> {
