@@ -249,8 +249,7 @@ NK_DEVICE void group_sum_nb(float (&v)[NV], int G, float* scratch) {
 
 // Everything the forward output formula needs besides the element, its weight and its bias.
 struct FwdConsts {
-    float mean, rstd;       // fp32 statistics (mean = 0 for RMSNorm)
-    float mean_r, rstd_r;   // the same rounded to the input dtype (casting mode `none`)
+    float mean, rstd;       // fp32 statistics (mean = 0 for RMSNorm), in every casting mode
     float offset;
     int casting, dt_in;
     bool ln, has_w, has_b;
@@ -260,8 +259,6 @@ NK_DEVICE FwdConsts fwd_consts(const NkFwdParams& p, float mean, float rstd) {
     FwdConsts c;
     c.mean = mean;
     c.rstd = rstd;
-    c.mean_r = round_to(p.dt_x, mean);
-    c.rstd_r = round_to(p.dt_x, rstd);
     c.offset = p.offset;
     c.casting = p.casting;
     c.dt_in = p.dt_x;
@@ -274,12 +271,13 @@ NK_DEVICE FwdConsts fwd_consts(const NkFwdParams& p, float mean, float rstd) {
 // y for one element h (the normalised input as stored), per the casting modes of desc.rs:
 //   gemma: y = x̂·(w + offset) + b, all fp32, one rounding at the store;
 //   llama: x̂ rounded to the input dtype before the weight multiply;
-//   none:  every elementwise step rounded to the input dtype, with rounded statistics.
+//   none:  every elementwise step rounded to the input dtype; the statistics stay fp32 (rounding
+//          rstd to f16 overflows for a zero row with eps = 1e-12, and 0·inf = NaN).
 // Explicit _rn operations keep the compiler from fusing steps the contract rounds separately.
 NK_DEVICE float fwd_out(const FwdConsts& c, float h, float w, float b) {
     if (c.casting == NK_CAST_NONE) {
-        const float d = c.ln ? round_to(c.dt_in, nk_sub_rn(h, c.mean_r)) : h;
-        float y = round_to(c.dt_in, nk_mul_rn(d, c.rstd_r));
+        const float d = c.ln ? round_to(c.dt_in, nk_sub_rn(h, c.mean)) : h;
+        float y = round_to(c.dt_in, nk_mul_rn(d, c.rstd));
         if (c.has_w) y = round_to(c.dt_in, nk_mul_rn(y, round_to(c.dt_in, nk_add_rn(w, c.offset))));
         if (c.has_b) y = round_to(c.dt_in, nk_add_rn(y, b));
         return y;

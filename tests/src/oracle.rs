@@ -103,10 +103,10 @@ pub fn forward_row(c: &FwdConsts<'_>, x: &[f32], residual: Option<&[f32]>) -> Fw
             }
         }
         CastingMode::None => {
-            // Arithmetic in the input dtype: the statistics and every elementwise step are rounded
-            // to `cd` before the next step.
-            let mu_c = mean.map(|m| m.round(cd));
-            let rstd_c = rstd.round(cd);
+            // Elementwise arithmetic in the input dtype: every elementwise step is rounded to `cd`
+            // before the next. The statistics (and eps) stay in fp32, as in the other modes, so
+            // eps cannot underflow and rstd cannot overflow the input dtype.
+            let (mu_c, rstd_c) = (mean, rstd);
             for (j, &hv) in h.iter().enumerate() {
                 let hv = Iv::exact(hv as f64);
                 let centred = match mu_c {

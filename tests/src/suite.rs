@@ -2,7 +2,7 @@
 //! returns a [`Summary`] or a failure report listing the failing cases.
 
 use crate::case::{all_bwd_descs, all_fwd_descs, bwd_dtype_combos, fwd_dtype_combos, BwdCase, FwdCase, Inject, Views};
-use crate::check::{check_backward, check_batch_invariance, check_determinism, check_forward, Check, Ran};
+use crate::check::{check_backward, check_batch_invariance, check_determinism, check_forward, check_zero_rows, zero_row_cases, Check, Ran};
 use crate::grid::Grid;
 use crate::invalid;
 use normkit_core::{CastingMode, DType, DTypes, NormDesc, NormError, NormKernel};
@@ -30,7 +30,8 @@ pub enum Category {
     Strided,
     /// y over x, residual_out over residual, dx over dy.
     InPlace,
-    /// A NaN/Inf in one row poisons that row only.
+    /// A NaN/Inf in one row poisons that row only; rows of zeros and constant rows with eps = 1e-12
+    /// stay finite in every casting mode (`check::check_zero_rows`).
     NonFiniteRows,
     /// M = 0 is a no-op.
     EmptyBatch,
@@ -310,6 +311,11 @@ fn non_finite_rows<K: NormKernel>(k: &K) -> Result<Summary, String> {
             i += 1;
             run.add(|| c.to_string(), check_backward(k, &c));
         }
+    }
+    // The other side of row-local propagation: rows of zeros (padding) and constant rows with
+    // eps = 1e-12 must stay finite in every casting mode, forward and backward.
+    for (desc, dtypes, n) in zero_row_cases() {
+        run.add(|| format!("zero rows {} {dtypes:?} N={n}", desc.op_name(false)), check_zero_rows(k, &desc, &dtypes, n));
     }
     run.finish()
 }

@@ -2,21 +2,145 @@
 //! downloads to.
 
 use crate::dtype::DType;
+use crate::error::{NormError, Result};
 use crate::tensor::Buffer;
 use half::{bf16, f16};
+use std::sync::OnceLock;
+
+/// The most bytes one host buffer allocated through the fallible paths ([`HostBuf::try_zeros`],
+/// [`HostBuf::try_clone`], and so `CpuBackend::alloc` / `upload` / `download`) may take:
+/// `isize::MAX` (Rust's limit for one allocation) and, on Linux, the machine's physical memory
+/// plus swap (`MemTotal + SwapTotal` of `/proc/meminfo`). The second bound matters because Linux
+/// may overcommit: an allocation of 16 TiB on a 24 GiB machine can "succeed" lazily and kill the
+/// process when it is touched; a request that can never be backed is refused up front instead.
+/// Read once per process.
+pub(crate) fn host_alloc_limit() -> u64 {
+    static LIMIT: OnceLock<u64> = OnceLock::new();
+    *LIMIT.get_or_init(|| {
+        let cap = isize::MAX as u64;
+        let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+        let field = |name: &str| {
+            meminfo
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .and_then(|r| r.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+                .map(|kb| kb.saturating_mul(1024))
+        };
+        match field("MemTotal:") {
+            Some(total) if total > 0 => cap.min(total.saturating_add(field("SwapTotal:").unwrap_or(0))),
+            _ => cap,
+        }
+    })
+}
+
+/// The error of a refused host allocation.
+fn host_limit(requested: u64, available: u64) -> NormError {
+    NormError::ResourceLimit { resource: "host memory (bytes)", requested, available }
+}
+
+/// `len · elem` bytes, checked against `limit`.
+fn host_bytes(len: usize, elem: usize, limit: u64) -> Result<usize> {
+    let exact = len as u128 * elem as u128;
+    match usize::try_from(exact) {
+        Ok(b) if (b as u64) <= limit => Ok(b),
+        _ => Err(host_limit(u64::try_from(exact).unwrap_or(u64::MAX), limit)),
+    }
+}
+
+/// Element types whose all-zero bit pattern is a valid value (`0.0`).
+///
+/// # Safety
+/// Implementors must be plain data for which every zero byte is a valid value.
+pub(crate) unsafe trait ZeroValid: Copy {}
+// SAFETY: the zero bit pattern is +0.0 for each of these float types.
+unsafe impl ZeroValid for f32 {}
+// SAFETY: as above.
+unsafe impl ZeroValid for f16 {}
+// SAFETY: as above.
+unsafe impl ZeroValid for bf16 {}
+// SAFETY: zero bytes are the value 0.
+unsafe impl ZeroValid for u8 {}
+
+/// `len` zeros, or [`NormError::ResourceLimit`] when `len` elements exceed `limit` bytes (or
+/// `usize`) or the allocator refuses. Never panics or aborts. The memory comes from the global
+/// allocator's zeroed allocation (fresh pages stay untouched until used, as with `vec![0; len]`).
+pub(crate) fn try_zeroed_vec<T: ZeroValid>(len: usize, limit: u64) -> Result<Vec<T>> {
+    let bytes = host_bytes(len, std::mem::size_of::<T>(), limit)?;
+    if bytes == 0 {
+        return Ok(Vec::new());
+    }
+    let layout = std::alloc::Layout::array::<T>(len).map_err(|_| host_limit(bytes as u64, limit))?;
+    // SAFETY: `layout` has a non-zero size (`bytes > 0`).
+    let p = unsafe { std::alloc::alloc_zeroed(layout) };
+    if p.is_null() {
+        return Err(host_limit(bytes as u64, limit));
+    }
+    // SAFETY: `p` was allocated by the global allocator with the layout of `[T; len]` (so `T`'s
+    // alignment and a size of `len · size_of::<T>()` bytes, exactly what a `Vec<T>` of capacity
+    // `len` uses), and its `len` elements are initialised: zero bytes are a valid `T` (`ZeroValid`).
+    Ok(unsafe { Vec::from_raw_parts(p.cast::<T>(), len, len) })
+}
+
+/// A copy of `v`, with the same checks as [`try_zeroed_vec`].
+fn try_copy<T: Copy>(v: &[T], limit: u64) -> Result<Vec<T>> {
+    let bytes = host_bytes(v.len(), std::mem::size_of::<T>(), limit)?;
+    let mut out = Vec::new();
+    out.try_reserve_exact(v.len()).map_err(|_| host_limit(bytes as u64, limit))?;
+    out.extend_from_slice(v);
+    Ok(out)
+}
 
 /// An owned host tensor of one dtype.
 #[derive(Debug, Clone, PartialEq)]
 pub enum HostBuf {
+    /// f32 elements.
     F32(Vec<f32>),
+    /// f16 elements.
     F16(Vec<f16>),
+    /// bf16 elements.
     BF16(Vec<bf16>),
 }
 
 impl HostBuf {
-    /// `len` zeros.
+    /// `len` zeros. Panics (or aborts) like `vec![0; len]` when the memory cannot be had; see
+    /// [`HostBuf::try_zeros`] for sizes that come from outside the program.
     pub fn zeros(dtype: DType, len: usize) -> Self {
         Self::filled(dtype, len, 0.0)
+    }
+
+    /// The most bytes one buffer of the fallible paths ([`HostBuf::try_zeros`],
+    /// [`HostBuf::try_clone`], so `CpuBackend::alloc`/`upload`/`download`) may take:
+    /// `isize::MAX` and, on Linux, physical memory + swap (see the source of `host_alloc_limit`).
+    pub fn alloc_limit() -> u64 {
+        host_alloc_limit()
+    }
+
+    /// `len` zeros, or [`NormError::ResourceLimit`] (`requested` and `available` in bytes) when
+    /// `len` elements overflow `usize`, exceed [`HostBuf::alloc_limit`], or the allocator refuses.
+    /// Never panics or aborts. `CpuBackend::alloc` is this.
+    pub fn try_zeros(dtype: DType, len: usize) -> Result<Self> {
+        Self::try_zeros_within(dtype, len, host_alloc_limit())
+    }
+
+    /// [`HostBuf::try_zeros`] with an explicit byte limit (tests use it to reach the allocator
+    /// with requests the machine's limit would refuse first).
+    pub(crate) fn try_zeros_within(dtype: DType, len: usize, limit: u64) -> Result<Self> {
+        Ok(match dtype {
+            DType::F32 => HostBuf::F32(try_zeroed_vec(len, limit)?),
+            DType::F16 => HostBuf::F16(try_zeroed_vec(len, limit)?),
+            DType::BF16 => HostBuf::BF16(try_zeroed_vec(len, limit)?),
+        })
+    }
+
+    /// A copy, or [`NormError::ResourceLimit`] when the memory cannot be had (never panics or
+    /// aborts). `CpuBackend::upload` and `download` are this.
+    pub fn try_clone(&self) -> Result<Self> {
+        let limit = host_alloc_limit();
+        Ok(match self {
+            HostBuf::F32(v) => HostBuf::F32(try_copy(v, limit)?),
+            HostBuf::F16(v) => HostBuf::F16(try_copy(v, limit)?),
+            HostBuf::BF16(v) => HostBuf::BF16(try_copy(v, limit)?),
+        })
     }
 
     /// `len` copies of `v` rounded to `dtype` (NaN is a good poison for outputs).

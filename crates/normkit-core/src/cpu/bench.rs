@@ -85,8 +85,11 @@ impl BenchBackend for CpuBackend {
     /// median of 5 runs after one warm-up (which also faults the pages in).
     fn copy_gbps(&self, bytes: usize) -> Result<f64> {
         let bytes = bytes.max(1);
-        let src = vec![1u8; bytes];
-        let mut dst = vec![0u8; bytes];
+        // Fallible: `bytes` comes from the caller (ResourceLimit rather than an abort).
+        let limit = crate::host::host_alloc_limit() / 2;
+        let mut src: Vec<u8> = crate::host::try_zeroed_vec(bytes, limit)?;
+        src.fill(1);
+        let mut dst: Vec<u8> = crate::host::try_zeroed_vec(bytes, limit)?;
         let chunk = bytes.div_ceil(rayon::current_num_threads().max(1)).max(4096);
         let mut copy = || {
             let t = Instant::now();
@@ -100,7 +103,12 @@ impl BenchBackend for CpuBackend {
 
     fn time_calls(&self, calls: usize, reps: usize, f: &mut dyn FnMut(usize) -> Result<()>) -> Result<Vec<f64>> {
         let calls = calls.max(1);
-        let mut out = Vec::with_capacity(reps);
+        let mut out = Vec::new();
+        out.try_reserve_exact(reps).map_err(|_| crate::NormError::ResourceLimit {
+            resource: "host memory (timing results)",
+            requested: (reps as u64).saturating_mul(8),
+            available: crate::host::host_alloc_limit(),
+        })?;
         for _ in 0..reps {
             let t = Instant::now();
             for i in 0..calls {

@@ -70,16 +70,6 @@ pub(crate) fn round_slice(dtype: crate::DType, v: &mut [f32]) {
     }
 }
 
-/// Rounds one value to `dtype` and back, with the same conversions the row stores use.
-#[inline(always)]
-pub(crate) fn round_scalar(dtype: crate::DType, v: f32) -> f32 {
-    match dtype {
-        crate::DType::F32 => v,
-        crate::DType::F16 => f16::from_f32(v).to_f32(),
-        crate::DType::BF16 => bf16_bits_to_f32(f32_to_bf16_bits(v)),
-    }
-}
-
 /// One cache line of f32.
 #[repr(C, align(64))]
 #[derive(Debug, Clone, Copy)]

@@ -3,7 +3,7 @@
 
 use rayon::prelude::*;
 
-use super::convert::{round_scalar, round_slice, shift_for, stream_fence, Aligned, Ptr};
+use super::convert::{round_slice, shift_for, stream_fence, Aligned, Ptr};
 use super::reduce;
 use crate::{CastingMode, DType, Forward, ForwardPlan, HostBuf, InOut, Layout, NormDesc, NormKind};
 
@@ -359,18 +359,15 @@ impl Ctx {
         }
 
         let nf = self.n as f32;
-        let (mut mu, mut rstd) = match self.kind {
+        // The statistics and eps stay in fp32 in every casting mode (in `None` mode too: rounding
+        // rstd to f16 overflows to +inf for a row of zeros with eps = 1e-12, and 0·inf = NaN).
+        let (mu, rstd) = match self.kind {
             NormKind::Rms => (0.0, 1.0 / (reduce::sum_sq(h) / nf + self.eps).sqrt()),
             NormKind::Layer => {
                 let mu = reduce::sum(h) / nf;
                 (mu, 1.0 / (reduce::sum_sq_dev(h, mu) / nf + self.eps).sqrt())
             }
         };
-        let none = self.casting == CastingMode::None;
-        if none {
-            mu = round_scalar(self.xdt, mu);
-            rstd = round_scalar(self.xdt, rstd);
-        }
 
         // y, rounded as the casting mode says, chunk by chunk: each chunk is finished and stored
         // while the same part of the next row is prefetched. The hardware prefetcher only runs

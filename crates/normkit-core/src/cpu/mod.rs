@@ -9,8 +9,8 @@
 //!
 //! Choices the contract leaves to the backend:
 //! - `Llama`/`None` casting round to x's dtype ([`crate::DTypes::x`]), also with the fused add.
-//! - In `None` mode the statistics written to `mean`/`rstd` are the values the forward used,
-//!   i.e. rounded to x's dtype (stored as f32), so a backward re-deriving `x̂` sees them.
+//! - In `None` mode the statistics are fp32 (as in every mode, see [`crate::CastingMode::None`]);
+//!   the values written to `mean`/`rstd` are the ones the forward used.
 //! - The backward of `M = 0` writes zeros to `dw`/`db` (an empty sum).
 
 mod backward;
@@ -108,10 +108,26 @@ fn has_avx2() -> bool {
 
 /// The CPU backend: every op, forward and backward, on [`HostBuf`]s, parallel over the current
 /// rayon pool (run it inside `ThreadPool::install` to choose the pool).
+///
+/// # Threads
+/// `CpuBackend` is `Send + Sync` and holds no state: one backend (or clones of it) may be shared
+/// by any number of threads calling `forward`/`backward`/`alloc`/… at the same time. Calls are
+/// independent: each borrows its operands (the borrow checker keeps two calls from writing the
+/// same buffer), and a call's results are bitwise the same whether or not other calls run
+/// concurrently, and whatever the size of the rayon pool (tested by `tests/tests/concurrency.rs`:
+/// 4 threads of interleaved calls against the same calls made alone). Calls are synchronous:
+/// `synchronize` has nothing to wait for.
+///
+/// # Memory
+/// `alloc`, `upload` and `download` never panic or abort on a size: they return
+/// [`crate::NormError::ResourceLimit`] (see [`HostBuf::try_zeros`]). The ops themselves allocate
+/// only scratch rows of `N` floats per worker and the `w`/`b` vectors, bounded by the buffers the
+/// caller already holds.
 #[derive(Debug, Default, Clone)]
 pub struct CpuBackend {}
 
 impl CpuBackend {
+    /// The CPU backend (it holds nothing; creating one is free).
     pub fn new() -> Self {
         CpuBackend {}
     }
@@ -146,16 +162,21 @@ impl NormKernel for CpuBackend {
         Ok(())
     }
 
+    /// Zeros ([`HostBuf::try_zeros`]): [`crate::NormError::ResourceLimit`] (in bytes) when `len`
+    /// elements overflow, exceed [`HostBuf::alloc_limit`] (physical memory + swap on Linux) or
+    /// the allocator refuses; never a panic or an abort.
     fn alloc(&self, dtype: DType, len: usize) -> Result<HostBuf> {
-        Ok(HostBuf::zeros(dtype, len))
+        HostBuf::try_zeros(dtype, len)
     }
 
+    /// A copy ([`HostBuf::try_clone`]); `ResourceLimit` when the memory cannot be had.
     fn upload(&self, src: &HostBuf) -> Result<HostBuf> {
-        Ok(src.clone())
+        src.try_clone()
     }
 
+    /// A copy ([`HostBuf::try_clone`]); `ResourceLimit` when the memory cannot be had.
     fn download(&self, buf: &HostBuf) -> Result<HostBuf> {
-        Ok(buf.clone())
+        buf.try_clone()
     }
 
     fn synchronize(&self) -> Result<()> {

@@ -471,3 +471,105 @@ fn fused_bf16_row_gives_the_same_bits() {
         }
     }
 }
+
+/// Issue 18: `alloc` of absurd sizes used to panic (`capacity overflow`) or abort the process
+/// (`memory allocation of 17592186044416 bytes failed`). It must return `ResourceLimit`.
+#[test]
+fn alloc_of_absurd_sizes_is_a_resource_limit() {
+    let cpu = CpuBackend::new();
+    for dt in DType::ALL {
+        for len in [usize::MAX, usize::MAX / 2, usize::MAX / dt.size_bytes() + 1, 1 << 42, 1 << 60] {
+            match cpu.alloc(dt, len) {
+                Err(crate::NormError::ResourceLimit { requested, available, .. }) => {
+                    assert!(requested > available, "{dt} × {len}: requested {requested} ≤ available {available}")
+                }
+                other => panic!("alloc({dt}, {len}) gave {:?}", other.map(|b| crate::Buffer::len(&b))),
+            }
+        }
+        // The boundary: one element past the byte limit is refused, the limit itself is checked.
+        let limit = HostBuf::alloc_limit();
+        let over = usize::try_from(limit / dt.size_bytes() as u64 + 1).unwrap_or(usize::MAX);
+        assert!(matches!(cpu.alloc(dt, over), Err(crate::NormError::ResourceLimit { .. })), "{dt} × {over}");
+        // Ordinary sizes still work and are zeros.
+        let b = cpu.alloc(dt, 1000).expect("small alloc");
+        assert_eq!(crate::Buffer::len(&b), 1000);
+        assert!(b.to_f32_vec().iter().all(|&v| v == 0.0));
+        assert_eq!(crate::Buffer::len(&cpu.alloc(dt, 0).expect("empty alloc")), 0);
+    }
+}
+
+/// The limit is physical memory + swap on Linux, so a 16 TiB request is refused before the
+/// allocator is asked (an overcommitting kernel could otherwise hand it out lazily).
+#[test]
+fn alloc_limit_is_the_machine_memory() {
+    let limit = HostBuf::alloc_limit();
+    assert!(limit <= isize::MAX as u64);
+    #[cfg(target_os = "linux")]
+    {
+        assert!(limit < 1 << 44, "limit {limit} should be physical memory + swap");
+        assert!(limit >= 1 << 20, "limit {limit}");
+    }
+}
+
+/// Past the limit check, the allocation itself is fallible (`alloc_zeroed` + a null check, never
+/// the infallible `vec!`): asked with no limit, a request the allocator cannot serve is an error,
+/// and one it can serve lazily (an overcommitting kernel) comes back and is freed untouched.
+/// Either way no panic and no abort.
+#[test]
+fn the_allocation_itself_is_fallible() {
+    // Larger than the address space: the layout or the allocator refuses.
+    assert!(matches!(HostBuf::try_zeros_within(DType::F32, usize::MAX / 4, u64::MAX), Err(crate::NormError::ResourceLimit { .. })));
+    assert!(matches!(HostBuf::try_zeros_within(DType::F32, 1usize << 61, u64::MAX), Err(crate::NormError::ResourceLimit { .. })));
+    // 16 TiB: refused by a heuristic-overcommit kernel; if granted lazily it is dropped untouched.
+    let r = HostBuf::try_zeros_within(DType::F32, 1 << 42, u64::MAX);
+    assert!(matches!(r, Ok(_) | Err(crate::NormError::ResourceLimit { .. })));
+    drop(r);
+    // upload / download of ordinary buffers are copies.
+    let cpu = CpuBackend::new();
+    let h = HostBuf::from_f32(DType::BF16, &[1.0, -2.0, 3.5]);
+    assert!(cpu.upload(&h).expect("upload").bits_eq(&h));
+    assert!(cpu.download(&h).expect("download").bits_eq(&h));
+}
+
+/// `CpuBackend` can be shared between threads (see its docs).
+#[test]
+fn cpu_backend_is_send_and_sync() {
+    fn assert_send_sync<T: Send + Sync + 'static>() {}
+    assert_send_sync::<CpuBackend>();
+    assert_send_sync::<HostBuf>();
+}
+
+/// Issue 18: a row of zeros in f16 with `casting = none` and eps = 1e-12 came out NaN (rstd was
+/// rounded to f16: 1e6 → +inf, 0·inf = NaN). The statistics stay fp32 in every mode now.
+#[test]
+fn zero_row_with_tiny_eps_is_finite_in_every_casting_mode() {
+    let cpu = CpuBackend::new();
+    let (m, n) = (2, 16);
+    for dt in DType::ALL {
+        for casting in CastingMode::ALL {
+            for layer in [false, true] {
+                let desc = if layer { NormDesc::layer(1e-12) } else { NormDesc::rms(1e-12).with_bias(true) }
+                    .with_casting(casting)
+                    .with_save_stats(true);
+                let mut xs = vec![0.0f32; m * n];
+                xs[n..].iter_mut().enumerate().for_each(|(j, v)| *v = j as f32 - 7.5);
+                let x = HostBuf::from_f32(dt, &xs);
+                let w = HostBuf::from_f32(dt, &[1.5; 16]);
+                let b = HostBuf::from_f32(dt, &[0.25; 16]);
+                let mut y = HostBuf::filled(dt, m * n, f32::NAN);
+                let mut mean = HostBuf::filled(DType::F32, m, f32::NAN);
+                let mut rstd = HostBuf::filled(DType::F32, m, f32::NAN);
+                let mut args =
+                    Forward::new(InOut::separate(MatRef::new(&x, m, n), MatMut::new(&mut y, m, n))).weight(vref(&w)).bias(vref(&b));
+                if layer {
+                    args = args.mean(vmut(&mut mean));
+                }
+                cpu.forward(&desc, args.rstd(vmut(&mut rstd))).expect("forward");
+                let yv = y.to_f32_vec();
+                assert!(yv[..n].iter().all(|&v| v == 0.25), "{dt} {casting:?} layer={layer}: zero row gave {:?}", &yv[..n]);
+                assert!(yv.iter().all(|v| v.is_finite()), "{dt} {casting:?} layer={layer}");
+                assert_eq!(rstd.get_f32(0), 1.0 / 1e-12f32.sqrt(), "{dt} {casting:?}: the saved rstd is the fp32 value");
+            }
+        }
+    }
+}
