@@ -243,6 +243,7 @@ fn write_table(out_dir: &Path, list: &List, compiler_name: &str, compiler_path: 
     }
     let _ = writeln!(rs, "];");
     for (name, v) in &list.consts {
+        let _ = writeln!(rs, "/// `{name}` of kernels.def.");
         let _ = writeln!(rs, "pub const {name}: usize = {v};");
     }
     for (i, (sym, aligned, narrow, spec, params, max)) in list.kernels.iter().enumerate() {
@@ -251,6 +252,7 @@ fn write_table(out_dir: &Path, list: &List, compiler_name: &str, compiler_path: 
             "NkBwdParams" => true,
             other => panic!("kernels.def: unknown parameter struct {other}"),
         };
+        let _ = writeln!(rs, "/// The `{sym}` entry point.");
         let _ = writeln!(
             rs,
             "pub const {}: Kernel = Kernel {{ index: {i}, name: {sym:?}, aligned: {aligned}, narrow: {narrow}, spec: {spec}, max_threads: {max}, bwd: {bwd} }};",

@@ -10,8 +10,11 @@
 /// One row of a launch table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RowConfig {
+    /// The largest hidden size N this row applies to (it applies from the previous row's `max_n` + 1).
     pub max_n: usize,
+    /// Threads that normalise one row together.
     pub group: u32,
+    /// Rows (groups) that share one persistent CTA.
     pub rows_per_cta: u32,
 }
 
@@ -122,6 +125,7 @@ impl Tuning {
         Self::for_sm90()
     }
 
+    /// The tables for compute capability `major`: Blackwell's from 10 on, else Hopper's.
     pub fn for_cc(major: i32) -> &'static Tuning {
         if major >= 10 {
             Self::for_sm100()

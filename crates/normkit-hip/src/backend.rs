@@ -32,11 +32,30 @@ pub enum InitError {
     /// The runtime loaded but sees no AMD GPU (`hipErrorNoDevice`, or zero devices).
     NoDevice,
     /// The requested device index is out of range.
-    BadDevice { requested: i32, count: i32 },
+    BadDevice {
+        /// The device index asked for.
+        requested: i32,
+        /// Devices present.
+        count: i32,
+    },
     /// The device is not one normkit has a code object for.
-    UnsupportedArch { name: String, major: i32, minor: i32 },
+    UnsupportedArch {
+        /// The device's name.
+        name: String,
+        /// Compute capability, major.
+        major: i32,
+        /// Compute capability, minor.
+        minor: i32,
+    },
     /// The device's wavefront size differs from the one the code object was built for.
-    WavefrontMismatch { arch: &'static str, device: i32, code_object: u32 },
+    WavefrontMismatch {
+        /// The target of the code object.
+        arch: &'static str,
+        /// The device's wavefront size.
+        device: i32,
+        /// The wavefront size the code object was built for.
+        code_object: u32,
+    },
     /// The embedded code object is malformed or lacks a kernel of the list.
     CodeObject(String),
     /// A HIP call failed during set-up.

@@ -17,8 +17,11 @@
 /// One row of a launch table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RowConfig {
+    /// The largest hidden size N this row applies to (it applies from the previous row's `max_n` + 1).
     pub max_n: usize,
+    /// Threads that normalise one row together.
     pub group: u32,
+    /// Rows (groups) that share one persistent workgroup.
     pub rows_per_cta: u32,
 }
 
@@ -103,6 +106,7 @@ static BWD_REG4_ROWS: [RowConfig; 2] = [rc(8192, 256, 1), rc(16384, 512, 1)];
 /// Chunks per thread the register-resident kernels hold (REG_KMAX, BREG_KMAX of
 /// kernels-common/nk_norm.cuh).
 pub const REG_KMAX: usize = 4;
+/// Chunks per thread the register-resident backward kernels hold (`BREG_KMAX`).
 pub const BREG_KMAX: usize = 2;
 
 /// VGPRs per SIMD lane on CDNA2/3/3.5 (arch VGPRs and AGPRs share them).
@@ -183,6 +187,7 @@ pub const fn vgpr_budget(waves: u32) -> u32 {
 /// How one target is launched.
 #[derive(Debug, Clone, Copy)]
 pub struct LaunchConfig {
+    /// The target, e.g. `"gfx942"`.
     pub arch: &'static str,
     /// Wavefront size the code object is built for; the device must report the same.
     pub wavefront: u32,
@@ -191,10 +196,15 @@ pub struct LaunchConfig {
     pub lds_per_workgroup: u32,
     /// LDS per CU, bytes: with the per-workgroup LDS of a launch, bounds resident workgroups.
     pub lds_per_cu: u32,
+    /// Forward row path table.
     pub fwd_rows: &'static [RowConfig],
+    /// Backward LDS row path table.
     pub bwd_rows: &'static [RowConfig],
+    /// Backward register-resident path (at most 2 chunks per thread, 256-thread workgroups).
     pub bwd_reg_rows: &'static [RowConfig],
+    /// Backward register path with one chunk per thread (groups up to 1024 threads).
     pub bwd_reg1_rows: &'static [RowConfig],
+    /// Backward register path with four chunks per thread (bf16 from N = 4096 to 16384).
     pub bwd_reg4_rows: &'static [RowConfig],
     /// Split-row backward: target workgroups per CU for the (chunks × parts) grid; 2 = the
     /// designed occupancy of `bwd_split_apply` (2 waves per SIMD) in 4-wave workgroups.
@@ -231,6 +241,7 @@ impl LaunchConfig {
         LaunchConfig { arch: "gfx90a", ..Self::for_gfx942() }
     }
 
+    /// The configuration of `arch` (`"gfx90a"`, `"gfx942"`, `"gfx950"`), `None` for any other.
     pub fn for_arch(arch: &str) -> Option<Self> {
         match arch {
             "gfx942" => Some(Self::for_gfx942()),

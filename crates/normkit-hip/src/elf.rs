@@ -8,7 +8,9 @@ use std::fmt;
 
 /// `EF_AMDGPU_MACH_*` values of the targets normkit builds.
 pub const MACH_GFX90A: u32 = 0x3f;
+/// `EF_AMDGPU_MACH_AMDGCN_GFX942`.
 pub const MACH_GFX942: u32 = 0x4c;
+/// `EF_AMDGPU_MACH_AMDGCN_GFX950`.
 pub const MACH_GFX950: u32 = 0x4f;
 const EF_AMDGPU_MACH_MASK: u32 = 0xff;
 const EM_AMDGPU: u16 = 224;
@@ -23,6 +25,7 @@ pub fn mach_name(mach: u32) -> Option<&'static str> {
     }
 }
 
+/// A code object the reader cannot make sense of, with what is wrong in words.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ElfError(pub String);
 
@@ -36,12 +39,15 @@ impl std::error::Error for ElfError {}
 /// One kernel's descriptor (AMDHSA `kernel_descriptor_t`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KernelInfo {
+    /// The kernel's symbol (without the `.kd` suffix).
     pub name: String,
     /// LDS bytes.
     pub group_segment_fixed_size: u32,
     /// Scratch bytes per work-item (0 = no spills, no stack).
     pub private_segment_fixed_size: u32,
+    /// Bytes of kernel arguments.
     pub kernarg_size: u32,
+    /// Wavefront size the kernel was built for (32 or 64).
     pub wavefront_size: u32,
     /// VGPRs allocated per work-item (arch VGPRs + AGPRs, rounded to the allocation granule).
     pub vgprs_allocated: u32,
@@ -52,13 +58,16 @@ pub struct KernelInfo {
 pub struct CodeObject {
     /// `EF_AMDGPU_MACH`.
     pub mach: u32,
+    /// Every kernel descriptor, in symbol-table order.
     pub kernels: Vec<KernelInfo>,
 }
 
 impl CodeObject {
+    /// The target name (`"gfx942"`, ...), `None` for a machine normkit does not build for.
     pub fn arch(&self) -> Option<&'static str> {
         mach_name(self.mach)
     }
+    /// The descriptor of the kernel called `name`.
     pub fn kernel(&self, name: &str) -> Option<&KernelInfo> {
         self.kernels.iter().find(|k| k.name == name)
     }

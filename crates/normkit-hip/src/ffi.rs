@@ -8,13 +8,20 @@ use std::fmt;
 /// Sonames tried in order: the unversioned development link, then ROCm 7, 6, 5.
 pub const LIB_NAMES: &[&str] = &["libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5"];
 
+/// `hipError_t`: the status every HIP call returns (0 is success).
 pub type HipStatus = c_int;
+/// `hipDeviceptr_t`: a device address.
 pub type DevicePtr = *mut c_void;
+/// `hipModule_t`: a loaded code object.
 pub type Module = *mut c_void;
+/// `hipFunction_t`: a kernel of a loaded module.
 pub type Function = *mut c_void;
+/// `hipStream_t`: a stream.
 pub type Stream = *mut c_void;
+/// `hipEvent_t`: an event (for timing).
 pub type Event = *mut c_void;
 
+/// `hipSuccess`.
 pub const HIP_SUCCESS: HipStatus = 0;
 /// `hipErrorNoDevice`.
 pub const HIP_ERROR_NO_DEVICE: HipStatus = 100;
@@ -22,19 +29,28 @@ pub const HIP_ERROR_NO_DEVICE: HipStatus = 100;
 /// `hipDeviceAttribute_t` values used here. They are stable from ROCm 5.x to 7.x (retired
 /// attributes were renamed `Unused*`, keeping the numbering).
 pub mod attr {
+    /// `hipDeviceAttributeClockRate` (kHz).
     pub const CLOCK_RATE: i32 = 5;
+    /// `hipDeviceAttributeL2CacheSize` (bytes).
     pub const L2_CACHE_SIZE: i32 = 19;
+    /// `hipDeviceAttributeComputeCapabilityMajor`.
     pub const COMPUTE_CAPABILITY_MAJOR: i32 = 23;
+    /// `hipDeviceAttributeMemoryClockRate` (kHz).
     pub const MEMORY_CLOCK_RATE: i32 = 60;
+    /// `hipDeviceAttributeComputeCapabilityMinor`.
     pub const COMPUTE_CAPABILITY_MINOR: i32 = 61;
+    /// `hipDeviceAttributeMultiprocessorCount` (compute units).
     pub const MULTIPROCESSOR_COUNT: i32 = 63;
+    /// `hipDeviceAttributeMaxSharedMemoryPerBlock` (LDS bytes per workgroup).
     pub const MAX_SHARED_MEMORY_PER_BLOCK: i32 = 74;
+    /// `hipDeviceAttributeWarpSize` (the wavefront size).
     pub const WARP_SIZE: i32 = 87;
 }
 
 /// A failed HIP call: the status code and the runtime's name for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HipError {
+    /// The status the call returned.
     pub code: HipStatus,
     /// `hipGetErrorString`, or the code in words if the runtime gave nothing.
     pub message: String,
@@ -53,22 +69,39 @@ impl std::error::Error for HipError {}
 /// The loaded runtime. Function pointers stay valid while `_lib` is loaded, i.e. as long as
 /// this struct lives.
 pub struct Api {
+    /// `hipInit`.
     pub init: unsafe extern "C" fn(c_uint) -> HipStatus,
+    /// `hipGetDeviceCount`.
     pub get_device_count: unsafe extern "C" fn(*mut c_int) -> HipStatus,
+    /// `hipSetDevice`.
     pub set_device: unsafe extern "C" fn(c_int) -> HipStatus,
+    /// `hipDeviceGetAttribute`.
     pub device_get_attribute: unsafe extern "C" fn(*mut c_int, c_int, c_int) -> HipStatus,
+    /// `hipDeviceGetName`.
     pub device_get_name: unsafe extern "C" fn(*mut c_char, c_int, c_int) -> HipStatus,
+    /// `hipDeviceTotalMem`.
     pub device_total_mem: unsafe extern "C" fn(*mut usize, c_int) -> HipStatus,
+    /// `hipRuntimeGetVersion`.
     pub runtime_get_version: unsafe extern "C" fn(*mut c_int) -> HipStatus,
+    /// `hipMalloc`.
     pub malloc: unsafe extern "C" fn(*mut DevicePtr, usize) -> HipStatus,
+    /// `hipFree`.
     pub free: unsafe extern "C" fn(DevicePtr) -> HipStatus,
+    /// `hipMemcpyHtoDAsync`.
     pub memcpy_htod_async: unsafe extern "C" fn(DevicePtr, *const c_void, usize, Stream) -> HipStatus,
+    /// `hipMemcpyDtoHAsync`.
     pub memcpy_dtoh_async: unsafe extern "C" fn(*mut c_void, DevicePtr, usize, Stream) -> HipStatus,
+    /// `hipMemcpyDtoDAsync`.
     pub memcpy_dtod_async: unsafe extern "C" fn(DevicePtr, DevicePtr, usize, Stream) -> HipStatus,
+    /// `hipMemsetAsync`.
     pub memset_async: unsafe extern "C" fn(DevicePtr, c_int, usize, Stream) -> HipStatus,
+    /// `hipModuleLoadData`.
     pub module_load_data: unsafe extern "C" fn(*mut Module, *const c_void) -> HipStatus,
+    /// `hipModuleUnload`.
     pub module_unload: unsafe extern "C" fn(Module) -> HipStatus,
+    /// `hipModuleGetFunction`.
     pub module_get_function: unsafe extern "C" fn(*mut Function, Module, *const c_char) -> HipStatus,
+    /// `hipModuleLaunchKernel`.
     #[allow(clippy::type_complexity)]
     pub module_launch_kernel: unsafe extern "C" fn(
         Function,
@@ -83,14 +116,23 @@ pub struct Api {
         *mut *mut c_void,
         *mut *mut c_void,
     ) -> HipStatus,
+    /// `hipStreamCreate`.
     pub stream_create: unsafe extern "C" fn(*mut Stream) -> HipStatus,
+    /// `hipStreamDestroy`.
     pub stream_destroy: unsafe extern "C" fn(Stream) -> HipStatus,
+    /// `hipStreamSynchronize`.
     pub stream_synchronize: unsafe extern "C" fn(Stream) -> HipStatus,
+    /// `hipEventCreate`.
     pub event_create: unsafe extern "C" fn(*mut Event) -> HipStatus,
+    /// `hipEventDestroy`.
     pub event_destroy: unsafe extern "C" fn(Event) -> HipStatus,
+    /// `hipEventRecord`.
     pub event_record: unsafe extern "C" fn(Event, Stream) -> HipStatus,
+    /// `hipEventSynchronize`.
     pub event_synchronize: unsafe extern "C" fn(Event) -> HipStatus,
+    /// `hipEventElapsedTime`.
     pub event_elapsed_time: unsafe extern "C" fn(*mut f32, Event, Event) -> HipStatus,
+    /// `hipGetErrorString`.
     pub get_error_string: unsafe extern "C" fn(HipStatus) -> *const c_char,
     /// The soname that was loaded.
     pub soname: String,
@@ -107,9 +149,17 @@ impl fmt::Debug for Api {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LoadError {
     /// No soname in the list could be opened.
-    NotFound { tried: Vec<String> },
+    NotFound {
+        /// The sonames tried, in order.
+        tried: Vec<String>,
+    },
     /// The library opened but lacks a function (not a HIP runtime, or a very old one).
-    MissingSymbol { soname: String, symbol: String },
+    MissingSymbol {
+        /// The library that was opened.
+        soname: String,
+        /// The function it lacks.
+        symbol: String,
+    },
 }
 
 impl fmt::Display for LoadError {

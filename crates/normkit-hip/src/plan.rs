@@ -32,7 +32,9 @@ pub fn dyn_lds_limit(cfg: &LaunchConfig, co: &CodeObject, prefix: &str) -> usize
 /// What a forward call is made of, as far as planning goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FwdShape {
+    /// Rows, M.
     pub m: usize,
+    /// Hidden size, N.
     pub n: usize,
     /// Every operand allows 16-byte accesses (N, strides, offsets multiples of 8; 16-byte aligned).
     pub aligned: bool,
@@ -40,6 +42,7 @@ pub struct FwdShape {
     pub all16: bool,
     /// Weight and bias present (0, 1 or 2).
     pub nvec: usize,
+    /// The fused residual add.
     pub residual: bool,
     /// The register-resident kernels apply (every tensor in x's dtype, Gemma casting): x's dtype
     /// name and whether this is LayerNorm.
@@ -51,10 +54,40 @@ pub struct FwdShape {
 pub enum FwdLaunch {
     /// One `group` of threads per row, `rows_per_cta` rows per persistent workgroup, `lds`
     /// bytes of dynamic LDS with `slot`-byte chunk slots.
-    Row { kernel: Kernel, group: u32, rows_per_cta: u32, slot: u32, lds: usize, blocks: u64 },
+    Row {
+        /// The row kernel.
+        kernel: Kernel,
+        /// Threads per row.
+        group: u32,
+        /// Rows per workgroup.
+        rows_per_cta: u32,
+        /// Bytes per staged chunk slot (16 or 32).
+        slot: u32,
+        /// Dynamic LDS bytes.
+        lds: usize,
+        /// Persistent workgroups in the grid.
+        blocks: u64,
+    },
     /// `nsplit` chunks per row: `stats` writes partial statistics (8 bytes per (row, chunk)),
     /// `reduce` combines each row's once (8 more bytes per row), `apply` writes y.
-    Split { stats: Kernel, reduce: Kernel, apply: Kernel, nsplit: usize, blocks: u64, reduce_blocks: u64, threads: u32, ws_bytes: usize },
+    Split {
+        /// The partial-statistics kernel.
+        stats: Kernel,
+        /// The per-row reduce kernel.
+        reduce: Kernel,
+        /// The kernel that writes `y`.
+        apply: Kernel,
+        /// Chunks per row.
+        nsplit: usize,
+        /// Workgroups of `stats` and `apply`.
+        blocks: u64,
+        /// Workgroups of `reduce`.
+        reduce_blocks: u64,
+        /// Threads per workgroup.
+        threads: u32,
+        /// Workspace bytes (the partial and combined statistics).
+        ws_bytes: usize,
+    },
 }
 
 impl FwdLaunch {
@@ -130,12 +163,17 @@ pub fn forward(cfg: &LaunchConfig, cus: u32, s: &FwdShape, lds_limit: usize) -> 
 /// What a backward call is made of, as far as planning goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BwdShape {
+    /// Rows, M.
     pub m: usize,
+    /// Hidden size, N.
     pub n: usize,
+    /// Every operand allows 16-byte accesses.
     pub aligned: bool,
     /// x, dy (and the weight, if any) are f16/bf16.
     pub all16: bool,
+    /// A weight is present.
     pub weight: bool,
+    /// `d_residual_out` is given (added to dx).
     pub d_residual: bool,
     /// dW and dB wanted (0, 1 or 2).
     pub nacc: usize,
@@ -149,11 +187,31 @@ pub struct BwdShape {
 pub enum BwdPath {
     /// Persistent row kernel; dW/dB partials in `lds` bytes of dynamic LDS (the LDS row kernel)
     /// or in registers (the register-resident kernel, whose `lds` only sums its groups).
-    Row { kernel: Kernel, group: u32, rows_per_cta: u32, slot: u32, lds: usize },
+    Row {
+        /// The row kernel.
+        kernel: Kernel,
+        /// Threads per row.
+        group: u32,
+        /// Rows per workgroup.
+        rows_per_cta: u32,
+        /// Bytes per staged chunk slot (16 or 32).
+        slot: u32,
+        /// Dynamic LDS bytes.
+        lds: usize,
+    },
     /// Split rows: `stats` over `tiles` (row, chunk) tiles, `nk_bwd_split_reduce` on
     /// `reduce_blocks` workgroups (one wavefront per row combines its chunk sums once), then
     /// `apply` on a (nsplit × parts) grid.
-    Split { stats: Kernel, apply: Kernel, tiles: u64, reduce_blocks: u64 },
+    Split {
+        /// The partial-sums kernel.
+        stats: Kernel,
+        /// The kernel that writes `dx` and the dW/dB partials.
+        apply: Kernel,
+        /// (row, chunk) tiles of `stats`.
+        tiles: u64,
+        /// Workgroups of `nk_bwd_split_reduce`.
+        reduce_blocks: u64,
+    },
     /// M = 0: nothing but the finalize (which writes zeros).
     Empty,
 }
@@ -167,14 +225,19 @@ fn split_reduce_blocks(m: u64) -> u64 {
 /// A planned backward call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BwdLaunch {
+    /// How the main pass runs.
     pub path: BwdPath,
     /// Partial dW/dB rows (persistent workgroups along rows).
     pub parts: u64,
+    /// Split path: chunks per row (0 on the row path).
     pub nsplit: usize,
     /// Workspace layout: `[split stats | dW parts | dB parts]`, each 256-byte aligned; the split
     /// stats are M·nsplit chunk pairs, then each row's combined (c1, c2).
     pub stats_bytes: usize,
+    /// Bytes of one kind of partials, dW or dB: `parts` fp32 rows of N (each kind starts 256-byte
+    /// aligned in the workspace).
     pub part_bytes: usize,
+    /// Total workspace bytes.
     pub ws_bytes: usize,
     /// Workgroups of the finalize kernel (0 when neither dW nor dB is wanted).
     pub finalize_blocks: u64,
