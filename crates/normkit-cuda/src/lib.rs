@@ -7,7 +7,7 @@
 //! this crate starts on a machine without CUDA and [`CudaBackend::new`] then returns
 //! [`NormError::BackendUnavailable`].
 //!
-//! [`CudaBackend`] implements [`NormKernel`] and [`BenchBackend`] over [`CudaBuffer`]s, device
+//! [`CudaBackend`] implements [`NormKernel`] and [`BenchBackend`](normkit_core::BenchBackend) over [`CudaBuffer`]s, device
 //! buffers that either own their memory or view foreign device memory
 //! ([`CudaBackend::buffer_from_raw`]).
 //!
@@ -30,6 +30,9 @@
 //! Backward: persistent CTAs keep dW/dB partials in shared memory (row path) or registers (split
 //! path) and write one fp32 partial row each to a workspace; `nk_bwd_finalize` sums the partial
 //! rows in index order. No floating-point atomics anywhere: bitwise deterministic.
+
+#![warn(missing_docs)]
+#![deny(rustdoc::broken_intra_doc_links)]
 
 mod bench;
 mod cluster;
