@@ -311,8 +311,8 @@ mod tests {
             ),
             (NormError::Unexpected { operand: O::Rstd }, "`rstd` was given, but the descriptor does not save statistics"),
             (
-                NormError::DType { operand: O::Db, dtype: DType::F16, rule: "weight and its gradients must share a dtype" },
-                "`db` is f16, which is not allowed here: weight and its gradients must share a dtype",
+                NormError::DType { operand: O::Db, dtype: DType::F16, rule: "the weight, `dw` and `db` must have one dtype" },
+                "`db` is f16, which is not allowed here: the weight, `dw` and `db` must have one dtype",
             ),
             (NormError::Aliasing { operand: O::Dw, rule: AliasRule::Overlap }, "`dw` may not share memory this way"),
             (NormError::Unsupported { backend: "hip", what: "the fused add".into() }, "The `hip` backend does not support the fused add"),

@@ -92,12 +92,12 @@ pub fn check_desc(desc: &NormDesc) -> Result<()> {
 pub fn check_dtypes(desc: &NormDesc, dir: Direction, d: &DTypes) -> Result<()> {
     let dt_err = |operand, dtype, rule| Err(NormError::DType { operand, dtype, rule });
     if !is_float(d.x) {
-        return dt_err(Operand::X, d.x, "inputs must be f32, f16 or bf16");
+        return dt_err(Operand::X, d.x, "`x` must be f32, f16 or bf16");
     }
     let same_or_f32 = |t: DType| t == d.x || t == DType::F32;
     let (y_op, y_rule) = match dir {
-        Direction::Forward => (Operand::Y, "the output must have x's dtype or f32"),
-        Direction::Backward => (Operand::Dy, "gradients must have x's dtype or f32"),
+        Direction::Forward => (Operand::Y, "`y` must have `x`'s dtype or be f32"),
+        Direction::Backward => (Operand::Dy, "`dy` must have `x`'s dtype or be f32"),
     };
     if !same_or_f32(d.y) {
         return dt_err(y_op, d.y, y_rule);
@@ -105,11 +105,11 @@ pub fn check_dtypes(desc: &NormDesc, dir: Direction, d: &DTypes) -> Result<()> {
     if desc.weight.is_some() || desc.bias {
         let op = if desc.weight.is_some() { Operand::Weight } else { Operand::Bias };
         if !same_or_f32(d.weight) {
-            return dt_err(op, d.weight, "weight and bias must have x's dtype or f32");
+            return dt_err(op, d.weight, "the weight and bias must have `x`'s dtype or be f32");
         }
     }
     if desc.residual && dir == Direction::Forward && !same_or_f32(d.residual) {
-        return dt_err(Operand::Residual, d.residual, "the residual must have x's dtype or f32");
+        return dt_err(Operand::Residual, d.residual, "`residual` must have `x`'s dtype or be f32");
     }
     Ok(())
 }
@@ -246,7 +246,7 @@ pub fn validate_forward<B: Buffer + ?Sized>(desc: &NormDesc, a: &Forward<'_, B>)
             InOut::Separate { input, output } => {
                 check_mat(Operand::Residual, &input.layout, input.buf.len())?;
                 check_rows_cols(Operand::ResidualOut, &output.layout, m, n)?;
-                want_dtype(Operand::ResidualOut, output.buf.dtype(), input.buf.dtype(), "residual_out must have the residual's dtype")?;
+                want_dtype(Operand::ResidualOut, output.buf.dtype(), input.buf.dtype(), "`residual_out` must have `residual`'s dtype")?;
                 check_mat(Operand::ResidualOut, &output.layout, output.buf.len())?;
             }
             InOut::InPlace(io) => check_mat(Operand::Residual, &io.layout, io.buf.len())?,
@@ -257,15 +257,23 @@ pub fn validate_forward<B: Buffer + ?Sized>(desc: &NormDesc, a: &Forward<'_, B>)
     let weight = a
         .weight
         .as_ref()
-        .map(|w| check_vec(Operand::Weight, w.buf, w.span, n, dtypes.weight, "weight and bias must share a dtype"))
+        .map(|w| check_vec(Operand::Weight, w.buf, w.span, n, dtypes.weight, "the weight and the bias must have one dtype"))
         .transpose()?;
     let bias = a
         .bias
         .as_ref()
-        .map(|b| check_vec(Operand::Bias, b.buf, b.span, n, dtypes.weight, "weight and bias must share a dtype"))
+        .map(|b| check_vec(Operand::Bias, b.buf, b.span, n, dtypes.weight, "the weight and the bias must have one dtype"))
         .transpose()?;
-    let mean = a.mean.as_ref().map(|v| check_vec(Operand::Mean, &*v.buf, v.span, m, DType::F32, "statistics are f32")).transpose()?;
-    let rstd = a.rstd.as_ref().map(|v| check_vec(Operand::Rstd, &*v.buf, v.span, m, DType::F32, "statistics are f32")).transpose()?;
+    let mean = a
+        .mean
+        .as_ref()
+        .map(|v| check_vec(Operand::Mean, &*v.buf, v.span, m, DType::F32, "`mean` and `rstd` are always f32"))
+        .transpose()?;
+    let rstd = a
+        .rstd
+        .as_ref()
+        .map(|v| check_vec(Operand::Rstd, &*v.buf, v.span, m, DType::F32, "`mean` and `rstd` are always f32"))
+        .transpose()?;
 
     let mut regions = Vec::new();
     io_regions(&a.x, Operand::X, Operand::Y, &mut regions);
@@ -308,7 +316,7 @@ pub fn validate_backward<B: Buffer + ?Sized>(desc: &NormDesc, a: &Backward<'_, B
     let wdt = a.weight.as_ref().map(|w| w.buf.dtype()).or(a.db.as_ref().map(|b| b.buf.dtype())).unwrap_or(DType::F32);
     let dtypes = DTypes { x: a.x.buf.dtype(), y: a.dy.input_dtype(), weight: wdt, residual: a.x.buf.dtype() };
     check_dtypes(desc, Direction::Backward, &dtypes)?;
-    want_dtype(Operand::Dx, a.dy.output_dtype(), dtypes.y, "dx must have dy's dtype")?;
+    want_dtype(Operand::Dx, a.dy.output_dtype(), dtypes.y, "`dx` must have `dy`'s dtype")?;
 
     check_mat(Operand::X, &xl, a.x.buf.len())?;
     match &a.dy {
@@ -326,7 +334,7 @@ pub fn validate_backward<B: Buffer + ?Sized>(desc: &NormDesc, a: &Backward<'_, B
     let mut d_residual_out = None;
     if let Some(d) = &a.d_residual_out {
         check_rows_cols(Operand::DResidualOut, &d.layout, m, n)?;
-        want_dtype(Operand::DResidualOut, d.buf.dtype(), dtypes.y, "d_residual_out must have dy's dtype")?;
+        want_dtype(Operand::DResidualOut, d.buf.dtype(), dtypes.y, "`d_residual_out` must have `dy`'s dtype")?;
         check_mat(Operand::DResidualOut, &d.layout, d.buf.len())?;
         d_residual_out = Some(d.layout);
     }
@@ -334,17 +342,18 @@ pub fn validate_backward<B: Buffer + ?Sized>(desc: &NormDesc, a: &Backward<'_, B
     let weight = a
         .weight
         .as_ref()
-        .map(|w| check_vec(Operand::Weight, w.buf, w.span, n, wdt, "weight and its gradients must share a dtype"))
+        .map(|w| check_vec(Operand::Weight, w.buf, w.span, n, wdt, "the weight, `dw` and `db` must have one dtype"))
         .transpose()?;
-    let mean = a.mean.as_ref().map(|v| check_vec(Operand::Mean, v.buf, v.span, m, DType::F32, "statistics are f32")).transpose()?;
-    let rstd = check_vec(Operand::Rstd, a.rstd.buf, a.rstd.span, m, DType::F32, "statistics are f32")?;
+    let mean =
+        a.mean.as_ref().map(|v| check_vec(Operand::Mean, v.buf, v.span, m, DType::F32, "`mean` and `rstd` are always f32")).transpose()?;
+    let rstd = check_vec(Operand::Rstd, a.rstd.buf, a.rstd.span, m, DType::F32, "`mean` and `rstd` are always f32")?;
     let dw =
         a.dw.as_ref()
-            .map(|v| check_vec(Operand::Dw, &*v.buf, v.span, n, wdt, "weight and its gradients must share a dtype"))
+            .map(|v| check_vec(Operand::Dw, &*v.buf, v.span, n, wdt, "the weight, `dw` and `db` must have one dtype"))
             .transpose()?;
     let db =
         a.db.as_ref()
-            .map(|v| check_vec(Operand::Db, &*v.buf, v.span, n, wdt, "weight and its gradients must share a dtype"))
+            .map(|v| check_vec(Operand::Db, &*v.buf, v.span, n, wdt, "the weight, `dw` and `db` must have one dtype"))
             .transpose()?;
 
     let mut regions = Vec::new();

@@ -158,11 +158,17 @@ pub fn backend(name: &str) -> Result<AnyBackend> {
         #[cfg(feature = "cuda")]
         "cuda" => normkit_cuda::CudaBackend::new().map(AnyBackend::Cuda),
         #[cfg(not(feature = "cuda"))]
-        "cuda" => Err(NormError::BackendUnavailable { backend: "cuda", reason: "normkit was built without the `cuda` feature".into() }),
+        "cuda" => Err(NormError::BackendUnavailable {
+            backend: "cuda",
+            reason: "normkit was built without the `cuda` feature (enable it with `features = [\"cuda\"]`)".into(),
+        }),
         #[cfg(feature = "hip")]
         "hip" => normkit_hip::HipBackend::new().map(AnyBackend::Hip),
         #[cfg(not(feature = "hip"))]
-        "hip" => Err(NormError::BackendUnavailable { backend: "hip", reason: "normkit was built without the `hip` feature".into() }),
+        "hip" => Err(NormError::BackendUnavailable {
+            backend: "hip",
+            reason: "normkit was built without the `hip` feature (enable it with `features = [\"hip\"]`)".into(),
+        }),
         _ => Err(NormError::UnknownBackend { name: name.to_string(), known: KNOWN }),
     }
 }
@@ -352,5 +358,41 @@ impl BenchBackend for AnyBackend {
     }
     fn time_calls(&self, calls: usize, reps: usize, f: &mut dyn FnMut(usize) -> Result<()>) -> Result<Vec<f64>> {
         dispatch!(self, b => b.time_calls(calls, reps, f))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unknown_name_is_named_in_the_error() {
+        match backend("rocm") {
+            Err(e @ NormError::UnknownBackend { .. }) => assert_eq!(e.to_string(), "No backend is called `rocm` (known: cpu, cuda, hip)"),
+            other => panic!("expected UnknownBackend, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_backend_left_out_of_the_build_says_which_feature_to_enable() {
+        for (name, enabled) in [("cuda", cfg!(feature = "cuda")), ("hip", cfg!(feature = "hip"))] {
+            if enabled {
+                continue;
+            }
+            let e = backend(name).expect_err("not compiled in");
+            assert_eq!(
+                e.to_string(),
+                format!("The `{name}` backend cannot run here: normkit was built without the `{name}` feature (enable it with `features = [\"{name}\"]`)")
+            );
+        }
+    }
+
+    #[test]
+    fn probe_lists_every_backend_and_auto_falls_back_to_the_cpu() {
+        let names: Vec<_> = probe().iter().map(|s| s.backend).collect();
+        assert_eq!(names, ["cpu", "cuda", "hip"]);
+        if cfg!(not(any(feature = "cuda", feature = "hip"))) {
+            assert_eq!(auto().name(), "cpu");
+        }
     }
 }
