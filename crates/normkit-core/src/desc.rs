@@ -48,8 +48,10 @@ pub enum CastingMode {
 }
 
 impl CastingMode {
+    /// Every mode, in declaration order.
     pub const ALL: [CastingMode; 3] = [CastingMode::Gemma, CastingMode::Llama, CastingMode::None];
 
+    /// The mode's name as reports and error messages write it: `"gemma"`, `"llama"`, `"none"`.
     pub const fn name(self) -> &'static str {
         match self {
             CastingMode::Gemma => "gemma",

@@ -11,8 +11,11 @@ use std::fmt;
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum DType {
+    /// IEEE 754 binary32.
     F32,
+    /// IEEE 754 binary16 (`half::f16`): 10-bit mantissa, largest finite value 65504.
     F16,
+    /// bfloat16 (`half::bf16`): f32's exponent range with a 7-bit mantissa.
     BF16,
 }
 

@@ -75,6 +75,7 @@ pub struct DeviceInfo {
 /// What a benchmark needs from a backend beyond the ops: timing the backend's own way and
 /// measuring its copy ceiling in the same run.
 pub trait BenchBackend: NormKernel {
+    /// The device the backend runs on, as reports describe it (name, driver, memory, caches).
     fn device_info(&self) -> DeviceInfo;
 
     /// The copy ceiling: GB/s (1e9 bytes/s) of a plain copy of `bytes` bytes, counting the bytes
