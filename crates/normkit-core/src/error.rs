@@ -7,22 +7,36 @@ use std::fmt;
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Operand {
+    /// The input `x` (M × N).
     X,
+    /// The output `y` (M × N).
     Y,
+    /// The residual added to `x` (M × N).
     Residual,
+    /// The output `residual_out = x + residual` (M × N).
     ResidualOut,
+    /// The weight `w` (N).
     Weight,
+    /// The bias `b` (N).
     Bias,
+    /// The saved per-row mean (M, LayerNorm).
     Mean,
+    /// The saved per-row `rstd` (M).
     Rstd,
+    /// The gradient of `y` (M × N).
     Dy,
+    /// The gradient of `x` (M × N).
     Dx,
+    /// The gradient of `residual_out`, added to `dx` (M × N).
     DResidualOut,
+    /// The gradient of the weight (N).
     Dw,
+    /// The gradient of the bias (N).
     Db,
 }
 
 impl Operand {
+    /// The operand's name as the builders spell it (`"x"`, `"residual_out"`, `"dw"`, …).
     pub const fn name(self) -> &'static str {
         match self {
             Operand::X => "x",
@@ -98,7 +112,16 @@ impl fmt::Display for AliasRule {
 pub enum NormError {
     /// An operand's rows, columns or length disagree with the others.
     #[error("`{operand}` has {}, but the call needs {expected}{}", count(*.got, *.dim), shape_hint(*.operand, *.dim, *.expected))]
-    Shape { operand: Operand, dim: Dim, expected: usize, got: usize },
+    Shape {
+        /// The operand the error is about.
+        operand: Operand,
+        /// Which dimension disagrees.
+        dim: Dim,
+        /// What the call needs.
+        expected: usize,
+        /// What the operand has.
+        got: usize,
+    },
 
     /// The hidden size is zero (a norm over zero elements is undefined).
     #[error("The hidden size N is 0: `x` needs at least one column (a norm over zero elements is undefined)")]
@@ -106,59 +129,129 @@ pub enum NormError {
 
     /// A row stride is smaller than the row length.
     #[error("`{operand}` has a row stride of {stride}, smaller than its row length of {cols}: its rows would overlap")]
-    Stride { operand: Operand, stride: usize, cols: usize },
+    Stride {
+        /// The operand the error is about.
+        operand: Operand,
+        /// The row stride given, in elements.
+        stride: usize,
+        /// The row length, in elements.
+        cols: usize,
+    },
 
     /// The view does not fit in its buffer.
     #[error("`{operand}` does not fit in its buffer: the view needs at least {needed} elements, but the buffer holds {len}")]
-    OutOfBounds { operand: Operand, needed: usize, len: usize },
+    OutOfBounds {
+        /// The operand the error is about.
+        operand: Operand,
+        /// Elements the view addresses (offset included).
+        needed: usize,
+        /// Elements the buffer holds.
+        len: usize,
+    },
 
     /// The arithmetic `offset + (rows - 1) * stride + cols` overflows `usize`.
     #[error("`{operand}` has a view that overflows `usize`: its offset, stride and shape address more elements than exist")]
-    Overflow { operand: Operand },
+    Overflow {
+        /// The operand the error is about.
+        operand: Operand,
+    },
 
     /// A pointer or offset is not aligned to its element size (device buffers only).
     #[error("`{operand}` is misaligned: it starts at byte offset {offset_bytes}, which is not a multiple of {required}")]
-    Alignment { operand: Operand, required: usize, offset_bytes: usize },
+    Alignment {
+        /// The operand the error is about.
+        operand: Operand,
+        /// The alignment needed, in bytes.
+        required: usize,
+        /// Where the operand starts, in bytes.
+        offset_bytes: usize,
+    },
 
     /// `eps` must be finite and strictly positive.
     #[error("`eps` must be finite and greater than 0, but the descriptor has {eps}")]
-    InvalidEps { eps: f32 },
+    InvalidEps {
+        /// The value given.
+        eps: f32,
+    },
 
     /// The weight offset must be finite.
     #[error("The weight offset must be finite, but the descriptor has {offset}")]
-    InvalidOffset { offset: f32 },
+    InvalidOffset {
+        /// The value given.
+        offset: f32,
+    },
 
     /// An operand the descriptor requires is absent.
     #[error("`{operand}` is missing: the call needs it because {}; pass it with `.{operand}(…)`", needed_because(*.operand))]
-    Missing { operand: Operand },
+    Missing {
+        /// The operand the error is about.
+        operand: Operand,
+    },
 
     /// An operand was given that the descriptor does not use.
     #[error("`{operand}` was given, but {}; remove `.{operand}(…)` or change the descriptor", unused_because(*.operand))]
-    Unexpected { operand: Operand },
+    Unexpected {
+        /// The operand the error is about.
+        operand: Operand,
+    },
 
     /// The dtype of an operand is not allowed in this combination.
     #[error("`{operand}` is {dtype}, which is not allowed here: {rule}")]
-    DType { operand: Operand, dtype: DType, rule: &'static str },
+    DType {
+        /// The operand the error is about.
+        operand: Operand,
+        /// The dtype given.
+        dtype: DType,
+        /// The rule it breaks.
+        rule: &'static str,
+    },
 
     /// Two operands share memory in a way the op does not allow.
     #[error("`{operand}` may not share memory this way: {rule}")]
-    Aliasing { operand: Operand, rule: AliasRule },
+    Aliasing {
+        /// The operand the error is about.
+        operand: Operand,
+        /// The rule it breaks.
+        rule: AliasRule,
+    },
 
     /// The backend does not implement this op, option or dtype combination.
     #[error("The `{backend}` backend does not support {what}")]
-    Unsupported { backend: &'static str, what: String },
+    Unsupported {
+        /// The backend that reports it.
+        backend: &'static str,
+        /// The op, option or dtype combination.
+        what: String,
+    },
 
     /// A buffer belongs to a different backend (or a different device) than the one called.
     #[error("`{operand}` is a buffer of another backend or device: the `{backend}` backend can only use buffers it allocated or uploaded itself")]
-    ForeignBuffer { backend: &'static str, operand: Operand },
+    ForeignBuffer {
+        /// The backend that reports it.
+        backend: &'static str,
+        /// The operand the error is about.
+        operand: Operand,
+    },
 
     /// A resource (workspace memory, shared memory, grid size) is too small for the request.
     #[error("The call needs {resource} = {requested}, {}", resource_available(*.available))]
-    ResourceLimit { resource: &'static str, requested: u64, available: u64 },
+    ResourceLimit {
+        /// What ran short (workspace bytes, device memory, grid size, …).
+        resource: &'static str,
+        /// How much the call needs.
+        requested: u64,
+        /// How much there is (0 when unknown).
+        available: u64,
+    },
 
     /// The backend cannot run on this machine (no driver, no device, toolchain missing).
     #[error("The `{backend}` backend cannot run here: {reason}")]
-    BackendUnavailable { backend: &'static str, reason: String },
+    BackendUnavailable {
+        /// The backend that reports it.
+        backend: &'static str,
+        /// Why, in words.
+        reason: String,
+    },
 
     /// `normkit::backend(name)` was asked for a backend name it does not know.
     #[error("No backend is called `{name}` (known: {known})")]
@@ -172,8 +265,11 @@ pub enum NormError {
     /// The device runtime reported an error.
     #[error("Device error in the `{backend}` backend during {during}")]
     Device {
+        /// The backend that reports it.
         backend: &'static str,
+        /// What the backend was doing (allocation, copy, launch, synchronize, …).
         during: &'static str,
+        /// The runtime's own error.
         #[source]
         source: Box<dyn std::error::Error + Send + Sync + 'static>,
     },
