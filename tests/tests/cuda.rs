@@ -30,7 +30,11 @@ fn main() -> std::process::ExitCode {
         kernel_tour,
         cluster::cluster_matches_cpu,
         cluster::cluster_bitwise_invariance,
-        rows::rows_backward_matches_cpu
+        rows::rows_backward_matches_cpu,
+        // Soak and faults: run alone (`run.sh soak`: `soak:: --test-threads=1`); see `mod soak`.
+        soak::soak_memory_is_bounded,
+        soak::injected_alloc_failure_is_a_typed_error,
+        soak::recovers_after_out_of_memory
     ]);
     normkit_conformance::harness::run("cuda", probe(), trials)
 }
@@ -587,5 +591,602 @@ mod rows {
                 assert!(g.0.bits_eq(&again.0) && g.1.bits_eq(&again.1) && g.2.bits_eq(&again.2), "{ctx}: backward not repeatable");
             }
         }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Soak and faults (issue 18): device memory over 100,000 calls of changing shapes, an injected
+// allocation failure when the workspace grows, and a call after the device really ran out of
+// memory.
+//
+// These tests take a lot of device memory (recovers_after_out_of_memory: all of it, for a
+// moment), so each holds `MEMORY_TESTS` while it runs, and their memory figures are device-wide
+// (cuMemGetInfo). Run them alone: `run.sh soak` runs `cuda-tests soak:: --test-threads=1`, and
+// `run.sh tests` skips them (`--skip soak::`). Run in parallel with the rest of the file (a plain
+// `cargo test`), other tests can see out-of-memory errors while the hog holds the device, and the
+// soak's before/after figures include the other tests' allocations.
+
+mod soak {
+    use std::sync::{Mutex, MutexGuard};
+    use std::time::{Duration, Instant};
+
+    use super::backend;
+    use super::cluster::{bwd, close, desc, fwd, inputs, Inputs};
+    use normkit::cuda::{CudaBackend, CudaBuffer};
+    use normkit_core::cpu::CpuBackend;
+    use normkit_core::{
+        Backward, CastingMode, DType, Forward, HostBuf, InOut, Layout, MatMut, MatRef, NormDesc, NormError, NormKernel, VecMut, VecRef,
+    };
+
+    /// Serialises the tests of this file that allocate a lot of device memory.
+    static MEMORY_TESTS: Mutex<()> = Mutex::new(());
+
+    fn memory_lock() -> MutexGuard<'static, ()> {
+        MEMORY_TESTS.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn mib(bytes: usize) -> f64 {
+        bytes as f64 / (1u64 << 20) as f64
+    }
+
+    /// The workspace bound documented on `CudaBackend`, for M rows of N elements on S SMs:
+    /// max(1 MiB, 8·M·(⌈N/8192⌉ + 1) + 8·N·min(M, 32·S) + 768) bytes.
+    fn workspace_bound(m: usize, n: usize, sms: usize) -> usize {
+        (1usize << 20).max(8 * m * (n.div_ceil(8192) + 1) + 8 * n * m.min(32 * sms) + 768)
+    }
+
+    /// Device memory in use (total − free), bytes, device-wide.
+    fn used(k: &CudaBackend) -> usize {
+        let (free, total) = k.device_memory().unwrap_or_else(|e| panic!("cuMemGetInfo failed: {e}"));
+        total - free
+    }
+
+    /// Index of a dtype in the per-dtype buffer sets.
+    fn di(d: DType) -> usize {
+        match d {
+            DType::F32 => 0,
+            DType::F16 => 1,
+            _ => 2,
+        }
+    }
+
+    /// The descriptors the soak cycles through (every op, offsets, stats, residual, casting modes,
+    /// no weight).
+    fn soak_descs() -> [NormDesc; 8] {
+        [
+            NormDesc::rms(1e-6),
+            NormDesc::rms(1e-6).with_weight_offset(1.0).with_save_stats(true),
+            NormDesc::layer(1e-5).with_save_stats(true),
+            NormDesc::rms(1e-6).with_residual(true).with_save_stats(true),
+            NormDesc::layer(1e-5).with_residual(true).with_save_stats(true),
+            NormDesc::rms(1e-6).with_casting(CastingMode::Llama),
+            NormDesc::layer(1e-5).with_casting(CastingMode::None),
+            NormDesc::rms(1e-6).without_weight(),
+        ]
+    }
+
+    /// One call of the soak: direction, descriptor, x's dtype, the weight's dtype, M × N.
+    #[derive(Debug, Clone, Copy)]
+    struct Case {
+        fwd: bool,
+        desc: NormDesc,
+        dt: DType,
+        wdt: DType,
+        m: usize,
+        n: usize,
+    }
+
+    /// The cycle of calls: 320 small ones (M ≤ 200, N ≤ 8192, drawn from a fixed seed) with 30
+    /// larger ones spread among them, among which the shapes with the largest workspaces of the
+    /// set (4096 × 65536, the split paths at N = 65536 and 2^20).
+    fn soak_cases() -> Vec<Case> {
+        let d = soak_descs();
+        let (bf, h, f) = (DType::BF16, DType::F16, DType::F32);
+        // (descriptor, dtype, weight dtype, m, n), each forward and backward.
+        let big: [(usize, DType, DType, usize, usize); 15] = [
+            (4, bf, bf, 4096, 65536),
+            (0, bf, bf, 4096, 65536),
+            (2, f, f, 1024, 65536),
+            (1, bf, f, 4096, 16384),
+            (3, h, h, 2048, 16384),
+            (2, bf, bf, 1000, 4096),
+            (4, h, h, 256, 16384),
+            (0, f, f, 64, 32768),
+            (6, bf, bf, 32, 65536),
+            (2, bf, bf, 8, 131072),
+            (0, bf, bf, 4, 1 << 20),
+            (3, f, f, 3, 1 << 20),
+            (2, bf, bf, 2048, 1024),
+            (4, h, h, 4000, 768),
+            (5, bf, f, 512, 65536),
+        ];
+        let mut big_cases = Vec::new();
+        for &(j, dt, wdt, m, n) in &big {
+            for fwd in [true, false] {
+                big_cases.push(Case { fwd, desc: d[j], dt, wdt, m, n });
+            }
+        }
+        let ns = [1usize, 7, 64, 100, 512, 520, 768, 1024, 1536, 2048, 3000, 4096, 5120, 8192];
+        let ms = [1usize, 2, 3, 17, 64, 200];
+        let mut seed = 0x50a4_u64;
+        let mut next = |k: usize| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((seed >> 33) as usize) % k
+        };
+        let mut cases = Vec::new();
+        for i in 0..320 {
+            let dt = [bf, h, f][next(3)];
+            let wdt = if next(4) == 0 { f } else { dt };
+            cases.push(Case { fwd: i % 2 == 0, desc: d[next(d.len())], dt, wdt, m: ms[next(ms.len())], n: ns[next(ns.len())] });
+            if i % 11 == 10 && !big_cases.is_empty() {
+                cases.push(big_cases.remove(0));
+            }
+        }
+        cases.extend(big_cases);
+        cases
+    }
+
+    /// One dtype's activations: `a` (x), `b` (residual or dy), `c` (y or dx), `d` (residual_out
+    /// or d_residual_out).
+    struct Acts {
+        a: CudaBuffer,
+        b: CudaBuffer,
+        c: CudaBuffer,
+        d: CudaBuffer,
+    }
+
+    /// One dtype's row-length vectors.
+    struct Vecs {
+        w: CudaBuffer,
+        b: CudaBuffer,
+        dw: CudaBuffer,
+        db: CudaBuffer,
+    }
+
+    /// Every buffer the soak uses, allocated once at the largest size a case needs.
+    struct Bufs {
+        acts: Vec<Acts>,
+        vecs: Vec<Vecs>,
+        rstd: CudaBuffer,
+        mean: CudaBuffer,
+    }
+
+    fn soak_buffers(k: &CudaBackend, cases: &[Case]) -> Bufs {
+        let up =
+            |dt: DType, len: usize, v: f32| k.upload(&HostBuf::filled(dt, len, v)).unwrap_or_else(|e| panic!("upload {len} {dt}: {e}"));
+        let nmax = cases.iter().map(|c| c.n).max().unwrap_or(1);
+        let mmax = cases.iter().map(|c| c.m).max().unwrap_or(1);
+        let mut acts = Vec::new();
+        let mut vecs = Vec::new();
+        for dt in [DType::F32, DType::F16, DType::BF16] {
+            let cap = cases.iter().filter(|c| c.dt == dt).map(|c| c.m * c.n).max().unwrap_or(1);
+            acts.push(Acts {
+                a: up(dt, cap, 0.5),
+                b: up(dt, cap, 0.25),
+                c: k.alloc(dt, cap).unwrap_or_else(|e| panic!("alloc {cap} {dt}: {e}")),
+                d: up(dt, cap, 0.125),
+            });
+            vecs.push(Vecs { w: up(dt, nmax, 1.0), b: up(dt, nmax, 0.0), dw: up(dt, nmax, 0.0), db: up(dt, nmax, 0.0) });
+        }
+        Bufs { acts, vecs, rstd: up(DType::F32, mmax, 1.0), mean: up(DType::F32, mmax, 0.0) }
+    }
+
+    /// Issues one case on views of the soak's buffers (nothing waits for the device).
+    fn soak_call(k: &CudaBackend, c: &Case, s: &mut Bufs) -> Result<(), NormError> {
+        let (m, n) = (c.m, c.n);
+        let l = Layout::contiguous(m, n);
+        let ln = c.desc.has_mean();
+        let x = &mut s.acts[di(c.dt)];
+        let v = &mut s.vecs[di(c.wdt)];
+        if c.fwd {
+            let mut a = Forward::new(InOut::separate(MatRef::with_layout(&x.a, l), MatMut::with_layout(&mut x.c, l)));
+            if c.desc.weight.is_some() {
+                a = a.weight(VecRef::with_span(&v.w, 0, n));
+            }
+            if c.desc.bias {
+                a = a.bias(VecRef::with_span(&v.b, 0, n));
+            }
+            if c.desc.residual {
+                a = a.residual(InOut::separate(MatRef::with_layout(&x.b, l), MatMut::with_layout(&mut x.d, l)));
+            }
+            if c.desc.save_stats {
+                a = a.rstd(VecMut::with_span(&mut s.rstd, 0, m));
+                if ln {
+                    a = a.mean(VecMut::with_span(&mut s.mean, 0, m));
+                }
+            }
+            k.forward(&c.desc, a)
+        } else {
+            let mut a = Backward::new(
+                MatRef::with_layout(&x.a, l),
+                InOut::separate(MatRef::with_layout(&x.b, l), MatMut::with_layout(&mut x.c, l)),
+                VecRef::with_span(&s.rstd, 0, m),
+            );
+            if c.desc.weight.is_some() {
+                a = a.weight(VecRef::with_span(&v.w, 0, n)).dw(VecMut::with_span(&mut v.dw, 0, n));
+            }
+            if c.desc.bias {
+                a = a.db(VecMut::with_span(&mut v.db, 0, n));
+            }
+            if ln {
+                a = a.mean(VecRef::with_span(&s.mean, 0, m));
+            }
+            if c.desc.residual {
+                a = a.d_residual_out(MatRef::with_layout(&x.d, l));
+            }
+            k.backward(&c.desc, a)
+        }
+    }
+
+    /// 100,000 forward and backward calls over a fixed cycle of shapes, dtypes and options (most
+    /// small, a few at 4096 × 65536 and on the split paths); device memory in use, measured after
+    /// a warm-up pass (which loads every kernel and grows the workspace) and after the last call
+    /// (both after a synchronize), may grow by no more than the workspace grew, and the workspace
+    /// stays within its documented bound. Then the backend still computes right.
+    pub(super) fn soak_memory_is_bounded() {
+        const CALLS: usize = 100_000;
+        const BUDGET: Duration = Duration::from_secs(55);
+        // Slack for the driver's own bookkeeping (allocation granularity is 2 MiB).
+        const SLACK: usize = 8 << 20;
+        let _lock = memory_lock();
+        let k = backend();
+        let sms = k.sm_count() as usize;
+        let cases = soak_cases();
+        let used_start = used(&k);
+        let mut bufs = soak_buffers(&k, &cases);
+        k.synchronize().unwrap();
+        let used_bufs = used(&k);
+        let t_warm = Instant::now();
+        for c in &cases {
+            soak_call(&k, c, &mut bufs).unwrap_or_else(|e| panic!("warm-up {c:?}: {e}"));
+        }
+        k.synchronize().unwrap_or_else(|e| panic!("warm-up synchronize: {e}"));
+        let warm_s = t_warm.elapsed().as_secs_f64();
+        let ws0 = k.workspace_bytes();
+        let used0 = used(&k);
+        println!(
+            "soak: {} cases per cycle on {} ({sms} SMs); device memory in use: {:.1} MiB at start, {:.1} MiB with the buffers, \
+             {:.1} MiB after the warm-up cycle ({warm_s:.2} s; workspace {:.1} MiB)",
+            cases.len(),
+            k.device_name(),
+            mib(used_start),
+            mib(used_bufs),
+            mib(used0),
+            mib(ws0)
+        );
+
+        let t0 = Instant::now();
+        let mut calls = 0usize;
+        let mut elems = 0u64;
+        while calls < CALLS && t0.elapsed() < BUDGET {
+            let c = &cases[calls % cases.len()];
+            soak_call(&k, c, &mut bufs).unwrap_or_else(|e| panic!("call {calls} {c:?}: {e}"));
+            elems += (c.m * c.n) as u64;
+            calls += 1;
+        }
+        k.synchronize().unwrap_or_else(|e| panic!("synchronize after {calls} calls: {e}"));
+        let secs = t0.elapsed().as_secs_f64();
+
+        let ws1 = k.workspace_bytes();
+        let bound = cases.iter().map(|c| workspace_bound(c.m, c.n, sms)).max().unwrap_or(0);
+        let allowed = ws1.saturating_sub(ws0) + SLACK;
+        // Device-wide figures: if another process or test frees memory late, look again (at most
+        // 2 s) and keep the smallest reading.
+        let mut used1 = used(&k);
+        let mut looks = 1;
+        while used1.saturating_sub(used0) > allowed && looks < 9 {
+            std::thread::sleep(Duration::from_millis(250));
+            used1 = used1.min(used(&k));
+            looks += 1;
+        }
+        let growth = used1 as i64 - used0 as i64;
+        println!(
+            "soak: {calls} calls in {secs:.2} s ({:.0} calls/s, {:.2} G elements); device memory in use {:.1} MiB before, \
+             {:.1} MiB after (growth {:+.1} MiB, {looks} reading(s)); workspace {:.1} MiB before, {:.1} MiB after; documented \
+             bound for these shapes {:.1} MiB",
+            calls as f64 / secs,
+            elems as f64 / 1e9,
+            mib(used0),
+            mib(used1),
+            growth as f64 / (1u64 << 20) as f64,
+            mib(ws0),
+            mib(ws1),
+            mib(bound)
+        );
+        assert!(calls >= CALLS, "only {calls} calls in the {BUDGET:?} budget: choose smaller shapes");
+        assert!(ws1 <= bound, "the workspace holds {ws1} bytes, over its documented bound of {bound} bytes for these shapes");
+        assert!(
+            used1.saturating_sub(used0) <= allowed,
+            "device memory in use grew by {growth} bytes over {calls} calls, more than the workspace's growth ({} bytes) + {SLACK}",
+            ws1 - ws0
+        );
+        drop(bufs);
+
+        // The backend still computes right: a LayerNorm with residual, forward and backward,
+        // against the CPU backend.
+        let cpu = CpuBackend::new();
+        let (m, n, dt) = (5usize, 4096usize, DType::BF16);
+        let (len, l) = (m * n, Layout::contiguous(m, n));
+        let i = inputs(len, n, dt, 0x50a4);
+        let g = fwd(&k, true, true, l, m, dt, len, &i);
+        let c = fwd(&cpu, true, true, l, m, dt, len, &i);
+        let u = dt.unit_roundoff() as f32;
+        close("after the soak", "y", &g.0, &c.0, &[(0, len)], 4.0 * u + 1e-5);
+        close("after the soak", "rstd", &g.2, &c.2, &[(0, m)], 1e-5);
+        let gb = bwd(&k, true, true, l, dt, len, n, &c.1, &c.3, &c.2, &i);
+        let cb = bwd(&cpu, true, true, l, dt, len, n, &c.1, &c.3, &c.2, &i);
+        close("after the soak", "dx", &gb.0, &cb.0, &[(0, len)], 8.0 * u + 1e-4);
+        close("after the soak", "dw", &gb.1, &cb.1, &[(0, n)], 4.0 * u + 1e-4 * m as f32);
+        close("after the soak", "db", &gb.2, &cb.2, &[(0, n)], 4.0 * u + 1e-4 * m as f32);
+        println!("soak: after the soak, forward and backward still match the CPU backend");
+    }
+
+    /// What poisoned outputs hold before a call (not NaN: compared bit for bit).
+    const POISON: f32 = -1234.5;
+
+    /// A LayerNorm backward with fused residual (dx, dW, dB, d_residual_out) on its own device
+    /// buffers, outputs poisoned: its workspace holds at least min(M, SMs) partial rows of 4·N bytes.
+    struct BwdCall {
+        m: usize,
+        n: usize,
+        x: CudaBuffer,
+        w: CudaBuffer,
+        dy: CudaBuffer,
+        dr: CudaBuffer,
+        mean: CudaBuffer,
+        rstd: CudaBuffer,
+        dx: CudaBuffer,
+        dw: CudaBuffer,
+        db: CudaBuffer,
+    }
+
+    /// The backward's inputs: (inputs, x = residual_out of the CPU forward, mean, rstd).
+    fn bwd_inputs(cpu: &CpuBackend, m: usize, n: usize, dt: DType, seed: u64) -> (Inputs, HostBuf, HostBuf, HostBuf) {
+        let i = inputs(m * n, n, dt, seed);
+        let (_, ro, rstd, mean) = fwd(cpu, true, true, Layout::contiguous(m, n), m, dt, m * n, &i);
+        (i, ro, mean, rstd)
+    }
+
+    impl BwdCall {
+        fn new(k: &CudaBackend, m: usize, n: usize, dt: DType, inp: &(Inputs, HostBuf, HostBuf, HostBuf)) -> BwdCall {
+            let up = |h: &HostBuf| k.upload(h).unwrap_or_else(|e| panic!("upload: {e}"));
+            let (i, hx, mean, rstd) = inp;
+            BwdCall {
+                m,
+                n,
+                x: up(hx),
+                w: up(&i.w),
+                dy: up(&i.dy),
+                dr: up(&i.dr),
+                mean: up(mean),
+                rstd: up(rstd),
+                dx: up(&HostBuf::filled(dt, m * n, POISON)),
+                dw: up(&HostBuf::filled(dt, n, POISON)),
+                db: up(&HostBuf::filled(dt, n, POISON)),
+            }
+        }
+
+        fn run(&mut self, k: &CudaBackend) -> Result<(), NormError> {
+            let l = Layout::contiguous(self.m, self.n);
+            let a = Backward::new(
+                MatRef::with_layout(&self.x, l),
+                InOut::separate(MatRef::with_layout(&self.dy, l), MatMut::with_layout(&mut self.dx, l)),
+                VecRef::new(&self.rstd),
+            )
+            .weight(VecRef::new(&self.w))
+            .dw(VecMut::new(&mut self.dw))
+            .mean(VecRef::new(&self.mean))
+            .db(VecMut::new(&mut self.db))
+            .d_residual_out(MatRef::with_layout(&self.dr, l));
+            k.backward(&desc(true, true), a)
+        }
+
+        /// (dx, dw, db) as they are on the device now.
+        fn outputs(&self, k: &CudaBackend) -> [HostBuf; 3] {
+            let down = |b: &CudaBuffer| k.download(b).unwrap_or_else(|e| panic!("download: {e}"));
+            [down(&self.dx), down(&self.dw), down(&self.db)]
+        }
+    }
+
+    /// Asserts `e` is the typed out-of-memory error: ResourceLimit on device memory, at least
+    /// `min_bytes` requested.
+    fn assert_oom(ctx: &str, e: &NormError, min_bytes: u64) {
+        assert!(
+            matches!(e, NormError::ResourceLimit { resource: "device memory", requested, .. } if *requested >= min_bytes),
+            "{ctx}: expected ResourceLimit {{ resource: \"device memory\", requested >= {min_bytes} }}, got {e:?}"
+        );
+    }
+
+    fn assert_untouched(ctx: &str, now: &[HostBuf], before: &[HostBuf]) {
+        for (j, (a, b)) in now.iter().zip(before).enumerate() {
+            assert!(a.bits_eq(b), "{ctx}: the failed call wrote output {} (dx, dw, db)", ["dx", "dw", "db"][j]);
+        }
+    }
+
+    fn assert_bits(ctx: &str, got: &[HostBuf], want: &[HostBuf]) {
+        for (j, (a, b)) in got.iter().zip(want).enumerate() {
+            assert!(a.bits_eq(b), "{ctx}: {} differs bitwise from the same call on a fresh backend", ["dx", "dw", "db"][j]);
+        }
+    }
+
+    /// Backward results against the CPU backend (tolerances of cluster_matches_cpu).
+    fn assert_cpu(ctx: &str, got: &[HostBuf], cpu: &(HostBuf, HostBuf, HostBuf), m: usize, n: usize, dt: DType) {
+        let u = dt.unit_roundoff() as f32;
+        close(ctx, "dx", &got[0], &cpu.0, &[(0, m * n)], 8.0 * u + 1e-4);
+        close(ctx, "dw", &got[1], &cpu.1, &[(0, n)], 4.0 * u + 1e-4 * m as f32);
+        close(ctx, "db", &got[2], &cpu.2, &[(0, n)], 4.0 * u + 1e-4 * m as f32);
+    }
+
+    /// `inject_alloc_failures`: alloc and upload fail with the typed error while armed; a forward on
+    /// the split path and a backward whose workspace must grow fail the same way, before writing
+    /// anything; the same calls then succeed, match the CPU backend and equal, bit for bit, the
+    /// same calls on a fresh backend.
+    pub(super) fn injected_alloc_failure_is_a_typed_error() {
+        let _lock = memory_lock();
+        let k = backend();
+        let cpu = CpuBackend::new();
+
+        // alloc and upload: the next two allocations fail, the third succeeds.
+        k.inject_alloc_failures(2);
+        let ea = k.alloc(DType::F32, 1000).err();
+        let eu = k.upload(&HostBuf::filled(DType::BF16, 1000, 1.0)).err();
+        let third = k.alloc(DType::F32, 1000);
+        k.inject_alloc_failures(0);
+        assert_oom("alloc with a fault armed", ea.as_ref().expect("alloc succeeded with a fault armed"), 4000);
+        assert_oom("upload with a fault armed", eu.as_ref().expect("upload succeeded with a fault armed"), 2000);
+        assert!(third.is_ok(), "the third allocation (faults used up) failed: {:?}", third.err());
+        println!("soak: injected: alloc -> {}", ea.unwrap());
+
+        // Forward on the split path (N = 2^20, past every row and cluster kernel): a fresh
+        // backend has no workspace, so the call must allocate one.
+        let (m, n, dt) = (2usize, 1usize << 20, DType::BF16);
+        let (len, l) = (m * n, Layout::contiguous(m, n));
+        assert_eq!(k.workspace_bytes(), 0, "a fresh backend holds a workspace");
+        let i = inputs(len, n, dt, 0xfa17);
+        let x = k.upload(&i.x).unwrap();
+        let w = k.upload(&i.w).unwrap();
+        let mut y = k.upload(&HostBuf::filled(dt, len, POISON)).unwrap();
+        let mut rstd = k.upload(&HostBuf::filled(DType::F32, m, POISON)).unwrap();
+        let d = desc(false, false);
+        let forward = |y: &mut CudaBuffer, rstd: &mut CudaBuffer| {
+            let io = InOut::separate(MatRef::with_layout(&x, l), MatMut::with_layout(y, l));
+            k.forward(&d, Forward::new(io).weight(VecRef::new(&w)).rstd(VecMut::new(rstd)))
+        };
+        k.inject_alloc_failures(1);
+        let r = forward(&mut y, &mut rstd);
+        k.inject_alloc_failures(0);
+        let e = r.expect_err("a split-path forward on a fresh backend succeeded with an allocation fault armed (no workspace growth?)");
+        assert_oom("forward, workspace growth", &e, 1 << 20);
+        println!("soak: injected: forward {m}x{n} -> {e}");
+        assert!(k.download(&y).unwrap().bits_eq(&HostBuf::filled(dt, len, POISON)), "the failed forward wrote y");
+        assert!(k.download(&rstd).unwrap().bits_eq(&HostBuf::filled(DType::F32, m, POISON)), "the failed forward wrote rstd");
+        forward(&mut y, &mut rstd).unwrap_or_else(|e| panic!("the forward after the injected failure: {e}"));
+        let (gy, grs) = (k.download(&y).unwrap(), k.download(&rstd).unwrap());
+        let (cy, _, crs, _) = fwd(&cpu, false, false, l, m, dt, len, &i);
+        let u = dt.unit_roundoff() as f32;
+        close("forward after an injected failure", "y", &gy, &cy, &[(0, len)], 4.0 * u + 1e-5);
+        close("forward after an injected failure", "rstd", &grs, &crs, &[(0, m)], 1e-5);
+        let fresh = backend();
+        let (fy, _, frs, _) = fwd(&fresh, false, false, l, m, dt, len, &i);
+        assert!(gy.bits_eq(&fy) && grs.bits_eq(&frs), "forward after an injected failure differs bitwise from a fresh backend's");
+        drop(fresh);
+
+        // Backward whose workspace must grow past the forward's (1 MiB): partial rows of
+        // 4·8192 bytes for at least min(M, SMs) CTAs, for dW and dB.
+        let (m, n) = (1024usize, 8192usize);
+        let inp = bwd_inputs(&cpu, m, n, dt, 0xfa18);
+        let ws_before = k.workspace_bytes();
+        let mut call = BwdCall::new(&k, m, n, dt, &inp);
+        let poison = call.outputs(&k);
+        k.inject_alloc_failures(1);
+        let r = call.run(&k);
+        k.inject_alloc_failures(0);
+        let e = r.expect_err("a backward that must grow the workspace succeeded with an allocation fault armed");
+        assert_oom("backward, workspace growth", &e, ws_before as u64 + 1);
+        println!(
+            "soak: injected: backward {m}x{n} (workspace {ws_before} bytes before) -> {e}; workspace now {} bytes",
+            k.workspace_bytes()
+        );
+        assert_untouched("backward, injected failure", &call.outputs(&k), &poison);
+        call.run(&k).unwrap_or_else(|e| panic!("the backward after the injected failure: {e}"));
+        let got = call.outputs(&k);
+        let c = bwd(&cpu, true, true, Layout::contiguous(m, n), dt, m * n, n, &inp.1, &inp.2, &inp.3, &inp.0);
+        assert_cpu("backward after an injected failure", &got, &c, m, n, dt);
+        let fresh = backend();
+        let mut again = BwdCall::new(&fresh, m, n, dt, &inp);
+        again.run(&fresh).unwrap_or_else(|e| panic!("the backward on a fresh backend: {e}"));
+        assert_bits("backward after an injected failure", &got, &again.outputs(&fresh));
+        println!("soak: injected: after each failure the same call succeeded and matched the CPU and a fresh backend bit for bit");
+    }
+
+    /// Device memory taken on purpose (plain cuMemAlloc through `alloc`), freed on drop — also when
+    /// an assertion fails, so that the tests after this one are not starved.
+    struct Hog {
+        bufs: Vec<CudaBuffer>,
+        bytes: usize,
+    }
+
+    impl Drop for Hog {
+        fn drop(&mut self) {
+            if !self.bufs.is_empty() {
+                self.bufs.clear();
+                println!("soak: oom: freed the {:.0} MiB hog", mib(self.bytes));
+            }
+        }
+    }
+
+    /// Allocates until cuMemAlloc fails, in chunks of 1 GiB, then 256, 64, 16, 4 and 1 MiB;
+    /// returns the hog and the first failure.
+    fn hog(k: &CudaBackend) -> (Hog, NormError) {
+        let mut h = Hog { bufs: Vec::new(), bytes: 0 };
+        let total = k.device_memory().unwrap_or_else(|e| panic!("cuMemGetInfo: {e}")).1;
+        let mut first = None;
+        for chunk in [1usize << 30, 256 << 20, 64 << 20, 16 << 20, 4 << 20, 1 << 20] {
+            for _ in 0..=total / chunk {
+                match k.alloc(DType::F32, chunk / 4) {
+                    Ok(b) => {
+                        h.bufs.push(b);
+                        h.bytes += chunk;
+                    }
+                    Err(e @ NormError::ResourceLimit { .. }) => {
+                        first.get_or_insert(e);
+                        break;
+                    }
+                    Err(e) => panic!("allocating {chunk} bytes with the device nearly full: expected success or ResourceLimit, got {e:?}"),
+                }
+            }
+        }
+        let first = first.unwrap_or_else(|| panic!("cuMemAlloc never failed after {} bytes", h.bytes));
+        (h, first)
+    }
+
+    /// The device really runs out of memory (everything allocated in plain cuMemAlloc chunks):
+    /// alloc fails with the typed error, and so does a backward that must allocate its workspace,
+    /// before writing anything; once the memory is freed the same call succeeds and equals, bit for
+    /// bit, the same call made before on another backend.
+    pub(super) fn recovers_after_out_of_memory() {
+        let _lock = memory_lock();
+        let cpu = CpuBackend::new();
+        let (m, n, dt) = (1024usize, 8192usize, DType::BF16);
+        let inp = bwd_inputs(&cpu, m, n, dt, 0x00e1);
+        let want = {
+            let k2 = backend();
+            let mut c = BwdCall::new(&k2, m, n, dt, &inp);
+            c.run(&k2).unwrap_or_else(|e| panic!("the reference backward: {e}"));
+            c.outputs(&k2)
+        };
+        let c = bwd(&cpu, true, true, Layout::contiguous(m, n), dt, m * n, n, &inp.1, &inp.2, &inp.3, &inp.0);
+        assert_cpu("reference backward", &want, &c, m, n, dt);
+
+        // A fresh backend (no workspace yet) and the call's buffers, before memory runs out.
+        let k = backend();
+        let mut call = BwdCall::new(&k, m, n, dt, &inp);
+        let poison = call.outputs(&k);
+        k.synchronize().unwrap();
+        let free0 = k.device_memory().unwrap().0;
+        let (hog, first) = hog(&k);
+        let free_hogged = k.device_memory().map_or(0, |(f, _)| f);
+        let r = call.run(&k);
+        let ws_during = k.workspace_bytes();
+        drop(hog);
+        println!(
+            "soak: oom: {:.1} MiB free before; hogged {:.1} MiB in plain allocations, {:.1} MiB left free; first failure: {first}",
+            mib(free0),
+            mib(free0 - free_hogged.min(free0)),
+            mib(free_hogged)
+        );
+        assert_oom("alloc with the device full", &first, 1 << 20);
+        let e = r.expect_err("with the device's memory taken, a backward that must allocate its workspace succeeded");
+        println!("soak: oom: backward {m}x{n} with the device full -> {e}; workspace {ws_during} bytes");
+        assert_oom("backward with the device full", &e, 1 << 20);
+        k.synchronize().unwrap_or_else(|e| panic!("synchronize after the out-of-memory: {e}"));
+        assert_untouched("backward with the device full", &call.outputs(&k), &poison);
+        call.run(&k).unwrap_or_else(|e| panic!("the backward once memory was freed: {e}"));
+        let got = call.outputs(&k);
+        assert_bits("backward once memory was freed", &got, &want);
+        println!(
+            "soak: oom: once the memory was freed the same call succeeded (workspace {} bytes) and equals the reference bit for bit",
+            k.workspace_bytes()
+        );
     }
 }

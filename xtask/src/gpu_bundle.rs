@@ -5,8 +5,10 @@
 //! - `bin/normkit-bench`: the benchmark runner, built with the `cuda` feature;
 //! - `peers/bench_peers.py` (from `../shared/peers` or `shared/peers`, when present) and any
 //!   wheels already in `OUT/wheels` (kept across runs: e.g. liger-kernel, fetched with `pip download`);
-//! - `run.sh`: tests, compute-sanitizer (memcheck, racecheck, initcheck) on the kernel tour,
-//!   the benchmark and the peers, writing under `$OUT` (or `./out`).
+//! - `run.sh`: tests, the soak and fault tests (`soak`: 100,000 calls with device memory
+//!   measured, injected and real out-of-memory; alone, one test at a time), compute-sanitizer
+//!   (memcheck, racecheck, initcheck) on the kernel tour, the benchmark and the peers, writing
+//!   under `$OUT` (or `./out`).
 //!
 //! Standard library only. Release builds in `$CARGO_TARGET_DIR` (default `target/`).
 
@@ -62,20 +64,29 @@ fn copy_stripped(from: &Path, to: &Path) -> Result<(), String> {
 }
 
 const RUN_SH: &str = r#"#!/usr/bin/env bash
-# normkit GPU bundle: tests, sanitizers, benchmark, peers. Results under $OUT (default ./out).
-# Usage: run.sh [tests] [sanitize] [bench] [peers]   (default: all four)
+# normkit GPU bundle: tests, soak, sanitizers, benchmark, peers. Results under $OUT (default ./out).
+# Usage: run.sh [tests] [soak] [sanitize] [bench] [peers]   (default: all five)
+#   tests: every test of bin/cuda-tests except the soak:: ones, in parallel        -> tests.log
+#   soak:  the soak:: tests alone, --test-threads=1 (they take most of the device's
+#          memory, one of them all of it for a moment): 100,000 calls with device
+#          memory measured before and after, injected and real out-of-memory      -> soak.log
 set -u
 HERE="$(cd "$(dirname "$0")" && pwd)"
 OUT="${OUT:-$HERE/out}"
 mkdir -p "$OUT"
-STEPS="${*:-tests sanitize bench peers}"
+STEPS="${*:-tests soak sanitize bench peers}"
 status=0
 has() { case " $STEPS " in *" $1 "*) return 0;; esac; return 1; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv 2>&1 | tee "$OUT/device.txt"
 if has tests; then
   echo "== conformance + CUDA tests"
-  "$HERE/bin/cuda-tests" 2>&1 | tee "$OUT/tests.log" | grep -E "^test |test result|FAIL|panicked" || true
+  "$HERE/bin/cuda-tests" --skip soak:: 2>&1 | tee "$OUT/tests.log" | grep -E "^test |test result|FAIL|panicked" || true
   grep -q "test result: ok" "$OUT/tests.log" || status=1
+fi
+if has soak; then
+  echo "== soak and faults (alone, one test at a time)"
+  "$HERE/bin/cuda-tests" soak:: --test-threads=1 2>&1 | tee "$OUT/soak.log" | grep -E "^test |^soak: |test result|FAIL|panicked" || true
+  grep -q "test result: ok. 3 passed" "$OUT/soak.log" || { status=1; grep -A3 "panicked" "$OUT/soak.log"; }
 fi
 if has sanitize; then
   for tool in memcheck racecheck initcheck; do

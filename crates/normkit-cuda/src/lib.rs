@@ -40,6 +40,7 @@ mod params;
 mod rows;
 pub mod tuning;
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use cudarc::driver::result as cu;
@@ -146,6 +147,38 @@ struct Workspace {
 }
 
 /// The CUDA backend: one device, one stream.
+///
+/// # Workspace (device scratch memory)
+///
+/// Two kinds of call need scratch memory on the device: the split-row forward (rows too long for
+/// the staged-row and cluster kernels, e.g. 16-bit RMSNorm above N = 262144) and every backward
+/// that computes dW or dB (one fp32 partial row per persistent CTA or cluster, summed in a fixed
+/// order by the finalize kernel). The backend keeps one workspace, grown on demand to exactly the
+/// largest size a call has needed so far (at least 1 MiB), never shrunk, freed with the backend.
+/// For M rows of N elements on a device with S multiprocessors, with C = 8192 (elements per split
+/// chunk) and `nacc` the number of dW/dB outputs (0 to 2), a call needs at most:
+///
+/// - forward: `8·M·(⌈N/C⌉ + 1)` bytes on the split path, nothing on the others;
+/// - backward: `nacc·(4·N·P + 255)` bytes, plus `8·M·(⌈N/C⌉ + 1) + 255` on the split path, where
+///   P, the number of partial rows, is the resident CTA (or cluster) count of the chosen kernel,
+///   never more than `min(M, 32·S)` (32 CTAs per SM: the hardware limit of sm_90 and sm_100; at
+///   most 8·S on the split path).
+///
+/// So the workspace is at most `max(1 MiB, 8·M·(⌈N/8192⌉ + 1) + 8·N·min(M, 32·S) + 768)` bytes
+/// over the largest M and N a backend has been called with, whatever the dtypes (partials and
+/// statistics are fp32; the dtypes only choose the path). Beyond the buffers it hands out, that
+/// workspace is the only device memory a backend allocates per call; the rest is the loaded
+/// module and the driver's own. [`CudaBackend::workspace_bytes`] says what it holds now.
+///
+/// Growing synchronises the stream (the old workspace may still be in use), frees the old
+/// workspace, then allocates the new one, and is refused during CUDA graph capture. There is no
+/// reserve call: to size the workspace up front (and keep growth out of a graph capture or a
+/// latency-sensitive loop), make one call of the largest shape first — a backward with weight
+/// and bias at the largest M and N. A failed growth returns [`NormError::ResourceLimit`]
+/// (`resource: "device memory"`, the bytes requested, the free bytes cuMemGetInfo reports)
+/// before anything is launched, so the call's outputs are untouched; the backend then holds no
+/// workspace, stays usable, and the next call that needs one allocates again. `alloc` and
+/// `upload` report a failed cuMemAlloc the same way.
 #[derive(Debug)]
 pub struct CudaBackend {
     ctx: Arc<CudaContext>,
@@ -188,6 +221,8 @@ pub struct CudaBackend {
     /// Programmatic dependent launches for the row-batch and finalize kernels (env
     /// `NORMKIT_CUDA_PDL=0` turns them off; for A/B measurements).
     pdl: bool,
+    /// Device allocations still to fail on purpose ([`CudaBackend::inject_alloc_failures`]).
+    alloc_faults: AtomicU32,
 }
 
 /// Every row-path kernel (their shared-memory limit is raised together).
@@ -297,6 +332,7 @@ impl CudaBackend {
             workspace: Mutex::new(Workspace::default()),
             rows: rows::RowsConfig::from_env(),
             pdl: std::env::var("NORMKIT_CUDA_PDL").map_or(true, |v| v != "0"),
+            alloc_faults: AtomicU32::new(0),
         })
     }
 
@@ -342,10 +378,44 @@ impl CudaBackend {
         Ok(CudaBuffer { dtype, len, ptr, ctx_id: self.ctx_id(), _owner: None })
     }
 
+    /// Fault injection for tests: the next `n` device allocations of this backend — workspace
+    /// growth in `forward`/`backward`, `alloc`, `upload` — fail as if cuMemAlloc had returned
+    /// `CUDA_ERROR_OUT_OF_MEMORY`, through the same error mapping as a real failure
+    /// ([`NormError::ResourceLimit`] with `resource: "device memory"`, the bytes requested, and
+    /// the free memory cuMemGetInfo reports, which is real and so may exceed the request).
+    /// `0` disarms. Not part of the supported API.
+    #[doc(hidden)]
+    pub fn inject_alloc_failures(&self, n: u32) {
+        self.alloc_faults.store(n, Ordering::Relaxed);
+    }
+
+    /// Bytes of device memory the workspace holds now (0 before the first call that needs one,
+    /// and after a failed growth). See [`CudaBackend`] for its bound.
+    pub fn workspace_bytes(&self) -> usize {
+        self.workspace.lock().unwrap_or_else(|p| p.into_inner()).bytes
+    }
+
+    /// (free, total) bytes of device memory, as cuMemGetInfo reports them: the whole device,
+    /// every context and process on it.
+    pub fn device_memory(&self) -> Result<(usize, usize)> {
+        self.ctx.mem_get_info().map_err(dev_err("device query"))
+    }
+
+    /// Takes one injected allocation failure, if any is armed.
+    fn take_alloc_fault(&self) -> bool {
+        self.alloc_faults.load(Ordering::Relaxed) > 0
+            && self.alloc_faults.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1)).is_ok()
+    }
+
     fn malloc(&self, bytes: usize) -> Result<DeviceAlloc> {
         self.ctx.bind_to_thread().map_err(dev_err("bind context"))?;
-        // SAFETY: a plain cuMemAlloc of `bytes > 0` bytes in the bound context.
-        match unsafe { cu::malloc_sync(bytes) } {
+        let r = if self.take_alloc_fault() {
+            Err(cu::DriverError(sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY))
+        } else {
+            // SAFETY: a plain cuMemAlloc of `bytes > 0` bytes in the bound context.
+            unsafe { cu::malloc_sync(bytes) }
+        };
+        match r {
             Ok(ptr) => Ok(DeviceAlloc { ptr, ctx: self.ctx.clone() }),
             Err(e) if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY => {
                 let free = self.ctx.mem_get_info().map(|(f, _)| f as u64).unwrap_or(0);
@@ -363,7 +433,11 @@ impl CudaBackend {
     }
 
     /// Makes sure the workspace holds `bytes`, returning its address. Growing waits for queued
-    /// work (the old workspace may be in use) and is refused during graph capture.
+    /// work (the old workspace may be in use) and is refused during graph capture. Every caller
+    /// asks before its first launch, so a failed growth (`ResourceLimit`, from `malloc`) leaves
+    /// the call's outputs unwritten; the old workspace is freed first (the peak is the new size,
+    /// not old + new), so after a failure the backend holds none and the next call that needs
+    /// one allocates again.
     fn workspace(&self, bytes: usize) -> Result<u64> {
         let mut ws = self.workspace.lock().unwrap_or_else(|p| p.into_inner());
         if ws.bytes >= bytes {
