@@ -338,7 +338,8 @@ impl CudaBackend {
         let too_big = || NormError::ResourceLimit { resource: "workspace bytes", requested: u64::MAX, available: usize::MAX as u64 };
         let part_bytes = (clusters as usize).checked_mul(n * 4).ok_or_else(too_big)?;
         let total = align256(part_bytes).checked_mul(nacc).ok_or_else(too_big)?;
-        let ws = if total > 0 { self.workspace(total)? } else { 0 };
+        let lease = self.workspace(total)?;
+        let ws = lease.ptr;
         p.ws_dw = ws;
         p.ws_db = ws + if p.flags & params::F_WEIGHT != 0 { align256(part_bytes) as u64 } else { 0 };
         p.nparts = clusters as i64;

@@ -41,7 +41,7 @@ mod rows;
 pub mod tuning;
 
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use cudarc::driver::result as cu;
 use cudarc::driver::sys;
@@ -137,6 +137,13 @@ impl Buffer for CudaBuffer {
     fn base_addr(&self) -> Option<u64> {
         Some(self.ptr)
     }
+}
+
+/// The workspace lent to one call: its address, valid while the lease lives (see
+/// `CudaBackend::workspace`).
+struct WsLease<'a> {
+    _lock: Option<MutexGuard<'a, Workspace>>,
+    ptr: u64,
 }
 
 /// Scratch memory reused across calls (stream-ordered; grows, never shrinks).
@@ -432,25 +439,32 @@ impl CudaBackend {
         Ok(())
     }
 
-    /// Makes sure the workspace holds `bytes`, returning its address. Growing waits for queued
+    /// Makes sure the workspace holds `bytes` and lends it to one call. Growing waits for queued
     /// work (the old workspace may be in use) and is refused during graph capture. Every caller
     /// asks before its first launch, so a failed growth (`ResourceLimit`, from `malloc`) leaves
     /// the call's outputs unwritten; the old workspace is freed first (the peak is the new size,
     /// not old + new), so after a failure the backend holds none and the next call that needs
     /// one allocates again.
-    fn workspace(&self, bytes: usize) -> Result<u64> {
-        let mut ws = self.workspace.lock().unwrap_or_else(|p| p.into_inner());
-        if ws.bytes >= bytes {
-            return Ok(ws.alloc.as_ref().map_or(0, |a| a.ptr));
+    ///
+    /// The lease holds the workspace's lock until the call has queued its kernels and drops it:
+    /// another thread sharing the backend cannot grow (and so free) the workspace between this
+    /// call reading its address and launching on it. Calls that share it run in stream order.
+    /// `bytes == 0` takes no lock and lends address 0.
+    fn workspace(&self, bytes: usize) -> Result<WsLease<'_>> {
+        if bytes == 0 {
+            return Ok(WsLease { _lock: None, ptr: 0 });
         }
-        self.stream.synchronize().map_err(dev_err("workspace growth"))?;
-        ws.alloc = None;
-        ws.bytes = 0;
-        let a = self.malloc(bytes.max(1 << 20))?;
-        let ptr = a.ptr;
-        ws.bytes = bytes.max(1 << 20);
-        ws.alloc = Some(a);
-        Ok(ptr)
+        let mut ws = self.workspace.lock().unwrap_or_else(|p| p.into_inner());
+        if ws.bytes < bytes {
+            self.stream.synchronize().map_err(dev_err("workspace growth"))?;
+            ws.alloc = None;
+            ws.bytes = 0;
+            let a = self.malloc(bytes.max(1 << 20))?;
+            ws.bytes = bytes.max(1 << 20);
+            ws.alloc = Some(a);
+        }
+        let ptr = ws.alloc.as_ref().map_or(0, |a| a.ptr);
+        Ok(WsLease { _lock: Some(ws), ptr })
     }
 
     /// `launch` as a programmatic dependent launch (cuLaunchKernelEx with
@@ -714,7 +728,8 @@ impl NormKernel for CudaBackend {
             .and_then(|t| t.checked_mul(8))
             .and_then(|b| usize::try_from(b).ok())
             .ok_or(NormError::ResourceLimit { resource: "workspace bytes", requested: u64::MAX, available: usize::MAX as u64 })?;
-        p.ws = self.workspace(bytes)?;
+        let ws = self.workspace(bytes)?;
+        p.ws = ws.ptr;
         p.nsplit = s as i64;
         let blocks = tiles.min(MAX_GRID) as u32;
         let threads = kernels::NK_SPLIT_THREADS as u32;
@@ -872,7 +887,8 @@ impl NormKernel for CudaBackend {
             }
             let part_bytes = (parts as usize).checked_mul(n * 4).ok_or_else(too_big)?;
             let total = align256(part_bytes) * nacc;
-            let ws = if total > 0 { self.workspace(total)? } else { 0 };
+            let lease = self.workspace(total)?;
+            let ws = lease.ptr;
             p.ws_dw = ws;
             p.ws_db = ws + if flags & params::F_WEIGHT != 0 { align256(part_bytes) as u64 } else { 0 };
             p.nparts = parts as i64;
@@ -909,7 +925,8 @@ impl NormKernel for CudaBackend {
         };
         let part_bytes = (parts as usize).checked_mul(n * 4).ok_or_else(too_big)?;
         let total = align256(stats_bytes).checked_add(align256(part_bytes) * nacc).ok_or_else(too_big)?;
-        let ws = if total > 0 { self.workspace(total)? } else { 0 };
+        let lease = self.workspace(total)?;
+        let ws = lease.ptr;
         p.ws_stats = ws;
         p.ws_dw = ws + align256(stats_bytes) as u64;
         p.ws_db = p.ws_dw + if flags & params::F_WEIGHT != 0 { align256(part_bytes) as u64 } else { 0 };
