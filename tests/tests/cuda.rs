@@ -31,6 +31,7 @@ fn main() -> std::process::ExitCode {
         cluster::cluster_matches_cpu,
         cluster::cluster_bitwise_invariance,
         rows::rows_backward_matches_cpu,
+        eight_threads_share_one_backend,
         // Soak and faults: run alone (`run.sh soak`: `soak:: --test-threads=1`); see `mod soak`.
         soak::soak_memory_is_bounded,
         soak::injected_alloc_failure_is_a_typed_error,
@@ -284,6 +285,27 @@ fn kernel_tour() {
                 cl(&gdb, &cdb, "db");
             }
         }
+    }
+}
+
+/// `CudaBackend` is `Send + Sync` (a compile-time check: this file does not build otherwise).
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<CudaBackend>();
+};
+
+/// One backend shared by 8 threads, 4000 interleaved forward and backward calls of different
+/// shapes and options (`normkit_conformance::concurrency`): every result bitwise equal to the same
+/// call made alone. Exercises the workspace lease (a call growing the workspace while another
+/// thread's call is between reading its address and launching).
+fn eight_threads_share_one_backend() {
+    let k = backend();
+    let t = std::time::Instant::now();
+    match normkit_conformance::concurrency::check_concurrency(&k, 8, 500, 0xC0DA_5EED) {
+        Ok(calls) => {
+            println!("cuda: {calls} concurrent calls on 8 threads, each bitwise equal to the call made alone, in {:.1?}", t.elapsed())
+        }
+        Err(report) => panic!("{report}"),
     }
 }
 
