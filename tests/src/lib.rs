@@ -47,6 +47,11 @@
 //! - [`iv`]: the tolerance model (error intervals) with its reasoning.
 //! - [`check`]: run a case, poison outputs, check gaps and untouched inputs, compare with the oracle.
 //! - [`invalid`]: the bad-input matrix and `M = 0`.
+//! - [`fuzz`]: random calls through the public API (descriptors, dtypes, shapes, views, absurd
+//!   sizes, hostile data), shared by `tests/tests/fuzz_api.rs` and the `cargo fuzz` target in
+//!   `fuzz/`.
+//! - [`concurrency`]: one backend shared by several threads, every result bitwise equal to the
+//!   same call made alone.
 //! - [`suite`]: the categories, one `#[test]` each; [`grid`]: the shapes they visit.
 //! - [`harness`]: the test harness of the device test files, which reports tests as not run
 //!   (ignored) on a machine without the device.
@@ -55,7 +60,9 @@
 
 pub mod case;
 pub mod check;
+pub mod concurrency;
 pub mod data;
+pub mod fuzz;
 pub mod grid;
 pub mod harness;
 pub mod invalid;
