@@ -107,6 +107,20 @@ impl fmt::Display for AliasRule {
 /// Errors from validation (everything up to and including [`NormError::Unsupported`]) are returned
 /// before any memory is touched: when a call returns one of them, no output was written.
 /// Device errors can occur after a launch was queued; the operation's outputs are then unspecified.
+///
+/// # Which errors each backend can return
+///
+/// | error | where it can come from |
+/// |---|---|
+/// | `Shape`, `EmptyRows`, `Stride`, `OutOfBounds`, `Overflow`, `InvalidEps`, `InvalidOffset`, `Missing`, `Unexpected`, `DType` | `forward`/`backward` of every backend (the shared validation, `validate_forward`/`validate_backward`; `supports` for the dtype and descriptor rules) |
+/// | `Alignment` | CUDA and HIP only: a device buffer built from a raw pointer (`buffer_from_raw`) or a view whose offset is not a multiple of the element size |
+/// | `Aliasing` | CUDA and HIP only, and only through their `unsafe` raw-pointer constructors (`buffer_from_raw`, `HipBuffer::from_raw`): the only buffers that expose an address. Safe borrows rule overlaps out on the CPU and through `AnyBackend`; `InOut::InPlace` is the one sanctioned overlap |
+/// | `Unsupported` | a backend declining a combination in `supports` (none does today: every backend implements the whole contract), `AnyBackend::download` of another backend's buffer, or a GPU backend's internal limits (a kernel missing from its code object, an empty captured graph in `time_calls`) |
+/// | `ForeignBuffer` | CUDA, HIP and `AnyBackend`: a buffer of another backend or device |
+/// | `ResourceLimit` | `alloc`/`upload`/`download` of every backend (the CPU: more bytes than `usize`, physical memory + swap, or the allocator can give; never a panic or an abort); on a GPU also a workspace, grid or shared-memory limit of an op |
+/// | `BackendUnavailable` | construction only (`CudaBackend::new`, `HipBackend::new`, `normkit::backend`): no driver, no device, a wrong wavefront size; never from the CPU backend |
+/// | `Device` | CUDA and HIP: the runtime reported an error (a launch, a copy, an allocation); after it the outputs of the call are unspecified |
+/// | `UnknownBackend` | `normkit::backend(name)` only |
 #[non_exhaustive]
 #[derive(Debug, thiserror::Error)]
 pub enum NormError {

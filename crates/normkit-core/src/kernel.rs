@@ -19,7 +19,26 @@ use crate::tensor::Buffer;
 /// - Forward is batch-invariant: a row's outputs are bitwise the same whatever `M` is and
 ///   whatever rows surround it. Backward is deterministic: the same inputs give bitwise the same
 ///   `dx`, `dw`, `db` on every run (no floating-point atomics; fixed reduction order).
-/// - Nothing panics on bad input.
+/// - Nothing panics on bad input, and nothing panics or aborts on a size: `alloc`, `upload` and
+///   `download` return [`crate::NormError::ResourceLimit`] when the memory cannot be had.
+///
+/// # Errors, per backend
+/// The validation errors (`Shape` … `DType`, see [`crate::NormError`]) come from the shared
+/// validation and are the same on every backend, and on error every output is bitwise untouched
+/// (tested by the conformance suite's `invalid_forward`/`invalid_backward` categories and by the
+/// fuzzer, `tests/tests/fuzz_api.rs`). `Alignment` and `Aliasing` can only occur on the device
+/// backends, and `Aliasing` only with buffers built from raw device pointers by their `unsafe`
+/// constructors: the CPU backend's buffers and every safely obtained device buffer are owned, and
+/// the borrow checker rules out overlaps. `ResourceLimit` comes from `alloc`/`upload`/`download`
+/// (every backend) and from a device op whose workspace cannot be had; `BackendUnavailable` only
+/// from a backend's constructor; `Device` only from a GPU runtime. The table in
+/// [`crate::NormError`] lists them all.
+///
+/// # Threads
+/// A backend that is `Sync` may be shared by threads calling it concurrently; each call's results
+/// are then bitwise those of the same call made alone ([`crate::cpu::CpuBackend`] is `Send + Sync`
+/// and stateless; the GPU backends state what they promise in their own docs). The check is
+/// `normkit_conformance::concurrency`.
 pub trait NormKernel {
     /// Where this backend's tensors live.
     type Buffer: Buffer;

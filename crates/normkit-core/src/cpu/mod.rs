@@ -2,7 +2,7 @@
 //!
 //! Rows are independent in the forward pass and are spread over the rayon pool; each row is
 //! widened into an `f32` scratch row (one per task, never one per row), reduced with
-//! [`reduce::LANES`] independent fp32 accumulators in an order fixed by `N` alone (batch
+//! `reduce::LANES` independent fp32 accumulators in an order fixed by `N` alone (batch
 //! invariance), then rounded once on the store as the [`crate::CastingMode`] says. The backward
 //! pass computes in fp32 and sums dW/dB through fixed blocks and a fixed tree (see `backward.rs`),
 //! so it is bitwise deterministic whatever the thread count.
