@@ -198,7 +198,7 @@ fn print_summary(file: &ResultsFile) {
             );
         }
         println!(
-            "{:<8} copy ceiling {} GB/s on {}; {} errors, {} skipped",
+            "{:<8} copy ceiling {} GB/s on {}; {} errors, {} cases skipped",
             r.backend,
             fmt_gbps(r.copy_gbps),
             r.device,
@@ -206,6 +206,14 @@ fn print_summary(file: &ResultsFile) {
             r.skipped.len()
         );
     }
+    for b in &file.skipped_backends {
+        println!("{:<8} not measured: {}", b.backend, b.reason);
+    }
+    // The last line: what was measured, and every backend that was not (details above and in the
+    // report's notes).
+    let measured: Vec<&str> = file.runs.iter().map(|r| r.backend.as_str()).collect();
+    let not: Vec<&str> = file.skipped_backends.iter().map(|b| b.backend.as_str()).collect();
+    println!("measured: {}; skipped backends: {}", measured.join(", "), if not.is_empty() { "none".to_string() } else { not.join(", ") });
 }
 
 fn merge(args: &[String]) -> Result<ExitCode, String> {
