@@ -121,6 +121,7 @@ impl fmt::Display for AliasRule {
 /// | `BackendUnavailable` | construction only (`CudaBackend::new`, `HipBackend::new`, `normkit::backend`): no driver, no device, a wrong wavefront size; never from the CPU backend |
 /// | `Device` | CUDA and HIP: the runtime reported an error (a launch, a copy, an allocation); after it the outputs of the call are unspecified |
 /// | `UnknownBackend` | `normkit::backend(name)` only |
+/// | `Internal` | a GPU backend whose own state is wrong: a kernel its planner asked for is missing from the build, or a lock was poisoned by an earlier panic. Never the caller's fault; please report it |
 #[non_exhaustive]
 #[derive(Debug, thiserror::Error)]
 pub enum NormError {
@@ -276,6 +277,16 @@ pub enum NormError {
         known: &'static str,
     },
 
+    /// The library itself is at fault: a kernel its planner asked for is missing from the build,
+    /// or its state was left inconsistent by an earlier panic. Not caused by the call's arguments.
+    #[error("Internal error in the `{backend}` backend: {what} (a normkit bug: please report it)")]
+    Internal {
+        /// The backend that reports it.
+        backend: &'static str,
+        /// What went wrong, in words.
+        what: String,
+    },
+
     /// The device runtime reported an error.
     #[error("Device error in the `{backend}` backend during {during}")]
     Device {
@@ -372,6 +383,7 @@ mod tests {
             | NormError::ResourceLimit { .. }
             | NormError::BackendUnavailable { .. }
             | NormError::UnknownBackend { .. }
+            | NormError::Internal { .. }
             | NormError::Device { .. } => {}
         }
     }
@@ -447,6 +459,10 @@ mod tests {
                 "No backend is called `gpu` (known: cpu, cuda, hip)",
             ),
             (
+                NormError::Internal { backend: "cuda", what: "kernel nk_fwd_row_a is missing from the fatbin".into() },
+                "Internal error in the `cuda` backend: kernel nk_fwd_row_a is missing",
+            ),
+            (
                 NormError::Device { backend: "hip", during: "kernel launch", source: Box::new(std::io::Error::other("lost")) },
                 "Device error in the `hip` backend during kernel launch",
             ),
@@ -469,7 +485,7 @@ mod tests {
             }
             assert!(!msg.ends_with('.') && !msg.contains("  "), "{msg:?}");
         }
-        assert_eq!(seen.len(), 18, "one instance of every variant");
+        assert_eq!(seen.len(), 19, "one instance of every variant");
     }
 
     #[test]

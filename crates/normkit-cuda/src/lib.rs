@@ -566,7 +566,7 @@ fn find_kernel(name: &str) -> Result<Kernel> {
         .iter()
         .copied()
         .find(|k| k.name == name)
-        .ok_or_else(|| NormError::BackendUnavailable { backend: BACKEND, reason: format!("kernel {name} missing from the fatbin") })
+        .ok_or_else(|| NormError::Internal { backend: BACKEND, what: format!("kernel {name} is missing from the fatbin") })
 }
 
 const SPLIT_CHUNK: usize = kernels::NK_SPLIT_THREADS * kernels::NK_SPLIT_ELEMS;

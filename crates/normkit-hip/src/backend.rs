@@ -500,7 +500,7 @@ impl HipBackend {
 }
 
 fn poisoned() -> NormError {
-    NormError::BackendUnavailable { backend: BACKEND, reason: "a previous call panicked while holding the backend's lock".into() }
+    NormError::Internal { backend: BACKEND, what: "a previous call panicked while holding the backend's lock".into() }
 }
 
 fn unsupported(what: String) -> NormError {
