@@ -80,8 +80,11 @@ NK_DEVICE void cl_pace(Raw& a, Raw& b) {
     }
 }
 
+// One scratch slot per warp of the largest CTA (1024 threads).
+constexpr int CL_MAX_WARPS = 1024 / NK_WARP;
+
 // Sums NV values over the CTA (butterfly in the warp, then warps in index order); every thread
-// gets the sums. `scratch` holds NV·32 floats; it is reused only after a later barrier.
+// gets the sums. `scratch` holds NV·CL_MAX_WARPS floats; it is reused only after a later barrier.
 template <int NV>
 NK_DEVICE void cl_block_sum(float (&v)[NV], float* scratch) {
 #pragma unroll
@@ -91,13 +94,13 @@ NK_DEVICE void cl_block_sum(float (&v)[NV], float* scratch) {
     const int tid = nk_tid(), warp = tid / NK_WARP, lane = tid % NK_WARP, nw = nk_bdim() / NK_WARP;
     if (lane == 0) {
 #pragma unroll
-        for (int j = 0; j < NV; ++j) scratch[j * 32 + warp] = v[j];
+        for (int j = 0; j < NV; ++j) scratch[j * CL_MAX_WARPS + warp] = v[j];
     }
     nk_sync();
 #pragma unroll
     for (int j = 0; j < NV; ++j) {
-        float s = scratch[j * 32];
-        for (int i = 1; i < nw; ++i) s += scratch[j * 32 + i];
+        float s = scratch[j * CL_MAX_WARPS];
+        for (int i = 1; i < nw; ++i) s += scratch[j * CL_MAX_WARPS + i];
         v[j] = s;
     }
 }
@@ -119,7 +122,7 @@ NK_DEVICE void fwd_cluster(const NkFwdParams& p0) {
     constexpr int KMAX = NARROW ? 8 : 4;
     constexpr bool WIDE = (SPEC & 16) != 0;  // 1024-thread CTAs (64 registers)
     const NkFwdParams p = specialise<DT, NK_CAST_GEMMA>(p0);
-    NK_SHARED float scratch[2][32];
+    NK_SHARED float scratch[2][CL_MAX_WARPS];
     NK_SHARED __align__(8) float part[2][2];
     const bool has_w = (p.flags & NK_F_WEIGHT) != 0, has_b = (p.flags & NK_F_BIAS) != 0;
     const bool stats = (p.flags & NK_F_STATS) != 0;
@@ -317,7 +320,7 @@ NK_DEVICE void bwd_cluster(const NkBwdParams& p0) {
     constexpr int KR = SACC ? 1 : KMAX;  // register accumulators
     const NkBwdParams p = specialise<DT>(p0);
     NK_DYN_SMEM(smem);
-    NK_SHARED float scratch[2 * 32];
+    NK_SHARED float scratch[2 * CL_MAX_WARPS];
     NK_SHARED __align__(8) float part[2][2];
     Flags f(p.flags);
     f.ln = LN;

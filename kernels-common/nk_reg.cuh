@@ -1,0 +1,512 @@
+// Register-resident row kernels (fwd_reg, bwd_reg), the hot path: every tensor in x's dtype,
+// Gemma casting, a row's chunks held in registers (or prefetched into shared-memory slots).
+#pragma once
+#include "nk_base.cuh"
+
+namespace nk {
+
+// ---------------------------------------------------------------------------------------------
+// Register-resident row kernels (the hot path): every tensor has x's dtype DT and casting is
+// Gemma (the host checks). SPEC = DT + 4·LN + 8·RES (+ 16: KMAX = 2·REG_KMAX); LayerNorm and the fused residual are
+// compile-time, so the element loops carry no flag or dtype branches. A group of G threads per
+// row and thread t owns the 8-element chunks t, t + G, ... exactly as fwd_row (same table, same
+// chunking, same group_sum), with K = ⌈nch/G⌉ ≤ KMAX chunks held in registers: each thread issues
+// all its 16-byte loads of a row at once, and nothing is staged in shared memory. The ALIGNED and
+// element-wise variants run this same body, so a row's result never depends on the layout.
+constexpr int REG_KMAX = 4;
+// Chunks per thread of a forward register kernel: SPEC bit 16 doubles REG_KMAX, bit 32 quadruples it.
+template <int SPEC>
+constexpr int FWD_REG_KMAX = (SPEC & 32) ? 4 * REG_KMAX : (SPEC & 16) ? 2 * REG_KMAX : REG_KMAX;
+
+// Thread-private 16-byte slots of the prefetch buffers (dynamic shared memory): buffer b, tensor
+// s, chunk k, 16-byte half q (two for f32), thread tid; a warp's lanes touch consecutive vectors.
+// K is the chunks per thread of the launch (the host sizes the buffers with it).
+template <int NS, int SW>
+NK_DEVICE nk_u128* pf_slot(unsigned char* smem, int b, int s, int k, int q, int tid, int bd, int K) {
+    return reinterpret_cast<nk_u128*>(smem) + ((((int64_t)(b * NS + s) * K + k) * SW + q) * bd + tid);
+}
+template <int NS, int SW>
+NK_DEVICE void pf_stage(unsigned char* smem, int b, int s, const void* row, int64_t e, int k, int tid, int bd, int K) {
+    const unsigned char* src = static_cast<const unsigned char*>(row) + e * (SW == 2 ? 4 : 2);
+#pragma unroll
+    for (int q = 0; q < SW; ++q) nk_copy16_async(pf_slot<NS, SW>(smem, b, s, k, q, tid, bd, K), src + 16 * q);
+}
+template <int NS, int SW>
+NK_DEVICE void pf_read(unsigned char* smem, int b, int s, int k, int tid, int bd, int K, Raw& r) {
+#pragma unroll
+    for (int q = 0; q < SW; ++q) r.q[q] = *pf_slot<NS, SW>(smem, b, s, k, q, tid, bd, K);
+}
+
+// h = x + r rounded to DT, as stored (the fused residual add).
+template <int DT, bool NARROW>
+NK_DEVICE void residual_add(Raw& h, const Raw& r) {
+    float v[CH], rv[CH];
+    unpack<NARROW>(DT, h, v);
+    unpack<NARROW>(DT, r, rv);
+#pragma unroll
+    for (int j = 0; j < CH; ++j) v[j] = round_to(DT, nk_add_rn(v[j], rv[j]));
+    pack<NARROW>(DT, v, h);
+}
+
+// Forward, register-resident rows. SPEC = DT + 4·LN + 8·RES (+ 16: KMAX = 2·REG_KMAX, + 32: KMAX =
+// 4·REG_KMAX) (+ 64: PF,
+// prefetch). Without PF a thread loads its K chunks of a row into registers at once. With PF
+// (16-byte layouts) the next row's chunks are copied asynchronously (cp.async) into
+// thread-private shared-memory slots (two buffers) while the current row is reduced and written,
+// and each pass re-reads the current row from its slots instead of holding it in registers: loads
+// stay in flight across the reduction, and occupancy is not bounded by a row's registers. Both
+// forms (and the element-wise twin) perform the same arithmetic in the same order, bit for bit.
+// Dynamic shared memory with PF: 2·(1 + RES)·K·blockDim·16·SW bytes (SW = 2 for f32, else 1).
+template <bool ALIGNED, int SPEC, bool FULL>
+NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
+    constexpr int DT = SPEC & 3;
+    constexpr bool LN = (SPEC & 4) != 0, RES = (SPEC & 8) != 0;
+    constexpr bool NARROW = DT != NK_DT_F32;
+    constexpr int KMAX = FWD_REG_KMAX<SPEC>;
+    constexpr bool PF = ALIGNED && (SPEC & 64) != 0;
+    constexpr int NS = RES ? 2 : 1, SW = NARROW ? 1 : 2;
+    const NkFwdParams p = specialise<DT, NK_CAST_GEMMA>(p0);
+    NK_SHARED float scratch[2][NK_ROW_MAX_THREADS / NK_WARP];
+    NK_DYN_SMEM(smem);
+    int par = 0, buf = 0;
+    const bool has_w = (p.flags & NK_F_WEIGHT) != 0, has_b = (p.flags & NK_F_BIAS) != 0;
+    const bool stats = (p.flags & NK_F_STATS) != 0;
+    const int G = p.group, rpc = p.rpc, tid = nk_tid(), bd = nk_bdim();
+    const int t = tid % G, g = tid / G;
+    const int64_t n = p.n;
+    const int nch = (int)((n + CH - 1) / CH);
+    const int K = FULL ? KMAX : (nch + G - 1) / G;
+    const float nf = (float)n, offset = p.offset;
+    const void* wp = reinterpret_cast<const void*>(p.w);
+    const void* bp = reinterpret_cast<const void*>(p.b);
+    const int64_t step = nk_nblocks() * rpc;
+    // PF: queues the asynchronous copies of `row` into buffer b (none for rows past M) and closes
+    // the group, so every iteration commits exactly one group.
+    auto stage = [&](int64_t row, int b) {
+        if (row < p.m) {
+            const void* xrow = row_ptr(p.x, row, p.sx, DT);
+            const void* rrow = row_ptr(p.r, row, p.sr, DT);
+#pragma unroll
+            for (int k = 0; k < KMAX; ++k) {
+                const int c = k * G + t;
+                if (FULL || (k < K && c < nch)) {
+                    pf_stage<NS, SW>(smem, b, 0, xrow, (int64_t)c * CH, k, tid, bd, K);
+                    if (RES) pf_stage<NS, SW>(smem, b, 1, rrow, (int64_t)c * CH, k, tid, bd, K);
+                }
+            }
+        }
+        nk_copy_async_commit();
+    };
+    if (PF) stage(nk_bid() * rpc + g, 0);
+    for (int64_t row0 = nk_bid() * rpc; row0 < p.m; row0 += step) {
+        const int64_t row = row0 + g;
+        const bool active = row < p.m;
+        if (PF) {
+            stage(row + step, buf ^ 1);
+            nk_copy_async_wait_prior();
+        }
+        // Chunk k of h (x, or x + r as stored): from registers, or re-read from the slots.
+        Raw h[PF ? 1 : KMAX];
+        auto get = [&](int k, Raw& o) {
+            if constexpr (PF) {
+                pf_read<NS, SW>(smem, buf, 0, k, tid, bd, K, o);
+                if (RES) {
+                    Raw r;
+                    pf_read<NS, SW>(smem, buf, 1, k, tid, bd, K, r);
+                    residual_add<DT, NARROW>(o, r);
+                }
+            } else {
+                o = h[k];
+            }
+        };
+        float acc[1] = {0.f};
+        if (active) {
+            const void* xrow = row_ptr(p.x, row, p.sx, DT);
+            const void* rrow = row_ptr(p.r, row, p.sr, DT);
+            void* rorow = row_ptr_mut(p.r_out, row, p.sro, DT);
+            if constexpr (!PF) {
+                Raw r[RES ? KMAX : 1];
+#pragma unroll
+                for (int k = 0; k < KMAX; ++k) {
+                    const int c = k * G + t;
+                    if (FULL || (k < K && c < nch)) {
+                        load_chunk<ALIGNED, NARROW>(xrow, DT, (int64_t)c * CH, n, h[k]);
+                        if (RES) load_chunk<ALIGNED, NARROW>(rrow, DT, (int64_t)c * CH, n, r[k]);
+                    }
+                }
+                if (RES) {
+#pragma unroll
+                    for (int k = 0; k < KMAX; ++k) {
+                        const int c = k * G + t;
+                        if (FULL || (k < K && c < nch)) residual_add<DT, NARROW>(h[k], r[k]);
+                    }
+                }
+            }
+            if (RES || !LN) {
+#pragma unroll
+                for (int k = 0; k < KMAX; ++k) {
+                    const int c = k * G + t;
+                    if (FULL || (k < K && c < nch)) {
+                        Raw hk;
+                        get(k, hk);
+                        if (RES) store_chunk<ALIGNED, NARROW>(rorow, DT, (int64_t)c * CH, n, hk);
+                        if (!LN) {
+                            float v[CH];
+                            unpack<NARROW>(DT, hk, v);
+                            add_chunk<ALIGNED>(acc[0], v, false, (int64_t)c * CH, n);
+                        }
+                    }
+                }
+            }
+        }
+        float mean = 0.f, var;
+        if (LN) {
+            // Two reductions: the mean, then the squared deviations from it (never E[x²] − μ²).
+            if (active) {
+#pragma unroll
+                for (int k = 0; k < KMAX; ++k) {
+                    const int c = k * G + t;
+                    if (FULL || (k < K && c < nch)) {
+                        Raw hk;
+                        float v[CH];
+                        get(k, hk);
+                        unpack<NARROW>(DT, hk, v);
+                        add_chunk<ALIGNED>(acc[0], v, true, (int64_t)c * CH, n);
+                    }
+                }
+            }
+            group_sum_nb<1>(acc, G, scratch[par]);
+            par ^= 1;
+            mean = nk_div_rn(acc[0], nf);
+            float a2[1] = {0.f};
+            if (active) {
+#pragma unroll
+                for (int k = 0; k < KMAX; ++k) {
+                    const int c = k * G + t;
+                    if (FULL || (k < K && c < nch)) {
+                        Raw hk;
+                        float v[CH];
+                        get(k, hk);
+                        unpack<NARROW>(DT, hk, v);
+                        add_centred<ALIGNED>(a2[0], v, mean, (int64_t)c * CH, n);
+                    }
+                }
+            }
+            group_sum_nb<1>(a2, G, scratch[par]);
+            var = nk_div_rn(a2[0], nf);
+        } else {
+            group_sum_nb<1>(acc, G, scratch[par]);
+            var = nk_div_rn(acc[0], nf);
+        }
+        par ^= 1;
+        const float rstd = nk_rsqrt_rn(nk_add_rn(var, p.eps));
+        if (active) {
+            if (stats && t == 0) {
+                store_one(reinterpret_cast<void*>(p.rstd), NK_DT_F32, row, rstd);
+                if (LN) store_one(reinterpret_cast<void*>(p.mean), NK_DT_F32, row, mean);
+            }
+            void* yrow = row_ptr_mut(p.y, row, p.sy, DT);
+#pragma unroll
+            for (int k = 0; k < KMAX; ++k) {
+                const int c = k * G + t;
+                if (FULL || (k < K && c < nch)) {
+                    const int64_t e = (int64_t)c * CH;
+                    float v[CH], y[CH];
+                    Raw hk;
+                    get(k, hk);
+                    unpack<NARROW>(DT, hk, v);
+#pragma unroll
+                    for (int j = 0; j < CH; ++j) y[j] = nk_mul_rn(LN ? nk_sub_rn(v[j], mean) : v[j], rstd);
+                    // y = x̂·(w + offset) + b; an absent weight multiplies by 1 and an absent bias
+                    // adds −0, both exact, so they are skipped (no instruction per element).
+                    if (has_w) {
+                        Raw wr;
+                        float w[CH];
+                        load_chunk<ALIGNED, NARROW>(wp, DT, e, n, wr);
+                        unpack<NARROW>(DT, wr, w);
+#pragma unroll
+                        for (int j = 0; j < CH; ++j) y[j] = nk_mul_rn(y[j], nk_add_rn(w[j], offset));
+                    }
+                    if (has_b) {
+                        Raw br;
+                        float b[CH];
+                        load_chunk<ALIGNED, NARROW>(bp, DT, e, n, br);
+                        unpack<NARROW>(DT, br, b);
+#pragma unroll
+                        for (int j = 0; j < CH; ++j) y[j] = nk_add_rn(y[j], b[j]);
+                    }
+                    store<ALIGNED, NARROW>(yrow, DT, e, n, y);
+                }
+            }
+        }
+        buf ^= 1;
+    }
+    if (PF) nk_copy_async_wait_all();
+}
+
+// Backward, register-resident (16-byte accesses only; other layouts take bwd_row): every tensor
+// has x's dtype DT. SPEC = DT + 4·LN + 8·RES (d_residual_out) + 16 (KMAX = 1) or 32 (KMAX = 4)
+// (+ 64: PF, the next row's x, dy (and d_residual_out) prefetched by cp.async into two buffers of
+// thread-private shared-memory slots, as in fwd_reg; same arithmetic). Groups of G threads walk the rows
+// of a persistent grid; thread t owns the chunks t, t + G, ... (K ≤ KMAX) of every row it visits,
+// so its dW/dB partial stays in registers across rows. At the end the CTA's groups are summed in
+// group order through shared memory (rpc·N floats, dynamic; none when rpc = 1) and the CTA writes
+// one fp32 partial row; bwd_finalize sums the partial rows in a fixed order. Dynamic shared
+// memory: max(rpc > 1 ? rpc·N·4 : 0, PF ? (2·(2 + RES)·16·SW + 32·W)·K·blockDim : 0) bytes, W = 1 with
+// a weight in shared memory (its fp32 slots follow the row buffers; NK_F_WGLOBAL: none).
+constexpr int BREG_KMAX = 2;
+
+// Chunks per thread of a backward register kernel: SPEC bit 16 one, bit 32 2·BREG_KMAX.
+template <int SPEC>
+constexpr int BWD_REG_KMAX = (SPEC & 16) ? 1 : (SPEC & 32) ? 2 * BREG_KMAX : BREG_KMAX;
+
+// FULL: every thread of a group owns exactly KMAX whole chunks of every row (N = 8·KMAX·G, the
+// tables' usual case), so the per-chunk guards fold away; the arithmetic is the same either way.
+template <bool ALIGNED, int SPEC>
+NK_DEVICE void fwd_reg(const NkFwdParams& p) {
+    constexpr int KMAX = FWD_REG_KMAX<SPEC>;
+    if constexpr (NK_REG_FULL) {
+        if ((p.n + CH - 1) / CH == (int64_t)KMAX * p.group && !(p.flags & NK_F_NOFULL)) {
+            fwd_reg_body<ALIGNED, SPEC, true>(p);
+            return;
+        }
+    }
+    fwd_reg_body<ALIGNED, SPEC, false>(p);
+}
+
+template <bool ALIGNED, int SPEC, bool FULL, bool WG>
+NK_DEVICE void bwd_reg_body(const NkBwdParams& p0) {
+    constexpr int DT = SPEC & 3;
+    constexpr bool LN = (SPEC & 4) != 0, RES = (SPEC & 8) != 0;
+    constexpr bool NARROW = DT != NK_DT_F32;
+    constexpr int KMAX = BWD_REG_KMAX<SPEC>;
+    constexpr bool PF = ALIGNED && (SPEC & 64) != 0;
+    constexpr int NS = RES ? 3 : 2, SW = NARROW ? 1 : 2;
+    constexpr int KR = PF ? 1 : KMAX;  // chunks held in registers across the reduction
+    const NkBwdParams p = specialise<DT>(p0);
+    NK_SHARED float scratch[2][2 * NK_ROW_MAX_THREADS / NK_WARP];
+    int par = 0, buf = 0;
+    NK_DYN_SMEM(smem);
+    Flags f(p.flags);
+    f.ln = LN;
+    f.res = RES;
+    const bool has_w = p.w != 0;
+    const int G = p.group, rpc = p.rpc, tid = nk_tid(), bd = nk_bdim();
+    const int t = tid % G, g = tid / G;
+    const int64_t n = p.n;
+    const int nch = (int)((n + CH - 1) / CH);
+    const int K = FULL ? KMAX : (nch + G - 1) / G;
+    const float nf = (float)n;
+    const void* wp = reinterpret_cast<const void*>(p.w);
+    const int64_t step = nk_nblocks() * rpc;
+    float dwa[KMAX][CH], dba[KMAX][CH];
+#pragma unroll
+    for (int k = 0; k < KMAX; ++k)
+#pragma unroll
+        for (int j = 0; j < CH; ++j) dwa[k][j] = dba[k][j] = 0.f;
+    auto stage = [&](int64_t row, int b) {
+        if (row < p.m) {
+            const void* xrow = row_ptr(p.x, row, p.sx, DT);
+            const void* dyrow = row_ptr(p.dy, row, p.sdy, DT);
+            const void* drow = row_ptr(p.dres, row, p.sdres, DT);
+#pragma unroll
+            for (int k = 0; k < KMAX; ++k) {
+                const int c = k * G + t;
+                if (FULL || (k < K && c < nch)) {
+                    const int64_t e = (int64_t)c * CH;
+                    pf_stage<NS, SW>(smem, b, 0, xrow, e, k, tid, bd, K);
+                    pf_stage<NS, SW>(smem, b, 1, dyrow, e, k, tid, bd, K);
+                    if (RES) pf_stage<NS, SW>(smem, b, 2, drow, e, k, tid, bd, K);
+                }
+            }
+        }
+        nk_copy_async_commit();
+    };
+    // PF: the weight as the arithmetic uses it, w + offset in fp32, written once into this
+    // thread's own 32-byte slots after the two row buffers (the CTA walks many rows, and each row
+    // then reads 8 floats instead of converting and offsetting 8 weights twice).
+    // WG (NK_F_WGLOBAL): the host found no room for the slots; the weight is then read from
+    // global memory and offset per use (the same values). A compile-time variant: the run-time
+    // branch cost the other kernels registers (spills).
+    constexpr bool wsm = !WG;
+    nk_u128* wslots = reinterpret_cast<nk_u128*>(smem) + (int64_t)2 * NS * K * SW * bd;
+    auto wslot = [&](int k, int q) { return wslots + (int64_t)(2 * k + q) * bd + tid; };
+    auto get_w = [&](int k, float (&wo)[CH]) {
+        if (!wsm) {
+            Raw wr;
+            load_chunk<ALIGNED, NARROW>(wp, DT, (int64_t)(k * G + t) * CH, n, wr);
+            bwd_weight<NARROW>(p, f, wr, wo);
+            return;
+        }
+        Raw wf;
+        wf.q[0] = *wslot(k, 0);
+        wf.q[1] = *wslot(k, 1);
+        unpack<false>(NK_DT_F32, wf, wo);
+    };
+    if (PF) {
+        if (has_w && wsm) {
+#pragma unroll
+            for (int k = 0; k < KMAX; ++k) {
+                const int c = k * G + t;
+                if (FULL || (k < K && c < nch)) {
+                    Raw wr, wf;
+                    float wo[CH];
+                    load_chunk<ALIGNED, NARROW>(wp, DT, (int64_t)c * CH, n, wr);
+                    bwd_weight<NARROW>(p, f, wr, wo);
+                    pack<false>(NK_DT_F32, wo, wf);
+                    *wslot(k, 0) = wf.q[0];
+                    *wslot(k, 1) = wf.q[1];
+                }
+            }
+        }
+        stage(nk_bid() * rpc + g, 0);
+    }
+    for (int64_t row0 = nk_bid() * rpc; row0 < p.m; row0 += step) {
+        const int64_t row = row0 + g;
+        const bool active = row < p.m;
+        if (PF) {
+            stage(row + step, buf ^ 1);
+            nk_copy_async_wait_prior();
+        }
+        Raw xr[KR], dyr[KR], drr[KR], wr[KR];
+        // Chunk k's x, dy (and d_residual_out): from registers, or re-read from the slots.
+        auto get = [&](int k, Raw& xo, Raw& dyo, Raw& dro) {
+            if constexpr (PF) {
+                pf_read<NS, SW>(smem, buf, 0, k, tid, bd, K, xo);
+                pf_read<NS, SW>(smem, buf, 1, k, tid, bd, K, dyo);
+                if (RES) pf_read<NS, SW>(smem, buf, 2, k, tid, bd, K, dro);
+            } else {
+                xo = xr[k];
+                dyo = dyr[k];
+                if (RES) dro = drr[k];
+            }
+        };
+        BwdRow st = {0.f, 0.f};
+        float a[2] = {0.f, 0.f};
+        if (active) {
+            st = bwd_row_stats(p, row);
+            if constexpr (!PF) {
+                const void* xrow = row_ptr(p.x, row, p.sx, DT);
+                const void* dyrow = row_ptr(p.dy, row, p.sdy, DT);
+                const void* drow = row_ptr(p.dres, row, p.sdres, DT);
+#pragma unroll
+                for (int k = 0; k < KMAX; ++k) {
+                    const int c = k * G + t;
+                    if (FULL || (k < K && c < nch)) {
+                        const int64_t e = (int64_t)c * CH;
+                        load_chunk<ALIGNED, NARROW>(xrow, DT, e, n, xr[k]);
+                        load_chunk<ALIGNED, NARROW>(dyrow, DT, e, n, dyr[k]);
+                        if (has_w) load_chunk<ALIGNED, NARROW>(wp, DT, e, n, wr[k]);
+                        if (RES) load_chunk<ALIGNED, NARROW>(drow, DT, e, n, drr[k]);
+                    }
+                }
+            }
+#pragma unroll
+            for (int k = 0; k < KMAX; ++k) {
+                const int c = k * G + t;
+                if (FULL || (k < K && c < nch)) {
+                    Raw xk, dyk, drk;
+                    float wo[CH];
+                    get(k, xk, dyk, drk);
+                    if (!has_w) {
+                    } else if constexpr (PF) {
+                        get_w(k, wo);
+                    } else {
+                        bwd_weight<NARROW>(p, f, wr[k], wo);
+                    }
+                    bwd_chunk_sums_w<NARROW>(p, f, st, xk, dyk, wo, a);
+                }
+            }
+        }
+        group_sum_nb<2>(a, G, scratch[par]);
+        par ^= 1;
+        if (active) {
+            const float c1 = nk_div_rn(a[0], nf);
+            const float c2 = LN ? nk_div_rn(a[1], nf) : 0.f;
+#pragma unroll
+            for (int k = 0; k < KMAX; ++k) {
+                const int c = k * G + t;
+                if (FULL || (k < K && c < nch)) {
+                    Raw xk, dyk, drk;
+                    float wo[CH];
+                    get(k, xk, dyk, drk);
+                    if (!has_w) {
+                    } else if constexpr (PF) {
+                        get_w(k, wo);
+                    } else {
+                        bwd_weight<NARROW>(p, f, wr[k], wo);
+                    }
+                    float dwv[CH], dbv[CH];
+                    bwd_chunk_dx_w<ALIGNED, NARROW>(p, f, st, xk, dyk, wo, drk, row, (int64_t)c * CH, c1, c2, dwv, dbv);
+#pragma unroll
+                    for (int j = 0; j < CH; ++j) {
+                        dwa[k][j] += dwv[j];
+                        if (LN) dba[k][j] += dbv[j];
+                    }
+                }
+            }
+        }
+        buf ^= 1;
+    }
+    if (PF) nk_copy_async_wait_all();
+    // The CTA's partial row(s) (dB only for LayerNorm: the host sends RMSNorm with db elsewhere).
+#pragma unroll
+    for (int acc = 0; acc < 2; ++acc) {
+        const bool want = acc == 0 ? f.w : (LN && f.b);
+        if (!want) continue;
+        float* dst = reinterpret_cast<float*>(acc == 0 ? p.ws_dw : p.ws_db) + nk_bid() * n;
+        if (rpc == 1) {
+#pragma unroll
+            for (int k = 0; k < KMAX; ++k) {
+                const int c = k * G + t;
+                if (FULL || (k < K && c < nch)) store<ALIGNED, false>(dst, NK_DT_F32, (int64_t)c * CH, n, acc == 0 ? dwa[k] : dba[k]);
+            }
+        } else {
+            float* red = reinterpret_cast<float*>(smem);
+            nk_sync();
+#pragma unroll
+            for (int k = 0; k < KMAX; ++k) {
+                const int c = k * G + t;
+                if (FULL || (k < K && c < nch))
+#pragma unroll
+                    for (int j = 0; j < CH; ++j)
+                        if ((int64_t)c * CH + j < n) red[(int64_t)g * n + c * CH + j] = acc == 0 ? dwa[k][j] : dba[k][j];
+            }
+            nk_sync();
+            for (int64_t e = tid; e < n; e += bd) {
+                float s = red[e];
+                for (int gg = 1; gg < rpc; ++gg) s += red[(int64_t)gg * n + e];
+                store_one(dst, NK_DT_F32, e, s);
+            }
+        }
+    }
+}
+
+// FULL: every thread of a group owns exactly KMAX whole chunks of every row (N = 8·KMAX·G, the
+// tables' usual case), so the per-chunk guards fold away; the arithmetic is the same either way.
+template <bool ALIGNED, int SPEC>
+NK_DEVICE void bwd_reg(const NkBwdParams& p) {
+    constexpr int KMAX = BWD_REG_KMAX<SPEC>;
+    const bool full = NK_REG_FULL && (p.n + CH - 1) / CH == (int64_t)KMAX * p.group && !(p.flags & NK_F_NOFULL);
+    if constexpr (ALIGNED && (SPEC & 64) && (SPEC & 8)) {
+        if (p.flags & NK_F_WGLOBAL) {
+            if constexpr (NK_REG_FULL) {
+                if (full) {
+                    bwd_reg_body<ALIGNED, SPEC, true, true>(p);
+                    return;
+                }
+            }
+            bwd_reg_body<ALIGNED, SPEC, false, true>(p);
+            return;
+        }
+    }
+    if constexpr (NK_REG_FULL) {
+        if (full) {
+            bwd_reg_body<ALIGNED, SPEC, true, false>(p);
+            return;
+        }
+    }
+    bwd_reg_body<ALIGNED, SPEC, false, false>(p);
+}
+
+}  // namespace nk
