@@ -1,8 +1,11 @@
 //! The HIP runtime, loaded at run time with libloading: only the functions normkit calls, no
 //! `hipDeviceProp_t` (its layout changes between ROCm releases), no build-time ROCm.
+//!
+//! These are the raw C entry points. The rest of the crate calls them through
+//! [`crate::result`], which wraps each in a function returning `Result<_, HipError>`.
 
 use libloading::Library;
-use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
+use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::fmt;
 
 /// Sonames tried in order: the unversioned development link, then ROCm 7, 6, 5.
@@ -23,8 +26,12 @@ pub type Event = *mut c_void;
 
 /// `hipSuccess`.
 pub const HIP_SUCCESS: HipStatus = 0;
+/// `hipErrorOutOfMemory` (also `hipErrorMemoryAllocation`, its deprecated alias: the same value).
+pub const HIP_ERROR_OUT_OF_MEMORY: HipStatus = 2;
 /// `hipErrorNoDevice`.
 pub const HIP_ERROR_NO_DEVICE: HipStatus = 100;
+/// `hipErrorNotFound` (e.g. `hipModuleGetFunction` for a name the module lacks).
+pub const HIP_ERROR_NOT_FOUND: HipStatus = 500;
 
 /// `hipDeviceAttribute_t` values used here. They are stable from ROCm 5.x to 7.x (retired
 /// attributes were renamed `Unused*`, keeping the numbering).
@@ -47,24 +54,7 @@ pub mod attr {
     pub const WARP_SIZE: i32 = 87;
 }
 
-/// A failed HIP call: the status code and the runtime's name for it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HipError {
-    /// The status the call returned.
-    pub code: HipStatus,
-    /// `hipGetErrorString`, or the code in words if the runtime gave nothing.
-    pub message: String,
-    /// The HIP function that failed.
-    pub call: &'static str,
-}
-
-impl fmt::Display for HipError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} failed with HIP error {} ({})", self.call, self.code, self.message)
-    }
-}
-
-impl std::error::Error for HipError {}
+pub use crate::result::HipError;
 
 /// The loaded runtime. Function pointers stay valid while `_lib` is loaded, i.e. as long as
 /// this struct lives.
@@ -132,8 +122,12 @@ pub struct Api {
     pub event_synchronize: unsafe extern "C" fn(Event) -> HipStatus,
     /// `hipEventElapsedTime`.
     pub event_elapsed_time: unsafe extern "C" fn(*mut f32, Event, Event) -> HipStatus,
+    /// `hipMemGetInfo` (free, total bytes of the current device).
+    pub mem_get_info: unsafe extern "C" fn(*mut usize, *mut usize) -> HipStatus,
     /// `hipGetErrorString`.
     pub get_error_string: unsafe extern "C" fn(HipStatus) -> *const c_char,
+    /// `hipGetErrorName`.
+    pub get_error_name: unsafe extern "C" fn(HipStatus) -> *const c_char,
     /// The soname that was loaded.
     pub soname: String,
     _lib: Library,
@@ -228,26 +222,11 @@ impl Api {
             event_record: sym!("hipEventRecord"),
             event_synchronize: sym!("hipEventSynchronize"),
             event_elapsed_time: sym!("hipEventElapsedTime"),
+            mem_get_info: sym!("hipMemGetInfo"),
             get_error_string: sym!("hipGetErrorString"),
+            get_error_name: sym!("hipGetErrorName"),
             soname: soname.to_string(),
             _lib: lib,
         })
-    }
-
-    /// Turns a status into a `Result`, naming the call.
-    pub fn check(&self, status: HipStatus, call: &'static str) -> Result<(), HipError> {
-        if status == HIP_SUCCESS {
-            return Ok(());
-        }
-        // SAFETY: hipGetErrorString accepts any status value and returns a pointer to a static,
-        // NUL-terminated string (or null, handled below); it is read before any other call.
-        let p = unsafe { (self.get_error_string)(status) };
-        let message = if p.is_null() {
-            format!("status {status}")
-        } else {
-            // SAFETY: non-null, NUL-terminated, static storage (see above).
-            unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
-        };
-        Err(HipError { code: status, message, call })
     }
 }

@@ -8,22 +8,48 @@
 //! vector memory on the hot paths, no scratch, wave64, VGPRs within budget); the host side is
 //! tested without a device. Numerical results have not been observed on a GPU.
 //!
-//! ## Layers
+//! ## Files (one idea each; the CUDA crate has the same tree)
+//! - `lib.rs`: these docs, [`HipBackend`], and its [`NormKernel`] impl: validate the call
+//!   (normkit-core), build the kernel arguments, plan, launch.
+//! - `startup.rs`: [`HipBackend::new`] / [`HipBackend::try_with_options`]: loading the runtime,
+//!   finding the device, matching it to a code object ([`check_code_object`]: kernel list,
+//!   kernarg sizes, wavefront size), loading the module; [`InitError`], [`HipOptions`],
+//!   [`LIBRARY_ENV`].
+//! - `buffers.rs`: [`HipBuffer`] (owned or a raw view), alloc / upload / download,
+//!   [`HipBackend::buffer_from_raw`], the check that a buffer belongs to this backend, and the
+//!   workspace calls share.
+//! - `launch.rs`: executing a call: the kernel arguments of a validated call and the planner's
+//!   view of it, then the planned kernels queued in order on the backend's stream.
+//! - [`plan`]: kernels, groups, grids, LDS and workspace of a call, as pure functions (tested
+//!   without a device).
+//! - [`tuning`]: the launch tables and thresholds of each target as data, each with its
+//!   reasoning ([`Tuning::for_gfx942`], ...), and the occupancy each kernel is designed for (its
+//!   VGPR budget). (`config` is its former name, still re-exported.)
+//! - `bench.rs`: [`normkit_core::BenchBackend`]: device description, copy ceiling, call timing
+//!   between HIP events.
+//! - [`result`]: the result layer over [`ffi`], as cudarc's `result` module: one function per
+//!   runtime call, each returning `Result<_, `[`HipError`]`>` (the `hipError_t` code, its name
+//!   and description); and the mapping onto [`NormError`] (out of memory:
+//!   [`NormError::ResourceLimit`]; a kernel missing from the code object:
+//!   [`NormError::Internal`]; anything else: [`NormError::Device`]).
 //! - [`ffi`]: the HIP runtime, opened at run time with libloading (`libamdhip64.so`, then
 //!   `.so.7`, `.so.6`, `.so.5`); only the functions used are declared; a missing library or
-//!   `hipErrorNoDevice` become [`normkit_core::NormError::BackendUnavailable`]. Nothing panics.
+//!   `hipErrorNoDevice` become [`NormError::BackendUnavailable`]. Nothing panics.
 //! - [`kernels`]: the code objects (one per target, built by build.rs from `kernels-hip/` and
 //!   `kernels-common/`, embedded with `include_bytes!`, loaded from memory with
 //!   `hipModuleLoadData`) and the kernel table generated from `kernels-hip/kernels.def`, the same
 //!   list the C++ side expands into its entry points.
 //! - [`elf`]: a std-only reader of AMDGPU code objects (kernel descriptors: wavefront size,
 //!   scratch, VGPRs), used at start-up to check the code object against the device.
-//! - [`config`]: launch configuration per target, as data ([`LaunchConfig::for_gfx942`], ...),
-//!   and the occupancy each kernel is designed for (its VGPR budget).
-//! - [`plan`]: kernels, groups, grids and workspace of a call, as pure functions.
 //! - [`params`]: the kernel argument structs, mirrored from kernels-common/nk_params.h.
-//! - [`HipBackend`]: implements [`normkit_core::NormKernel`] and
-//!   [`normkit_core::BenchBackend`] over [`HipBuffer`]s.
+//!
+//! ## Errors
+//! | error | when |
+//! |---|---|
+//! | [`NormError::BackendUnavailable`] | start-up only ([`InitError`]): no runtime, no device, no code object for the device, a wavefront mismatch |
+//! | [`NormError::ResourceLimit`] | `hipMalloc` out of memory (`resource: "device memory"`, the bytes asked for, the free bytes `hipMemGetInfo` reports or 0), or a grid, workgroup or LDS limit |
+//! | [`NormError::Device`] | any other failed runtime call, with the [`HipError`] as its source (`during: "allocation"`, `"upload"`, `"kernel launch"`, ...) |
+//! | [`NormError::Internal`] | the library's own fault: a kernel missing from the code object, a lock poisoned by an earlier panic |
 //!
 //! ## Start-up checks
 //! The device's arch (from its compute capability) selects a code object; the device's
@@ -46,13 +72,117 @@
 #![warn(missing_docs)]
 #![deny(rustdoc::broken_intra_doc_links)]
 
-pub mod backend;
-pub mod config;
+mod bench;
+mod buffers;
 pub mod elf;
 pub mod ffi;
 pub mod kernels;
+mod launch;
 pub mod params;
 pub mod plan;
+pub mod result;
+mod startup;
+pub mod tuning;
 
-pub use backend::{check_code_object, HipBackend, HipBuffer, HipOptions, InitError, LIBRARY_ENV};
-pub use config::LaunchConfig;
+/// The former name of [`tuning`] (`config::OCCUPANCY`, `config::vgpr_budget`, ...).
+pub use tuning as config;
+
+pub use buffers::HipBuffer;
+pub use result::HipError;
+pub use startup::{check_code_object, HipOptions, InitError, LIBRARY_ENV};
+pub use tuning::{LaunchConfig, Tuning};
+
+use normkit_core::{
+    check_desc, check_dtypes, validate_backward, validate_forward, Backward, DType, DTypes, Direction, Forward, HostBuf, NormDesc,
+    NormError, NormKernel, Result,
+};
+use startup::Ctx;
+use std::fmt;
+use std::sync::Arc;
+
+/// The backend's name in errors and reports.
+pub(crate) const BACKEND: &str = "hip";
+
+/// normkit on an AMD GPU through HIP. See the crate docs.
+///
+/// Cloning is cheap and shares the device context (module, stream, workspace); the context is
+/// released when the last clone and the last buffer it owns are dropped.
+#[derive(Clone)]
+pub struct HipBackend {
+    ctx: Arc<Ctx>,
+}
+
+impl fmt::Debug for HipBackend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HipBackend").field("device", &self.ctx.name).field("arch", &self.ctx.arch).finish_non_exhaustive()
+    }
+}
+
+impl HipBackend {
+    /// The target the device was matched to (`gfx942`, `gfx950`, `gfx90a`).
+    pub fn arch(&self) -> &'static str {
+        self.ctx.arch
+    }
+
+    /// The launch tables and thresholds in use (the target's [`Tuning`]).
+    pub fn config(&self) -> &Tuning {
+        &self.ctx.config
+    }
+}
+
+/// A mutex of the backend was poisoned by a panic in an earlier call.
+pub(crate) fn poisoned() -> NormError {
+    NormError::Internal { backend: BACKEND, what: "a previous call panicked while holding the backend's lock".into() }
+}
+
+impl NormKernel for HipBackend {
+    type Buffer = HipBuffer;
+
+    fn name(&self) -> &'static str {
+        BACKEND
+    }
+
+    fn device_name(&self) -> String {
+        format!("{} ({})", self.ctx.name, self.ctx.arch)
+    }
+
+    /// Every op, option and dtype combination of the contract: the kernels take the dtypes at
+    /// run time.
+    fn supports(&self, dir: Direction, desc: &NormDesc, dtypes: &DTypes) -> Result<()> {
+        check_desc(desc)?;
+        check_dtypes(desc, dir, dtypes)
+    }
+
+    fn forward(&self, desc: &NormDesc, a: Forward<'_, HipBuffer>) -> Result<()> {
+        let checked = validate_forward(desc, &a)?;
+        let (mut params, shape) = self.forward_args(desc, &a, &checked)?;
+        if shape.m == 0 {
+            return Ok(());
+        }
+        let launch = plan::forward(&self.ctx.config, self.ctx.cus, &shape, self.ctx.fwd_lds_limit)?;
+        self.run_forward(launch, &mut params)
+    }
+
+    fn backward(&self, desc: &NormDesc, a: Backward<'_, HipBuffer>) -> Result<()> {
+        let checked = validate_backward(desc, &a)?;
+        let (mut params, shape) = self.backward_args(desc, &a, &checked)?;
+        let launch = plan::backward(&self.ctx.config, self.ctx.cus, &shape, self.ctx.bwd_lds_limit)?;
+        self.run_backward(launch, &mut params)
+    }
+
+    fn alloc(&self, dtype: DType, len: usize) -> Result<HipBuffer> {
+        self.alloc_buffer(dtype, len)
+    }
+
+    fn upload(&self, src: &HostBuf) -> Result<HipBuffer> {
+        self.upload_buffer(src)
+    }
+
+    fn download(&self, buf: &HipBuffer) -> Result<HostBuf> {
+        self.download_buffer(buf)
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        self.sync()
+    }
+}

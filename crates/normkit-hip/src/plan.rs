@@ -1,10 +1,10 @@
 //! Launch planning: which kernels, which group sizes, which grid, how much LDS and workspace,
-//! from the shape, the dtypes and the layout. Pure functions of the [`LaunchConfig`], tested
+//! from the shape, the dtypes and the layout. Pure functions of the [`Tuning`], tested
 //! without a device.
 
-use crate::config::{bwd_row_lds, fwd_row_lds, pick, LaunchConfig, BREG_KMAX, REG_KMAX};
 use crate::elf::CodeObject;
 use crate::kernels::{self, Kernel};
+use crate::tuning::{bwd_row_lds, fwd_row_lds, pick, Tuning, BREG_KMAX, REG_KMAX};
 use normkit_core::{NormError, Operand, Result};
 
 /// Elements of one split-path chunk.
@@ -24,7 +24,7 @@ pub fn align256(b: usize) -> usize {
 /// Dynamic LDS the row kernels may use: the per-workgroup LDS minus the largest static LDS
 /// (reduction scratch) of the row kernels whose names start with `prefix`, read from the code
 /// object's kernel descriptors.
-pub fn dyn_lds_limit(cfg: &LaunchConfig, co: &CodeObject, prefix: &str) -> usize {
+pub fn dyn_lds_limit(cfg: &Tuning, co: &CodeObject, prefix: &str) -> usize {
     let fixed = co.kernels.iter().filter(|k| k.name.starts_with(prefix)).map(|k| k.group_segment_fixed_size).max().unwrap_or(0);
     (cfg.lds_per_workgroup.saturating_sub(fixed)) as usize
 }
@@ -104,7 +104,7 @@ impl FwdLaunch {
 
 /// Plans a forward call (`n` > 0). `cus`: compute units; `lds_limit`: dynamic LDS a row
 /// workgroup may use ([`dyn_lds_limit`]).
-pub fn forward(cfg: &LaunchConfig, cus: u32, s: &FwdShape, lds_limit: usize) -> Result<FwdLaunch> {
+pub fn forward(cfg: &Tuning, cus: u32, s: &FwdShape, lds_limit: usize) -> Result<FwdLaunch> {
     let slot = if s.all16 { 16 } else { 32 };
     if let Some(rc) = pick(cfg.fwd_rows, s.n) {
         let threads = rc.group * rc.rows_per_cta;
@@ -245,7 +245,7 @@ pub struct BwdLaunch {
 
 /// Plans a backward call. `parts` may depend on M and the CU count: it only decides how dW is
 /// cut into partials; the same inputs on the same device always give the same bits.
-pub fn backward(cfg: &LaunchConfig, cus: u32, s: &BwdShape, lds_limit: usize) -> Result<BwdLaunch> {
+pub fn backward(cfg: &Tuning, cus: u32, s: &BwdShape, lds_limit: usize) -> Result<BwdLaunch> {
     let m64 = s.m as u64;
     let cus = u64::from(cus.max(1));
     let slot = if s.all16 { 16 } else { 32 };
@@ -329,14 +329,14 @@ mod tests {
     const MS: [usize; 7] = [1, 2, 3, 255, 4096, 1 << 20, (1 << 23) + 1];
     const NS: [usize; 15] = [1, 7, 8, 64, 100, 769, 1024, 3584, 4096, 8192, 8200, 16384, 16385, 65536, 262_144];
 
-    fn limit(cfg: &LaunchConfig, prefix: &str) -> usize {
+    fn limit(cfg: &Tuning, prefix: &str) -> usize {
         let co = elf::parse(kernels::code_object(cfg.arch).expect("code object")).expect("parses");
         dyn_lds_limit(cfg, &co, prefix)
     }
 
     #[test]
     fn forward_path_never_depends_on_m_or_the_layout() {
-        for cfg in [LaunchConfig::for_gfx942(), LaunchConfig::for_gfx950()] {
+        for cfg in [Tuning::for_gfx942(), Tuning::for_gfx950()] {
             let lim = limit(&cfg, "nk_fwd_r");
             assert!(lim > 60 * 1024 && lim <= 64 * 1024, "{lim}");
             for n in NS {
@@ -372,7 +372,7 @@ mod tests {
 
     #[test]
     fn forward_row_path_limits() {
-        let cfg = LaunchConfig::for_gfx942();
+        let cfg = Tuning::for_gfx942();
         let lim = limit(&cfg, "nk_fwd_r");
         let s = |n, nvec| FwdShape { m: 4, n, aligned: true, all16: true, nvec, residual: false, reg: None };
         assert!(
@@ -402,7 +402,7 @@ mod tests {
 
     #[test]
     fn backward_plans() {
-        let cfg = LaunchConfig::for_gfx942();
+        let cfg = Tuning::for_gfx942();
         let lim = limit(&cfg, "nk_bwd_r");
         let s = |m, n, nacc| BwdShape { m, n, aligned: true, all16: true, weight: true, d_residual: false, nacc, reg: None };
         let l = backward(&cfg, 304, &s(32768, 1024, 2), lim).unwrap();

@@ -1,4 +1,6 @@
-//! Launch configuration per target, as data.
+//! Tuning: the launch tables and thresholds of each target, as data, each with the reasoning
+//! behind it ([`Tuning::for_gfx942`], ...), and the occupancy each kernel is designed for (its
+//! VGPR budget, checked by `tests/isa.rs`). [`crate::plan`] reads these and nothing else.
 //!
 //! **Nothing here has been measured**: no AMD GPU was available when this backend was written.
 //! Every number says what it is derived from (the CDNA register file and LDS, the workgroup
@@ -184,9 +186,9 @@ pub const fn vgpr_budget(waves: u32) -> u32 {
     (VGPRS_PER_SIMD / waves) / 8 * 8
 }
 
-/// How one target is launched.
+/// How one target is launched: every table and threshold the planner uses.
 #[derive(Debug, Clone, Copy)]
-pub struct LaunchConfig {
+pub struct Tuning {
     /// The target, e.g. `"gfx942"`.
     pub arch: &'static str,
     /// Wavefront size the code object is built for; the device must report the same.
@@ -211,11 +213,11 @@ pub struct LaunchConfig {
     pub split_bwd_ctas_per_cu: u32,
 }
 
-impl LaunchConfig {
+impl Tuning {
     /// MI300X / MI300A / MI325X: 304 CUs (MI300X), 64 KiB LDS per CU (all of it usable by one
     /// workgroup), 512 VGPRs per SIMD lane, 5.3 TB/s HBM3. Derived, not measured.
     pub const fn for_gfx942() -> Self {
-        LaunchConfig {
+        Tuning {
             arch: "gfx942",
             wavefront: 64,
             lds_per_workgroup: 64 * 1024,
@@ -233,12 +235,12 @@ impl LaunchConfig {
     /// The per-workgroup LDS is kept at 64 KiB until a launch with more dynamic LDS is verified
     /// on a device (HIP may need a function attribute for it); residency uses the 160 KiB.
     pub const fn for_gfx950() -> Self {
-        LaunchConfig { arch: "gfx950", lds_per_cu: 160 * 1024, ..Self::for_gfx942() }
+        Tuning { arch: "gfx950", lds_per_cu: 160 * 1024, ..Self::for_gfx942() }
     }
 
     /// MI200 (gfx90a): 110 CUs per GCD, 64 KiB LDS; same derivation, not measured.
     pub const fn for_gfx90a() -> Self {
-        LaunchConfig { arch: "gfx90a", ..Self::for_gfx942() }
+        Tuning { arch: "gfx90a", ..Self::for_gfx942() }
     }
 
     /// The configuration of `arch` (`"gfx90a"`, `"gfx942"`, `"gfx950"`), `None` for any other.
@@ -260,6 +262,9 @@ impl LaunchConfig {
         by_waves.min(by_lds).max(1)
     }
 }
+
+/// The former name of [`Tuning`], kept for code written against it.
+pub type LaunchConfig = Tuning;
 
 /// Dynamic LDS of the forward row kernel (kernels-common's layout): `slot` bytes per chunk of
 /// each present weight / bias, then per group `staged` (1, or 2 with the residual) row copies.
@@ -296,7 +301,7 @@ mod tests {
 
     #[test]
     fn tables_are_consistent_with_the_kernels() {
-        for cfg in [LaunchConfig::for_gfx942(), LaunchConfig::for_gfx950(), LaunchConfig::for_gfx90a()] {
+        for cfg in [Tuning::for_gfx942(), Tuning::for_gfx950(), Tuning::for_gfx90a()] {
             for (table, kernel) in [
                 (cfg.fwd_rows, "nk_fwd_row_a"),
                 (cfg.bwd_rows, "nk_bwd_row_a"),
@@ -335,10 +340,10 @@ mod tests {
         // Small rows: 256 threads, one chunk each.
         let b = pick(&BWD_ROWS, 1024).unwrap();
         assert_eq!(bwd_row_lds(b, 1024, 16, 1, 2, 2), 2 * 1024 + 256 * 96);
-        let cfg = LaunchConfig::for_gfx942();
+        let cfg = Tuning::for_gfx942();
         assert_eq!(cfg.ctas_per_cu("nk_fwd_row_ah", 256, 32 * 1024), 2);
-        assert_eq!(LaunchConfig::for_gfx950().ctas_per_cu("nk_fwd_row_ah", 256, 32 * 1024), 5);
-        assert_eq!(LaunchConfig::for_gfx950().ctas_per_cu("nk_fwd_row_ah", 256, 16 * 1024), 5, "5 waves per SIMD");
+        assert_eq!(Tuning::for_gfx950().ctas_per_cu("nk_fwd_row_ah", 256, 32 * 1024), 5);
+        assert_eq!(Tuning::for_gfx950().ctas_per_cu("nk_fwd_row_ah", 256, 16 * 1024), 5, "5 waves per SIMD");
         assert_eq!(cfg.ctas_per_cu("nk_bwd_finalize", 256, 0), 8);
     }
 
