@@ -8,7 +8,7 @@ use crate::startup::Ctx;
 use crate::{HipBackend, BACKEND};
 use normkit_core::{Buffer, DType, HostBuf, NormError, Operand, Result};
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, MutexGuard};
 
 /// Device memory: owned (from [`normkit_core::NormKernel::alloc`] /
 /// [`normkit_core::NormKernel::upload`], freed on drop) or borrowed from a raw device pointer
@@ -80,6 +80,13 @@ pub(crate) fn addr(buf: &HipBuffer, offset: usize) -> u64 {
     buf.ptr + (offset as u64) * buf.dtype.size_bytes() as u64
 }
 
+/// The workspace lent to one call (`HipBackend::workspace`): its address, valid while the lease
+/// lives.
+pub(crate) struct WsLease<'a> {
+    _lock: Option<MutexGuard<'a, Workspace>>,
+    pub(crate) ptr: u64,
+}
+
 /// Device scratch reused across calls (split-row statistics, dW/dB partials); grows, never
 /// shrinks, freed with the backend.
 pub(crate) struct Workspace {
@@ -107,26 +114,33 @@ impl HipBackend {
         unsafe { result::stream_synchronize(&self.ctx.api, self.ctx.stream) }.map_err(device_error("synchronize"))
     }
 
-    /// The workspace, grown to at least `bytes` (> 0); returns its device address.
-    pub(crate) fn workspace(&self, bytes: usize) -> Result<u64> {
+    /// The workspace, grown to at least `bytes`, lent to one call. The lease holds the
+    /// workspace's lock until the call has queued its kernels and drops it: another thread
+    /// sharing the backend cannot grow (and so free) the workspace between this call reading its
+    /// address and launching on it. Calls that share it run in stream order. `bytes == 0` takes no
+    /// lock and lends address 0.
+    pub(crate) fn workspace(&self, bytes: usize) -> Result<WsLease<'_>> {
+        if bytes == 0 {
+            return Ok(WsLease { _lock: None, ptr: 0 });
+        }
         let mut ws = self.ctx.ws.lock().map_err(|_| crate::poisoned())?;
-        if ws.bytes >= bytes {
-            return Ok(ws.ptr);
-        }
-        let api = &self.ctx.api;
-        if ws.ptr != 0 {
-            // SAFETY: drain the stream so no queued kernel still uses the old workspace, then
-            // free it (allocated below by an earlier call, freed once).
-            unsafe {
-                result::stream_synchronize(api, self.ctx.stream).map_err(device_error("workspace"))?;
-                let _ = result::free(api, ws.ptr as DevicePtr);
+        if ws.bytes < bytes {
+            let api = &self.ctx.api;
+            if ws.ptr != 0 {
+                // SAFETY: drain the stream so no queued kernel still uses the old workspace, then
+                // free it (allocated below by an earlier call, freed once).
+                unsafe {
+                    result::stream_synchronize(api, self.ctx.stream).map_err(device_error("workspace"))?;
+                    let _ = result::free(api, ws.ptr as DevicePtr);
+                }
+                *ws = Workspace { ptr: 0, bytes: 0 };
             }
-            *ws = Workspace { ptr: 0, bytes: 0 };
+            self.bind()?;
+            let p = self.malloc(bytes)?;
+            *ws = Workspace { ptr: p as u64, bytes };
         }
-        self.bind()?;
-        let p = self.malloc(bytes)?;
-        *ws = Workspace { ptr: p as u64, bytes };
-        Ok(ws.ptr)
+        let ptr = ws.ptr;
+        Ok(WsLease { _lock: Some(ws), ptr })
     }
 
     /// [`NormError::ForeignBuffer`] for a buffer of another backend (raw views made with

@@ -131,7 +131,8 @@ impl HipBackend {
                 self.launch(kernel, (blocks, 1), group * rows_per_cta, lds, p)
             }
             FwdLaunch::Split { stats, reduce, apply, nsplit, blocks, reduce_blocks, threads, ws_bytes } => {
-                p.ws = self.workspace(ws_bytes)?;
+                let lease = self.workspace(ws_bytes)?;
+                p.ws = lease.ptr;
                 p.nsplit = nsplit as i64;
                 self.launch(stats, (blocks, 1), threads, 0, p)?;
                 self.launch(reduce, (reduce_blocks, 1), threads, 0, p)?;
@@ -217,7 +218,8 @@ impl HipBackend {
     /// Lays out the workspace of a planned backward call (`[split stats | dW parts | dB parts]`)
     /// and queues its kernels: the main pass, then the finalize that sums the dW/dB partials.
     pub(crate) fn run_backward(&self, l: BwdLaunch, p: &mut BwdParams) -> Result<()> {
-        let ws = if l.ws_bytes > 0 { self.workspace(l.ws_bytes)? } else { 0 };
+        let lease = self.workspace(l.ws_bytes)?;
+        let ws = lease.ptr;
         p.ws_stats = ws;
         p.ws_dw = ws + align256(l.stats_bytes) as u64;
         p.ws_db = p.ws_dw + if p.flags & params::F_WEIGHT != 0 { align256(l.part_bytes) as u64 } else { 0 };
