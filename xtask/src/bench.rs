@@ -16,7 +16,7 @@ pub const USAGE: &str = "\
 usage: cargo xtask bench [OPTIONS]
 
 Measures every backend this machine has a device for and writes DIR/results.json, report.md and
-report.html. On a machine with an NVIDIA driver it installs nvcc 13.0 (PyPI, ~280 MB, once) and
+report.html. On a machine with an NVIDIA driver it installs nvcc 13.0 (PyPI, ~105 MB, once) and
 measures the GPU; with an AMD GPU (/dev/kfd) it installs clang-22 (Debian) and measures that;
 the CPU is always measured. Backends without a device are not built, and the report says why.
 

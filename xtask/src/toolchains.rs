@@ -59,14 +59,15 @@ fn dist_info(target: &std::path::Path, wheel: &str) -> PathBuf {
 }
 
 /// Installs `wheels` into `target` unless every one is already there. Returns what it did.
-fn pip_install(target: PathBuf, wheels: &[&str], no_deps: bool) -> Result<String, String> {
+/// `size` is what the download weighs, for the progress line.
+fn pip_install(target: PathBuf, wheels: &[&str], no_deps: bool, size: &str) -> Result<String, String> {
     let missing: Vec<&str> = wheels.iter().copied().filter(|w| !dist_info(&target, w).is_dir()).collect();
     if missing.is_empty() {
         return Ok(format!("present ({})", target.display()));
     }
     ensure_pip()?;
     // pip prints each wheel it downloads with its size (a progress bar too on a terminal).
-    println!("pip: downloading {} from PyPI into {} (nvcc 13.0 is about 280 MB)", missing.join(" "), target.display());
+    println!("pip: downloading {} from PyPI into {} ({size})", missing.join(" "), target.display());
     let mut c = Command::new("python3");
     c.args(["-m", "pip", "install", "--disable-pip-version-check", "--upgrade", "--target"]).arg(&target);
     if no_deps {
@@ -114,10 +115,10 @@ fn apt_install(packages: &[&str]) -> Result<(), String> {
 /// nvcc's path.
 pub fn provision_cuda(inspect: bool) -> Result<PathBuf, String> {
     let tools = tools_dir();
-    let what = pip_install(tools.join("cuda-13.0"), &CUDA_WHEELS, false).map_err(|e| format!("nvcc 13.0: {e}"))?;
+    let what = pip_install(tools.join("cuda-13.0"), &CUDA_WHEELS, false, "about 105 MB of wheels, 280 MB installed").map_err(|e| format!("nvcc 13.0: {e}"))?;
     println!("nvcc 13.0: {what}");
     if inspect {
-        let what = pip_install(tools.join("cuobjdump"), &CUOBJDUMP_WHEELS, true).map_err(|e| format!("cuobjdump: {e}"))?;
+        let what = pip_install(tools.join("cuobjdump"), &CUOBJDUMP_WHEELS, true, "about 5 MB").map_err(|e| format!("cuobjdump: {e}"))?;
         println!("cuobjdump/nvdisasm 13.2: {what}");
     }
     let nvcc = nvcc_path();
