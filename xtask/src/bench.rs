@@ -107,7 +107,7 @@ fn build(features: &[&str]) -> Result<PathBuf, String> {
     if !bin.is_file() {
         // Measured on the 2-core build machine (2026-11-24): the CPU runner alone 17 s; nvcc's
         // three targets about 3.5 minutes; clang's three HIP code objects about 1 minute.
-        let mut est = 20;
+        let mut est: u32 = 20;
         if features.contains(&"cuda") {
             est += 210;
         }

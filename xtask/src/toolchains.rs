@@ -115,7 +115,8 @@ fn apt_install(packages: &[&str]) -> Result<(), String> {
 /// nvcc's path.
 pub fn provision_cuda(inspect: bool) -> Result<PathBuf, String> {
     let tools = tools_dir();
-    let what = pip_install(tools.join("cuda-13.0"), &CUDA_WHEELS, false, "about 105 MB of wheels, 280 MB installed").map_err(|e| format!("nvcc 13.0: {e}"))?;
+    let what = pip_install(tools.join("cuda-13.0"), &CUDA_WHEELS, false, "about 105 MB of wheels, 280 MB installed")
+        .map_err(|e| format!("nvcc 13.0: {e}"))?;
     println!("nvcc 13.0: {what}");
     if inspect {
         let what = pip_install(tools.join("cuobjdump"), &CUOBJDUMP_WHEELS, true, "about 5 MB").map_err(|e| format!("cuobjdump: {e}"))?;
