@@ -4,7 +4,8 @@
 use cudarc::driver::sys;
 use normkit_core::{BenchBackend, DType, DeviceInfo, NormError, NormKernel, Result};
 
-use crate::{dev_err, CudaBackend};
+use crate::startup::dev_err;
+use crate::CudaBackend;
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
@@ -20,12 +21,15 @@ fn kernel_driver_version() -> Option<String> {
 
 impl CudaBackend {
     fn attr(&self, a: sys::CUdevice_attribute) -> i64 {
-        self.ctx.attribute(a).map(i64::from).unwrap_or(0)
+        self.dev.ctx.attribute(a).map(i64::from).unwrap_or(0)
     }
 
     fn events(&self) -> Result<(cudarc::driver::CudaEvent, cudarc::driver::CudaEvent)> {
         let flags = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
-        Ok((self.ctx.new_event(flags).map_err(dev_err("event creation"))?, self.ctx.new_event(flags).map_err(dev_err("event creation"))?))
+        Ok((
+            self.dev.ctx.new_event(flags).map_err(dev_err("event creation"))?,
+            self.dev.ctx.new_event(flags).map_err(dev_err("event creation"))?,
+        ))
     }
 }
 
@@ -43,17 +47,17 @@ impl BenchBackend for CudaBackend {
         let mem_khz = self.attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE);
         DeviceInfo {
             backend: "cuda".into(),
-            name: self.name.clone(),
-            compute_units: self.sms,
+            name: self.dev.name.clone(),
+            compute_units: self.dev.facts.sms,
             driver,
             clocks: format!(
                 "max SM clock {} MHz, memory clock {} MHz, compute capability {}.{}",
                 sm_khz / 1000,
                 mem_khz / 1000,
-                self.cc.0,
-                self.cc.1
+                self.dev.cc.0,
+                self.dev.cc.1
             ),
-            memory_bytes: self.ctx.total_mem().map(|b| b as u64).unwrap_or(0),
+            memory_bytes: self.dev.ctx.total_mem().map(|b| b as u64).unwrap_or(0),
             cache_bytes: self.attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE) as u64,
         }
     }
@@ -69,9 +73,9 @@ impl BenchBackend for CudaBackend {
         let (e0, e1) = self.events()?;
         let mut times = Vec::new();
         for _ in 0..15 {
-            e0.record(&self.stream).map_err(dev_err("event record"))?;
+            e0.record(&self.dev.stream).map_err(dev_err("event record"))?;
             self.copy_d2d(dst.device_ptr(), src.device_ptr(), nbytes)?;
-            e1.record(&self.stream).map_err(dev_err("event record"))?;
+            e1.record(&self.dev.stream).map_err(dev_err("event record"))?;
             e1.synchronize().map_err(dev_err("event sync"))?;
             let ms = e0.elapsed_ms(&e1).map_err(dev_err("event timing"))? as f64;
             times.push(ms * 1e-3);
@@ -89,7 +93,7 @@ impl BenchBackend for CudaBackend {
             f(i)?;
         }
         self.synchronize()?;
-        self.stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED).map_err(dev_err("graph capture"))?;
+        self.dev.stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED).map_err(dev_err("graph capture"))?;
         let mut captured = Ok(());
         for i in 0..calls {
             captured = f(i);
@@ -97,7 +101,7 @@ impl BenchBackend for CudaBackend {
                 break;
             }
         }
-        let graph = self.stream.end_capture(sys::CUgraphInstantiate_flags(0)).map_err(dev_err("graph capture"))?;
+        let graph = self.dev.stream.end_capture(sys::CUgraphInstantiate_flags(0)).map_err(dev_err("graph capture"))?;
         captured?;
         let graph = graph.ok_or(NormError::Unsupported { backend: "cuda", what: "an empty captured graph".into() })?;
         graph.upload().map_err(dev_err("graph upload"))?;
@@ -106,9 +110,9 @@ impl BenchBackend for CudaBackend {
         let (e0, e1) = self.events()?;
         let mut out = Vec::with_capacity(reps);
         for _ in 0..reps {
-            e0.record(&self.stream).map_err(dev_err("event record"))?;
+            e0.record(&self.dev.stream).map_err(dev_err("event record"))?;
             graph.launch().map_err(dev_err("graph launch"))?;
-            e1.record(&self.stream).map_err(dev_err("event record"))?;
+            e1.record(&self.dev.stream).map_err(dev_err("event record"))?;
             e1.synchronize().map_err(dev_err("event sync"))?;
             let ms = e0.elapsed_ms(&e1).map_err(dev_err("event timing"))? as f64;
             out.push(ms * 1e-3 / calls as f64);

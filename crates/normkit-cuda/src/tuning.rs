@@ -1,4 +1,7 @@
-//! Launch configuration per architecture, kept as data.
+//! Every launch threshold and every measurement override of the CUDA backend, kept as data:
+//! one [`Tuning`] per backend, built once when the backend is created ([`Tuning::for_cc`], then
+//! [`Tuning::with_env`] from `startup.rs`) and read by the planner (`plan.rs`). Each entry says
+//! the measurement behind it. No process-global state: two backends may hold different tunings.
 //!
 //! Row path: a group of `group` threads normalises one row (thread t owns the 8-element chunks
 //! t, t + group, ...), `rows_per_cta` groups share a persistent CTA, and the row is staged in
@@ -6,6 +9,51 @@
 //! staged row and weights do not fit in shared memory, the split-row path runs. The choice depends
 //! on N and the dtypes only — never on M or the layout — so a row's forward output is the same
 //! whatever the batch and however it is strided.
+//!
+//! # Environment overrides (measurements only)
+//!
+//! Read once, when a backend is created ([`Tuning::with_env`], called by `CudaBackend::new`);
+//! a value set later does not reach that backend. None changes a result's bits except where said;
+//! they exist for A/B runs (kernels-cuda/NOTES.md names the run behind each).
+//!
+//! | variable | field | effect |
+//! |---|---|---|
+//! | `NORMKIT_CUDA_FWD_TABLE` | [`Tuning::fwd`] | `max_n:group:rows_per_cta,...` rows replaced or added (malformed entries ignored) |
+//! | `NORMKIT_CUDA_BWD_TABLE` | [`Tuning::bwd_reg`] | the same, for the backward register table (2 chunks per thread) |
+//! | `NORMKIT_CUDA_BWD4_TABLE` | [`Tuning::bwd_reg4`] | the same, for the 4-chunk backward register table |
+//! | `NORMKIT_CUDA_BWD_K1_ABOVE` | [`Tuning::bwd_k1_above`] | f32 backward: N above which one chunk per thread is used |
+//! | `NORMKIT_CUDA_FWD_K8` | [`Tuning::fwd_k8`], [`Tuning::fwd_k8_ln`] | `0`: no 8-chunk forward kernels; `all`: also for LayerNorm |
+//! | `NORMKIT_CUDA_PF` | [`Tuning::bwd_reg_prefetch`] | `0`: the backward register kernels without their prefetching twins |
+//! | `NORMKIT_CUDA_FULL` | [`Tuning::no_full`] | `0`: register kernels without their FULL specialisation |
+//! | `NORMKIT_CUDA_FWD_GRID` | [`Tuning::fwd_persistent`] | `persist`: forward register kernels on an occupancy-sized grid |
+//! | `NORMKIT_CUDA_BWD_CTAS_PER_SM` | [`Tuning::bwd_ctas_per_sm`] | at most this many backward register / row-batch CTAs per SM |
+//! | `NORMKIT_CUDA_FIN_COLS_MAX` | [`Tuning::fin_cols_max`] | at N ≥ 65536, at most this many partial rows take the one-column finalize |
+//! | `NORMKIT_CUDA_PDL` | [`Tuning::pdl`] | `0`: no programmatic dependent launches |
+//! | `NORMKIT_CUDA_ROWS` | [`RowsTuning::on`], [`RowsTuning::rpc`] | `off` / `0`: no row-batch backward; a number: its groups per CTA |
+//! | `NORMKIT_CUDA_CLUSTER` | [`ClusterTuning::on`] | `0`: no cluster kernels |
+//! | `NORMKIT_CUDA_CLUSTER_CT` | [`ClusterTuning::shape`] | `C,T`: clusters of C CTAs of T threads at every N of the tables |
+//! | `NORMKIT_CUDA_CLUSTER_CAP` | [`ClusterTuning::cap_raise`] | raises every cluster cap to at least this N |
+//! | `NORMKIT_CUDA_CLUSTER_PF` | [`ClusterTuning::prefetch`] | `0`: the cluster backward without its prefetching twins |
+
+/// The environment variables [`Tuning::with_env`] reads, in the order of the table above.
+pub const ENV_OVERRIDES: [&str; 16] = [
+    "NORMKIT_CUDA_FWD_TABLE",
+    "NORMKIT_CUDA_BWD_TABLE",
+    "NORMKIT_CUDA_BWD4_TABLE",
+    "NORMKIT_CUDA_BWD_K1_ABOVE",
+    "NORMKIT_CUDA_FWD_K8",
+    "NORMKIT_CUDA_PF",
+    "NORMKIT_CUDA_FULL",
+    "NORMKIT_CUDA_FWD_GRID",
+    "NORMKIT_CUDA_BWD_CTAS_PER_SM",
+    "NORMKIT_CUDA_FIN_COLS_MAX",
+    "NORMKIT_CUDA_PDL",
+    "NORMKIT_CUDA_ROWS",
+    "NORMKIT_CUDA_CLUSTER",
+    "NORMKIT_CUDA_CLUSTER_CT",
+    "NORMKIT_CUDA_CLUSTER_CAP",
+    "NORMKIT_CUDA_CLUSTER_PF",
+];
 
 /// One row of a launch table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,25 +66,214 @@ pub struct RowConfig {
     pub rows_per_cta: u32,
 }
 
-/// The launch tables of one architecture.
-#[derive(Debug, Clone, Copy)]
+/// One row of a cluster launch table: rows up to `max_n` elements run on clusters of `c` CTAs of
+/// `t` threads (chunks per thread K = ⌈N/8 / (c·t)⌉, at most the kernel's KMAX).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClusterConfig {
+    /// The largest hidden size N this row applies to.
+    pub max_n: usize,
+    /// CTAs per cluster.
+    pub c: u32,
+    /// Threads per CTA.
+    pub t: u32,
+}
+
+/// Largest N the cluster kernels take, per direction, dtype class and flags (`cap` in the old
+/// cluster.rs). Where the cluster kernel lost to the existing path, the existing path keeps the
+/// N range.
+///
+/// First measurements (H200, bf16/f16, same-run A/B against the existing paths,
+/// kernels-cuda/NOTES.md "cluster v1"): forward 16-bit LayerNorm 48% vs 44% at 65536 but 37% vs
+/// 43% at 262144 and 44% vs 45% (f16) at 131072 → 65536; residual 83% vs 74% at 65536, 68% vs
+/// 73% at 262144 → 65536; RMSNorm 53% vs 50% at 262144 → 262144 (524288 unmeasured). f32
+/// forward: rms 57% vs 37% at 131072, 47% vs 37% at 262144, LayerNorm 48% vs 33%, 35% vs 32% →
+/// the whole table. Backward LayerNorm: 38% vs 34% at 65536 (C = 8), 24% vs 32% at 262144 and
+/// 21% with C = 16 at 65536 → clusters of at most 8 (16-bit 65536, f32 32768); RMSNorm and
+/// residual: 58% vs 40%, 70% vs 50% at 65536, 41% vs 36% and 51% vs 45% at 262144, f32 49% vs
+/// 44% at 131072.
+/// Re-measured 2026-11-22 after the instruction diet (NOTES v4, `NORMKIT_CUDA_CLUSTER_CAP` A/B,
+/// 16-bit): at 131072 cluster vs split ln_fwd 49% vs 42%, addrms_fwd 77% vs 68%, ln_bwd 29% vs
+/// 22% → those caps move to 131072; at 262144 the cluster still loses (44/68/24% vs 48/73/43%).
+/// H100 2026-11-22 (fifth session), with the prefetching LayerNorm twins (`nk_bwd_clp_*`): ln_bwd
+/// 512×262144 63% on clusters of 16 × 512 threads against 51.5% on the split path (1024×262144:
+/// 64% vs 55%) → the 16-bit LayerNorm backward cap moves to 262144 where the twin fits (no
+/// d_residual_out: its third row buffer needs 256 KiB of shared memory at 512 threads).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClusterCaps {
+    /// Forward, 16-bit, LayerNorm or residual.
+    pub fwd16_ln_or_residual: usize,
+    /// Forward, 16-bit RMSNorm without residual.
+    pub fwd16: usize,
+    /// Forward, f32 with residual.
+    pub fwd32_residual: usize,
+    /// Forward, f32 without residual.
+    pub fwd32: usize,
+    /// Backward, 16-bit LayerNorm with d_residual_out.
+    pub bwd16_ln_residual: usize,
+    /// Backward, 16-bit LayerNorm without d_residual_out.
+    pub bwd16_ln: usize,
+    /// Backward, 16-bit RMSNorm.
+    pub bwd16: usize,
+    /// Backward, f32 LayerNorm.
+    pub bwd32_ln: usize,
+    /// Backward, f32 RMSNorm.
+    pub bwd32: usize,
+}
+
+impl ClusterCaps {
+    /// The cap for one direction, dtype class and flag set.
+    pub fn get(&self, fwd: bool, f32: bool, ln: bool, residual: bool) -> usize {
+        match (fwd, f32) {
+            (true, false) if ln || residual => self.fwd16_ln_or_residual,
+            (true, false) => self.fwd16,
+            (true, true) if residual => self.fwd32_residual,
+            (true, true) => self.fwd32,
+            (false, false) if ln && residual => self.bwd16_ln_residual,
+            (false, false) if ln => self.bwd16_ln,
+            (false, false) => self.bwd16,
+            (false, true) if ln => self.bwd32_ln,
+            (false, true) => self.bwd32,
+        }
+    }
+}
+
+/// Cluster row kernels (sm_90+, kernels-cuda/cluster.cuh): one row per thread-block cluster of
+/// C CTAs, row statistics reduced through distributed shared memory, x read from HBM once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterTuning {
+    /// The cluster path at all (env `NORMKIT_CUDA_CLUSTER=0` turns it off; measurements).
+    pub on: bool,
+    /// Forces C CTAs of T threads at every N of the tables, where the chunks fit (env
+    /// `NORMKIT_CUDA_CLUSTER_CT=C,T`; measurements: it applies to every N alike, so the path
+    /// still depends on N alone).
+    pub shape: Option<(u32, u32)>,
+    /// Every cap raised to at least this N (env `NORMKIT_CUDA_CLUSTER_CAP`; measurements; 0: none).
+    pub cap_raise: usize,
+    /// Largest N per flag class (see [`ClusterCaps`] for the measurements).
+    pub caps: ClusterCaps,
+    /// Forward, 16-bit. Shape (not yet swept, first measurement in kernels-cuda/NOTES.md
+    /// "cluster"): a CTA slice of at most 32 KiB at 256 threads (8 chunks of 16 bytes per thread
+    /// for 16-bit, 4 of 32 bytes for f32), the cluster growing with N to 16, then 512 threads per
+    /// CTA (a 1024-thread, 64-register variant for N = 1M spilled once the weight loads were
+    /// batched; N > 524288 runs the split path). The residual kernels stop at 256 threads (their
+    /// element-wise twin needs more than 128 registers), so at 262144 elements; beyond, the
+    /// split path runs.
+    pub fwd16: Vec<ClusterConfig>,
+    /// Forward, f32 (same shape as [`ClusterTuning::fwd16`]).
+    pub fwd32: Vec<ClusterConfig>,
+    /// Backward, 16-bit: 4 chunks per thread; dW/dB in registers up to 256 threads, in shared
+    /// memory (the `cls` kernels) at 512 — except where the prefetching twins run (`clp`:
+    /// LayerNorm at every size, RMSNorm at 512 threads; registers).
+    pub bwd16: Vec<ClusterConfig>,
+    /// Backward, f32: 2 chunks per thread.
+    pub bwd32: Vec<ClusterConfig>,
+    /// The prefetching 16-bit backward twins (`nk_bwd_clp_*`) where they fit (env
+    /// `NORMKIT_CUDA_CLUSTER_PF=0` turns them off; measurements: the plain kernels do the same
+    /// arithmetic). H100 2026-11-22 (NOTES v5): ln_bwd 512×262144 63% against 51.5% on the split
+    /// path.
+    pub prefetch: bool,
+    /// RMSNorm backward takes the prefetching twin only above this many threads per CTA: at 256
+    /// threads the plain kernel keeps two CTAs per SM (kernels.def, NOTES v5).
+    pub prefetch_rms_above_threads: u32,
+}
+
+/// Row-batch backward (kernels-cuda/rows.cuh): 16-bit rows of `min_n` < N ≤ `max_n` in 16-byte
+/// layouts, every batch size. They replaced a small-batch entry of one chunk per thread and one
+/// row per 128-thread CTA at N = 1024, M ≤ 8192 (H100 2026-11-22, NOTES v7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RowsTuning {
+    /// The row-batch path at all (env `NORMKIT_CUDA_ROWS=off` or `0` turns it off; measurements).
+    pub on: bool,
+    /// Groups per CTA (env `NORMKIT_CUDA_ROWS=R`; measurements). `None`: `cta_threads / group`.
+    pub rpc: Option<u32>,
+    /// N above which the row-batch kernels run (exclusive).
+    pub min_n: usize,
+    /// N up to which they run (inclusive).
+    pub max_n: usize,
+    /// Threads per CTA by default: two CTAs of 122–128 registers per SM. H100 (NOTES v7): at
+    /// 4096×1024 four groups of 128 per CTA ran 47 / 54 / 39% (rms / addrms / ln_bwd) against
+    /// 52 / 61 / 45% with two; at 4096×2048 one group of 256 per CTA against two: 66 / 72 / 56%
+    /// vs 58 / 66 / 47%.
+    pub cta_threads: u32,
+}
+
+/// The launch tables, thresholds and overrides of one backend.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tuning {
-    /// Forward row path.
-    pub fwd: &'static [RowConfig],
+    /// Forward row path (and the register-resident forward kernels' groups).
+    pub fwd: Vec<RowConfig>,
     /// Backward row path.
-    pub bwd: &'static [RowConfig],
+    pub bwd: Vec<RowConfig>,
     /// Backward register-resident path (at most 2 chunks per thread, 256-thread CTAs).
-    pub bwd_reg: &'static [RowConfig],
+    pub bwd_reg: Vec<RowConfig>,
     /// Backward register path, one chunk per thread (groups up to 1024 threads).
-    pub bwd_reg1: &'static [RowConfig],
+    pub bwd_reg1: Vec<RowConfig>,
     /// Backward register path, four chunks per thread (16-bit dtypes, N > 2048).
-    pub bwd_reg4: &'static [RowConfig],
+    pub bwd_reg4: Vec<RowConfig>,
     /// Split-row backward: target CTAs per SM for the (chunks × parts) grid.
     pub split_bwd_ctas_per_sm: u32,
+    /// 16-bit backward register path: [`Tuning::bwd_reg`] up to this N, then
+    /// [`Tuning::bwd_reg4`] (H200: 74% of the copy ceiling at 16384² rms_bwd with 4 chunks per
+    /// thread, against 50% for one chunk per thread at N = 8192).
+    pub bwd_reg_16bit_max_n: usize,
+    /// f32 backward register path: [`Tuning::bwd_reg`] up to this N (the last row of the 2-chunk
+    /// table), then [`Tuning::bwd_reg1`] (one chunk per thread, groups up to 1024) to N = 8192.
+    pub bwd_reg_f32_max_n: usize,
+    /// f32 backward register path: N above which one chunk per thread is used, if below
+    /// [`Tuning::bwd_reg_f32_max_n`] (env `NORMKIT_CUDA_BWD_K1_ABOVE`, default 4096; tuning).
+    pub bwd_k1_above: usize,
+    /// Forward register path with 8 chunks per thread: bf16 RMSNorm without residual only
+    /// (N = 65536 with 1024-thread groups; H200: 222 µs against 247 for the staged kernel at
+    /// 2048×65536; LayerNorm was slower). Env `NORMKIT_CUDA_FWD_K8=0` turns it off.
+    pub fwd_k8: bool,
+    /// ... for LayerNorm as well (env `NORMKIT_CUDA_FWD_K8=all`; tuning).
+    pub fwd_k8_ln: bool,
+    /// Forward register kernels on an occupancy-sized persistent grid instead of one CTA per
+    /// `rows_per_cta` rows (env `NORMKIT_CUDA_FWD_GRID=persist`; tuning): one CTA per group of
+    /// rows lets the hardware balance the last wave (the persistent grid left the tail ~3% idle
+    /// at 32768×4096).
+    pub fwd_persistent: bool,
+    /// The backward register kernels' prefetching twins (env `NORMKIT_CUDA_PF=0` turns them off;
+    /// A/B — both give the same bits).
+    pub bwd_reg_prefetch: bool,
+    /// ... for f32 as well: off, its prefetching twins ran at 55–58% of the copy ceiling against
+    /// 82–91% without (H200, 32768×4096 and 65536×512, NOTES v4).
+    pub bwd_reg_prefetch_f32: bool,
+    /// Register kernels without their FULL specialisation (env `NORMKIT_CUDA_FULL=0`; A/B).
+    pub no_full: bool,
+    /// Backward register and row-batch kernels: at most this many CTAs (partial rows) per SM
+    /// (env `NORMKIT_CUDA_BWD_CTAS_PER_SM`; tuning).
+    pub bwd_ctas_per_sm: Option<u32>,
+    /// Finalize: up to this many partial rows, always the one-column-per-thread kernel (split
+    /// path at N ≥ 131072, cluster path, M ≤ 16; H100, 128×1M rms_bwd, 9 parts: 47 µs in
+    /// finalize_wide).
+    pub fin_cols_parts: i64,
+    /// Finalize: at N ≥ [`Tuning::fin_cols_min_n`], at most this many partial rows take the
+    /// one-column-per-thread kernel (env `NORMKIT_CUDA_FIN_COLS_MAX`, default 64; H100
+    /// 512×262144 ln_bwd, 33 parts: 537 µs with finalize_wide, 519 µs with this one).
+    pub fin_cols_max: i64,
+    /// See [`Tuning::fin_cols_max`].
+    pub fin_cols_min_n: usize,
+    /// finalize_wide: columns per CTA are 32, or 16 / 8 where N / 32 CTAs would leave fewer than
+    /// this many CTAs per SM (H200, 4096×1024 rms_bwd: 32 CTAs of 32 columns took 6.6 µs).
+    pub fin_wide_min_ctas_per_sm: u64,
+    /// finalize_wide: about this many partial rows per lane (the warp count follows the parts).
+    pub fin_wide_parts_per_lane: u64,
+    /// Programmatic dependent launches for the row-batch and finalize kernels (env
+    /// `NORMKIT_CUDA_PDL=0` turns them off; A/B, NOTES v7).
+    pub pdl: bool,
+    /// Row-batch backward.
+    pub rows: RowsTuning,
+    /// Cluster row kernels.
+    pub cluster: ClusterTuning,
 }
 
 const fn rc(max_n: usize, group: u32, rows_per_cta: u32) -> RowConfig {
     RowConfig { max_n, group, rows_per_cta }
+}
+
+const fn cc(max_n: usize, c: u32, t: u32) -> ClusterConfig {
+    ClusterConfig { max_n, c, t }
 }
 
 // Hopper. The shape of the table: about 4 chunks (32 elements) per thread up to N = 32768 and 8
@@ -51,7 +288,7 @@ const fn rc(max_n: usize, group: u32, rows_per_cta: u32) -> RowConfig {
 // (4 chunks per thread, full grid) gives rms_fwd 91% / ln_fwd 72% of the copy ceiling, against
 // 88–89% / 70% with two rows per CTA and 87% / 66% with four; 2 or 1 chunks per thread (G = 256 /
 // 512) fall to 66% / 38%. N = 512 and 1024: 8 and 4 rows per CTA beat 16 and 8 by 1–2 points.
-static ROWS_SM90: [RowConfig; 12] = [
+const ROWS_SM90: [RowConfig; 12] = [
     rc(32, 1, 256),
     rc(64, 2, 128),
     rc(128, 4, 64),
@@ -69,7 +306,7 @@ static ROWS_SM90: [RowConfig; 12] = [
 // Backward register path: 2 chunks (16 elements) per thread, so a thread's dW/dB partial
 // (16 + 16 fp32) and its row data stay in registers; 256-thread CTAs. Past N = 4096 the
 // shared-memory row kernel (ROWS_SM90) or the split path runs.
-static BWD_REG_SM90: [RowConfig; 9] = [
+const BWD_REG_SM90: [RowConfig; 9] = [
     rc(16, 1, 256),
     rc(32, 2, 128),
     rc(64, 4, 64),
@@ -81,7 +318,7 @@ static BWD_REG_SM90: [RowConfig; 9] = [
     rc(4096, 256, 1),
 ];
 
-static BWD_REG1_SM90: [RowConfig; 11] = [
+const BWD_REG1_SM90: [RowConfig; 11] = [
     rc(8, 1, 256),
     rc(16, 2, 128),
     rc(32, 4, 64),
@@ -100,78 +337,201 @@ static BWD_REG1_SM90: [RowConfig; 11] = [
 // the 2-chunk G = 256: rms_bwd 76% / 73% of the copy ceiling, addrms_bwd 92% / 79%, ln_bwd 71% /
 // 63%; one chunk per thread (G = 512) 58% / 72% / 48%. One row per 128-thread CTA instead of two:
 // 78% / 89% / 73% (four rows per CTA: 71 / 87 / 66%).
-static BWD_REG4_SM90: [RowConfig; 3] = [rc(4096, 128, 1), rc(8192, 256, 1), rc(16384, 512, 1)];
+const BWD_REG4_SM90: [RowConfig; 3] = [rc(4096, 128, 1), rc(8192, 256, 1), rc(16384, 512, 1)];
 
-// 16-bit rows of 512 < N ≤ 2048 in 16-byte layouts take the row-batch kernels instead (rows.rs;
-// they replaced a small-batch entry of one chunk per thread and one row per 128-thread CTA at
-// N = 1024, M ≤ 8192: H100 2026-11-22, NOTES v7).
+// Cluster tables (see ClusterTuning's fields for their shape).
+const CL_FWD16: [ClusterConfig; 5] = [cc(32768, 2, 256), cc(65536, 4, 256), cc(131072, 8, 256), cc(262144, 16, 256), cc(524288, 16, 512)];
+const CL_FWD32: [ClusterConfig; 4] = [cc(32768, 4, 256), cc(65536, 8, 256), cc(131072, 16, 256), cc(262144, 16, 512)];
+const CL_BWD16: [ClusterConfig; 5] = [cc(16384, 2, 256), cc(32768, 4, 256), cc(65536, 8, 256), cc(131072, 16, 256), cc(262144, 16, 512)];
+const CL_BWD32: [ClusterConfig; 4] = [cc(16384, 4, 256), cc(32768, 8, 256), cc(65536, 16, 256), cc(131072, 16, 512)];
+
 impl Tuning {
-    /// Hopper (H100, H200).
-    pub fn for_sm90() -> &'static Tuning {
-        static T: Tuning = Tuning {
-            fwd: &ROWS_SM90,
-            bwd: &ROWS_SM90,
-            bwd_reg: &BWD_REG_SM90,
-            bwd_reg1: &BWD_REG1_SM90,
-            bwd_reg4: &BWD_REG4_SM90,
+    /// Hopper (H100, H200), without overrides.
+    pub fn for_sm90() -> Tuning {
+        Tuning {
+            fwd: ROWS_SM90.to_vec(),
+            bwd: ROWS_SM90.to_vec(),
+            bwd_reg: BWD_REG_SM90.to_vec(),
+            bwd_reg1: BWD_REG1_SM90.to_vec(),
+            bwd_reg4: BWD_REG4_SM90.to_vec(),
             split_bwd_ctas_per_sm: 8,
-        };
-        &T
+            bwd_reg_16bit_max_n: 2048,
+            bwd_reg_f32_max_n: 4096,
+            bwd_k1_above: 4096,
+            fwd_k8: true,
+            fwd_k8_ln: false,
+            fwd_persistent: false,
+            bwd_reg_prefetch: true,
+            bwd_reg_prefetch_f32: false,
+            no_full: false,
+            bwd_ctas_per_sm: None,
+            fin_cols_parts: 16,
+            fin_cols_max: 64,
+            fin_cols_min_n: 65536,
+            fin_wide_min_ctas_per_sm: 2,
+            fin_wide_parts_per_lane: 4,
+            pdl: true,
+            rows: RowsTuning { on: true, rpc: None, min_n: 512, max_n: 2048, cta_threads: 256 },
+            cluster: ClusterTuning {
+                on: true,
+                shape: None,
+                cap_raise: 0,
+                caps: ClusterCaps {
+                    fwd16_ln_or_residual: 131072,
+                    fwd16: 262144,
+                    fwd32_residual: 131072,
+                    fwd32: 262144,
+                    bwd16_ln_residual: 131072,
+                    bwd16_ln: 262144,
+                    bwd16: 262144,
+                    bwd32_ln: 32768,
+                    bwd32: 131072,
+                },
+                fwd16: CL_FWD16.to_vec(),
+                fwd32: CL_FWD32.to_vec(),
+                bwd16: CL_BWD16.to_vec(),
+                bwd32: CL_BWD32.to_vec(),
+                prefetch: true,
+                prefetch_rms_above_threads: 256,
+            },
+        }
     }
 
     /// Blackwell (B200). Not measured: Hopper's tables (their shape follows per-thread work and
     /// shared-memory capacity, which sm_100 has at least as much of).
-    pub fn for_sm100() -> &'static Tuning {
+    pub fn for_sm100() -> Tuning {
         Self::for_sm90()
     }
 
     /// The tables for compute capability `major`: Blackwell's from 10 on, else Hopper's.
-    pub fn for_cc(major: i32) -> &'static Tuning {
+    pub fn for_cc(major: i32) -> Tuning {
         if major >= 10 {
             Self::for_sm100()
         } else {
             Self::for_sm90()
         }
     }
+
+    /// This tuning with the overrides of [`ENV_OVERRIDES`] applied, `get` returning a variable's
+    /// value (`std::env::var(name).ok()` in the backend, a map in tests). Unset variables and
+    /// malformed values leave the defaults.
+    pub fn with_env(mut self, get: impl Fn(&str) -> Option<String>) -> Tuning {
+        let on_unless_0 = |name: &str| get(name).is_none_or(|v| v != "0");
+        self.fwd = merge(self.fwd, get("NORMKIT_CUDA_FWD_TABLE").as_deref());
+        self.bwd_reg = merge(self.bwd_reg, get("NORMKIT_CUDA_BWD_TABLE").as_deref());
+        self.bwd_reg4 = merge(self.bwd_reg4, get("NORMKIT_CUDA_BWD4_TABLE").as_deref());
+        self.bwd_k1_above = get("NORMKIT_CUDA_BWD_K1_ABOVE").and_then(|v| v.parse().ok()).unwrap_or(self.bwd_k1_above);
+        self.fwd_k8 = on_unless_0("NORMKIT_CUDA_FWD_K8");
+        self.fwd_k8_ln = get("NORMKIT_CUDA_FWD_K8").is_some_and(|v| v == "all");
+        self.bwd_reg_prefetch = on_unless_0("NORMKIT_CUDA_PF");
+        self.no_full = get("NORMKIT_CUDA_FULL").is_some_and(|v| v == "0");
+        self.fwd_persistent = get("NORMKIT_CUDA_FWD_GRID").is_some_and(|v| v == "persist");
+        self.bwd_ctas_per_sm = get("NORMKIT_CUDA_BWD_CTAS_PER_SM").and_then(|v| v.parse().ok()).filter(|&c| c > 0);
+        self.fin_cols_max = get("NORMKIT_CUDA_FIN_COLS_MAX").and_then(|v| v.parse().ok()).unwrap_or(self.fin_cols_max);
+        self.pdl = on_unless_0("NORMKIT_CUDA_PDL");
+        match get("NORMKIT_CUDA_ROWS") {
+            Some(v) if v == "off" || v == "0" => {
+                self.rows.on = false;
+                self.rows.rpc = None;
+            }
+            Some(v) => {
+                self.rows.on = true;
+                self.rows.rpc = v.trim().parse().ok().filter(|&r| r >= 1);
+            }
+            None => {}
+        }
+        self.cluster.on = !get("NORMKIT_CUDA_CLUSTER").is_some_and(|v| v == "0");
+        self.cluster.shape = get("NORMKIT_CUDA_CLUSTER_CT").and_then(|v| {
+            let (c, t) = v.split_once(',')?;
+            Some((c.trim().parse().ok()?, t.trim().parse().ok()?))
+        });
+        self.cluster.cap_raise = get("NORMKIT_CUDA_CLUSTER_CAP").and_then(|v| v.parse().ok()).unwrap_or(0);
+        self.cluster.prefetch = on_unless_0("NORMKIT_CUDA_CLUSTER_PF");
+        self
+    }
 }
 
-impl Tuning {
-    /// This table with rows replaced or added from a tuning override `"max_n:group:rows_per_cta,..."`
-    /// (the env variables `NORMKIT_CUDA_FWD_TABLE`, `NORMKIT_CUDA_BWD_TABLE`,
-    /// `NORMKIT_CUDA_BWD4_TABLE` for measurement runs). Malformed entries are ignored. The result
-    /// is leaked: call once per backend.
-    pub fn with_overrides(&'static self, fwd: Option<&str>, bwd_reg: Option<&str>, bwd_reg4: Option<&str>) -> &'static Tuning {
-        if fwd.is_none() && bwd_reg.is_none() && bwd_reg4.is_none() {
-            return self;
-        }
-        let merge = |base: &'static [RowConfig], spec: Option<&str>| -> &'static [RowConfig] {
-            let Some(spec) = spec else { return base };
-            let mut rows = base.to_vec();
-            for e in spec.split(',') {
-                let v: Vec<usize> = e.split(':').filter_map(|x| x.trim().parse().ok()).collect();
-                if let [max_n, g, r] = v[..] {
-                    if g.is_power_of_two() && g <= 1024 && r >= 1 && g * r <= 1024 {
-                        let row = rc(max_n, g as u32, r as u32);
-                        match rows.iter_mut().find(|x| x.max_n == max_n) {
-                            Some(x) => *x = row,
-                            None => rows.push(row),
-                        }
-                    }
+/// `base` with rows replaced or added from a tuning override `"max_n:group:rows_per_cta,..."`.
+/// Malformed entries are ignored.
+fn merge(base: Vec<RowConfig>, spec: Option<&str>) -> Vec<RowConfig> {
+    let Some(spec) = spec else { return base };
+    let mut rows = base;
+    for e in spec.split(',') {
+        let v: Vec<usize> = e.split(':').filter_map(|x| x.trim().parse().ok()).collect();
+        if let [max_n, g, r] = v[..] {
+            if g.is_power_of_two() && g <= 1024 && r >= 1 && g * r <= 1024 {
+                let row = rc(max_n, g as u32, r as u32);
+                match rows.iter_mut().find(|x| x.max_n == max_n) {
+                    Some(x) => *x = row,
+                    None => rows.push(row),
                 }
             }
-            rows.sort_by_key(|r| r.max_n);
-            Box::leak(rows.into_boxed_slice())
-        };
-        Box::leak(Box::new(Tuning {
-            fwd: merge(self.fwd, fwd),
-            bwd_reg: merge(self.bwd_reg, bwd_reg),
-            bwd_reg4: merge(self.bwd_reg4, bwd_reg4),
-            ..*self
-        }))
+        }
     }
+    rows.sort_by_key(|r| r.max_n);
+    rows
 }
 
 /// The table row for hidden size `n`, or `None` for the split-row path.
 pub fn pick(table: &[RowConfig], n: usize) -> Option<RowConfig> {
     table.iter().copied().find(|r| n <= r.max_n)
+}
+
+/// The cluster table row for hidden size `n`.
+pub fn pick_cluster(table: &[ClusterConfig], n: usize) -> Option<ClusterConfig> {
+    table.iter().copied().find(|r| n <= r.max_n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |k| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| (*v).to_owned())
+    }
+
+    #[test]
+    fn no_environment_is_the_default() {
+        assert_eq!(Tuning::for_sm90().with_env(env(&[])), Tuning::for_sm90());
+        assert_eq!(Tuning::for_cc(10), Tuning::for_cc(9));
+    }
+
+    #[test]
+    fn every_override_parses_as_before() {
+        let t = Tuning::for_sm90().with_env(env(&[
+            ("NORMKIT_CUDA_FWD_TABLE", "1024:128:1,100000:1024:1,bad,64:3:1"),
+            ("NORMKIT_CUDA_BWD_TABLE", "1024:32:8"),
+            ("NORMKIT_CUDA_BWD4_TABLE", "8192:512:2"),
+            ("NORMKIT_CUDA_BWD_K1_ABOVE", "2048"),
+            ("NORMKIT_CUDA_FWD_K8", "all"),
+            ("NORMKIT_CUDA_PF", "0"),
+            ("NORMKIT_CUDA_FULL", "0"),
+            ("NORMKIT_CUDA_FWD_GRID", "persist"),
+            ("NORMKIT_CUDA_BWD_CTAS_PER_SM", "0"),
+            ("NORMKIT_CUDA_FIN_COLS_MAX", "16"),
+            ("NORMKIT_CUDA_PDL", "0"),
+            ("NORMKIT_CUDA_ROWS", " 2 "),
+            ("NORMKIT_CUDA_CLUSTER", "0"),
+            ("NORMKIT_CUDA_CLUSTER_CT", "8, 256"),
+            ("NORMKIT_CUDA_CLUSTER_CAP", "1048576"),
+            ("NORMKIT_CUDA_CLUSTER_PF", "0"),
+        ]));
+        assert_eq!(pick(&t.fwd, 1000), Some(rc(1024, 128, 1)));
+        assert_eq!(t.fwd.last(), Some(&rc(100000, 1024, 1)));
+        assert_eq!(t.fwd.len(), ROWS_SM90.len() + 1, "64:3:1 (group not a power of two) is ignored");
+        assert_eq!(pick(&t.bwd_reg, 1024), Some(rc(1024, 32, 8)));
+        assert_eq!(t.bwd, ROWS_SM90.to_vec(), "no override reaches the backward row table");
+        assert_eq!(pick(&t.bwd_reg4, 8192), Some(rc(8192, 512, 2)));
+        assert_eq!(t.bwd_k1_above, 2048);
+        assert!(t.fwd_k8 && t.fwd_k8_ln && !t.bwd_reg_prefetch && t.no_full && t.fwd_persistent && !t.pdl);
+        assert_eq!(t.bwd_ctas_per_sm, None, "0 is no cap");
+        assert_eq!(t.fin_cols_max, 16);
+        assert_eq!((t.rows.on, t.rows.rpc), (true, Some(2)));
+        assert!(!t.cluster.on && !t.cluster.prefetch);
+        assert_eq!((t.cluster.shape, t.cluster.cap_raise), (Some((8, 256)), 1048576));
+        let t = Tuning::for_sm90().with_env(env(&[("NORMKIT_CUDA_FWD_K8", "0"), ("NORMKIT_CUDA_ROWS", "off")]));
+        assert!(!t.fwd_k8 && !t.fwd_k8_ln && !t.rows.on);
+        let t = Tuning::for_sm90().with_env(env(&[("NORMKIT_CUDA_ROWS", "x"), ("NORMKIT_CUDA_BWD_CTAS_PER_SM", "3")]));
+        assert_eq!((t.rows.on, t.rows.rpc, t.bwd_ctas_per_sm), (true, None, Some(3)));
+    }
 }

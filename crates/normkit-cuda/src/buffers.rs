@@ -1,0 +1,213 @@
+//! Device memory: [`CudaBuffer`] (owned or a view of foreign memory), allocation, upload,
+//! download, the ownership check of every operand, and the workspace lent to each call.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use cudarc::driver::result as cu;
+use cudarc::driver::sys;
+use cudarc::driver::CudaContext;
+use normkit_core::{Buffer, DType, HostBuf, NormError, Operand, Result};
+
+use crate::startup::{dev_err, Device, BACKEND};
+
+/// Device memory owned by a [`CudaBuffer`]; freed on drop.
+#[derive(Debug)]
+pub(crate) struct DeviceAlloc {
+    ptr: u64,
+    ctx: Arc<CudaContext>,
+}
+
+impl Drop for DeviceAlloc {
+    fn drop(&mut self) {
+        if self.ctx.bind_to_thread().is_ok() {
+            // SAFETY: `ptr` came from cuMemAlloc in this context and is freed exactly once, here;
+            // cuMemFree waits for work using it to finish. An error cannot be reported from drop.
+            let _ = unsafe { cu::free_sync(self.ptr) };
+        }
+    }
+}
+
+/// A CUDA device buffer: `len` elements of `dtype`.
+#[derive(Debug)]
+pub struct CudaBuffer {
+    pub(crate) dtype: DType,
+    pub(crate) len: usize,
+    pub(crate) ptr: u64,
+    ctx_id: usize,
+    _owner: Option<DeviceAlloc>,
+}
+
+impl CudaBuffer {
+    /// Device address of element 0.
+    pub fn device_ptr(&self) -> u64 {
+        self.ptr
+    }
+    fn bytes(&self) -> usize {
+        self.len * self.dtype.size_bytes()
+    }
+}
+
+impl Buffer for CudaBuffer {
+    fn dtype(&self) -> DType {
+        self.dtype
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn base_addr(&self) -> Option<u64> {
+        Some(self.ptr)
+    }
+}
+
+/// `b` belongs to `dev`'s context, else [`NormError::ForeignBuffer`] for `operand`.
+pub(crate) fn check_own(dev: &Device, operand: Operand, b: &CudaBuffer) -> Result<()> {
+    if b.ctx_id != dev.ctx_id() {
+        return Err(NormError::ForeignBuffer { backend: BACKEND, operand });
+    }
+    Ok(())
+}
+
+/// A buffer viewing `len` elements of `dtype` at device address `ptr`, owned elsewhere.
+///
+/// # Safety
+/// As [`CudaBackend::buffer_from_raw`](crate::CudaBackend::buffer_from_raw).
+pub(crate) unsafe fn buffer_from_raw(dev: &Device, ptr: u64, len: usize, dtype: DType) -> Result<CudaBuffer> {
+    let es = dtype.size_bytes();
+    if !ptr.is_multiple_of(es as u64) {
+        return Err(NormError::Alignment { operand: Operand::X, required: es, offset_bytes: (ptr % es as u64) as usize });
+    }
+    if len.checked_mul(es).and_then(|b| (ptr as usize).checked_add(b)).is_none() {
+        return Err(NormError::Overflow { operand: Operand::X });
+    }
+    Ok(CudaBuffer { dtype, len, ptr, ctx_id: dev.ctx_id(), _owner: None })
+}
+
+/// The workspace lent to one call: its address, valid while the lease lives (see
+/// [`Memory::workspace`]).
+pub(crate) struct WsLease<'a> {
+    _lock: Option<MutexGuard<'a, Workspace>>,
+    /// Base address (0 when the call needs none).
+    pub ptr: u64,
+}
+
+/// Scratch memory reused across calls (stream-ordered; grows, never shrinks).
+#[derive(Debug, Default)]
+pub(crate) struct Workspace {
+    alloc: Option<DeviceAlloc>,
+    bytes: usize,
+}
+
+/// A backend's allocations: the workspace and the allocation-failure hook.
+#[derive(Debug, Default)]
+pub(crate) struct Memory {
+    workspace: Mutex<Workspace>,
+    /// Device allocations still to fail on purpose ([`Memory::inject_alloc_failures`]).
+    alloc_faults: AtomicU32,
+}
+
+impl Memory {
+    /// Arms `n` allocation failures (see `CudaBackend::inject_alloc_failures`).
+    pub(crate) fn inject_alloc_failures(&self, n: u32) {
+        self.alloc_faults.store(n, Ordering::Relaxed);
+    }
+
+    /// Bytes of device memory the workspace holds now.
+    pub(crate) fn workspace_bytes(&self) -> usize {
+        self.workspace.lock().unwrap_or_else(|p| p.into_inner()).bytes
+    }
+
+    /// Takes one injected allocation failure, if any is armed.
+    fn take_alloc_fault(&self) -> bool {
+        self.alloc_faults.load(Ordering::Relaxed) > 0
+            && self.alloc_faults.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1)).is_ok()
+    }
+
+    fn malloc(&self, dev: &Device, bytes: usize) -> Result<DeviceAlloc> {
+        dev.ctx.bind_to_thread().map_err(dev_err("bind context"))?;
+        let r = if self.take_alloc_fault() {
+            Err(cu::DriverError(sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY))
+        } else {
+            // SAFETY: a plain cuMemAlloc of `bytes > 0` bytes in the bound context.
+            unsafe { cu::malloc_sync(bytes) }
+        };
+        match r {
+            Ok(ptr) => Ok(DeviceAlloc { ptr, ctx: dev.ctx.clone() }),
+            Err(e) if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY => {
+                let free = dev.ctx.mem_get_info().map(|(f, _)| f as u64).unwrap_or(0);
+                Err(NormError::ResourceLimit { resource: "device memory", requested: bytes as u64, available: free })
+            }
+            Err(e) => Err(dev_err("allocation")(e)),
+        }
+    }
+
+    /// A buffer of `len` elements of `dtype` (uninitialised).
+    pub(crate) fn alloc(&self, dev: &Device, dtype: DType, len: usize) -> Result<CudaBuffer> {
+        let bytes = len.checked_mul(dtype.size_bytes()).ok_or(NormError::ResourceLimit {
+            resource: "device memory",
+            requested: u64::MAX,
+            available: 0,
+        })?;
+        if bytes == 0 {
+            return Ok(CudaBuffer { dtype, len, ptr: 0, ctx_id: dev.ctx_id(), _owner: None });
+        }
+        let a = self.malloc(dev, bytes)?;
+        Ok(CudaBuffer { dtype, len, ptr: a.ptr, ctx_id: dev.ctx_id(), _owner: Some(a) })
+    }
+
+    /// A buffer holding a copy of `src`.
+    pub(crate) fn upload(&self, dev: &Device, src: &HostBuf) -> Result<CudaBuffer> {
+        let b = self.alloc(dev, src.dtype(), src.len())?;
+        if b.len > 0 {
+            let bytes = src.as_bytes();
+            // SAFETY: `b` holds exactly `bytes.len()` bytes; the host slice stays borrowed until the
+            // stream is synchronised below, so the asynchronous copy reads live memory.
+            unsafe { cu::memcpy_htod_async(b.ptr, bytes, dev.stream.cu_stream()) }.map_err(dev_err("upload"))?;
+            dev.stream.synchronize().map_err(dev_err("upload"))?;
+        }
+        Ok(b)
+    }
+
+    /// Makes sure the workspace holds `bytes` and lends it to one call. Growing waits for queued
+    /// work (the old workspace may be in use) and is refused during graph capture. Every caller
+    /// asks before its first launch, so a failed growth (`ResourceLimit`, from `malloc`) leaves
+    /// the call's outputs unwritten; the old workspace is freed first (the peak is the new size,
+    /// not old + new), so after a failure the backend holds none and the next call that needs
+    /// one allocates again.
+    ///
+    /// The lease holds the workspace's lock until the call has queued its kernels and drops it:
+    /// another thread sharing the backend cannot grow (and so free) the workspace between this
+    /// call reading its address and launching on it. Calls that share it run in stream order.
+    /// `bytes == 0` takes no lock and lends address 0.
+    pub(crate) fn workspace(&self, dev: &Device, bytes: usize) -> Result<WsLease<'_>> {
+        if bytes == 0 {
+            return Ok(WsLease { _lock: None, ptr: 0 });
+        }
+        let mut ws = self.workspace.lock().unwrap_or_else(|p| p.into_inner());
+        if ws.bytes < bytes {
+            dev.stream.synchronize().map_err(dev_err("workspace growth"))?;
+            ws.alloc = None;
+            ws.bytes = 0;
+            let a = self.malloc(dev, bytes.max(1 << 20))?;
+            ws.bytes = bytes.max(1 << 20);
+            ws.alloc = Some(a);
+        }
+        let ptr = ws.alloc.as_ref().map_or(0, |a| a.ptr);
+        Ok(WsLease { _lock: Some(ws), ptr })
+    }
+}
+
+/// A host copy of `buf`.
+pub(crate) fn download(dev: &Device, buf: &CudaBuffer) -> Result<HostBuf> {
+    check_own(dev, Operand::X, buf)?;
+    let mut h = HostBuf::zeros(buf.dtype, buf.len);
+    if buf.len > 0 {
+        let dst = h.as_bytes_mut();
+        debug_assert_eq!(dst.len(), buf.bytes());
+        // SAFETY: the device range is the buffer's own `bytes()` bytes; the host slice is
+        // exclusively borrowed and the stream is synchronised before it is released.
+        unsafe { cu::memcpy_dtoh_async(dst, buf.ptr, dev.stream.cu_stream()) }.map_err(dev_err("download"))?;
+        dev.stream.synchronize().map_err(dev_err("download"))?;
+    }
+    Ok(h)
+}

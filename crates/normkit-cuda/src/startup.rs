@@ -1,0 +1,136 @@
+//! Start-up: the driver and the device, the module loaded from the embedded fatbin, each
+//! kernel's shared-memory limits, the [`DeviceFacts`] the planner reads, and the backend's
+//! [`Tuning`] with the environment overrides read once, here.
+
+use std::sync::{Arc, Mutex};
+
+use cudarc::driver::result as cu;
+use cudarc::driver::sys;
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
+use normkit_core::{NormError, Result};
+
+use crate::kernels::{self, Kernel};
+use crate::plan::DeviceFacts;
+use crate::tuning::Tuning;
+
+/// Every kernel, as one fatbin (sm_90a, sm_100a, compute_90 PTX).
+static FATBIN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/normkit.fatbin"));
+
+/// The backend's name in errors.
+pub(crate) const BACKEND: &str = "cuda";
+
+/// Maps a driver error to [`NormError::Device`], naming what was being done.
+pub(crate) fn dev_err(during: &'static str) -> impl FnOnce(cu::DriverError) -> NormError {
+    move |e| NormError::Device { backend: BACKEND, during, source: Box::new(e) }
+}
+
+/// Every row-path kernel (their shared-memory limit is raised together).
+const ROW_KERNELS: [Kernel; 6] = [
+    kernels::NK_FWD_ROW_A,
+    kernels::NK_FWD_ROW_AH,
+    kernels::NK_FWD_ROW_U,
+    kernels::NK_BWD_ROW_A,
+    kernels::NK_BWD_ROW_AH,
+    kernels::NK_BWD_ROW_U,
+];
+
+/// (kernel index, cluster size, threads, shared memory): what a cluster occupancy depends on.
+pub(crate) type ClusterKey = (usize, u32, u32, u32);
+
+/// One opened device: context, stream, the loaded kernels and what the planner knows of it.
+#[derive(Debug)]
+pub(crate) struct Device {
+    pub ctx: Arc<CudaContext>,
+    pub stream: Arc<CudaStream>,
+    _module: Arc<CudaModule>,
+    /// The kernels, by [`Kernel::index`].
+    pub funcs: Vec<CudaFunction>,
+    pub name: String,
+    pub cc: (i32, i32),
+    pub facts: DeviceFacts,
+    /// Max active clusters per [`ClusterKey`], cached (launch.rs).
+    pub clusters: Mutex<Vec<(ClusterKey, u32)>>,
+}
+
+impl Device {
+    /// Opens device `ordinal`. Errors, never panics: no driver library, no device, or a device
+    /// the fatbin has no code for.
+    pub(crate) fn open(ordinal: usize) -> Result<Device> {
+        // SAFETY: only probes for the driver library (dlopen); cudarc panics on first use otherwise.
+        if !unsafe { sys::is_culib_present() } {
+            return Err(NormError::BackendUnavailable { backend: BACKEND, reason: "no CUDA driver (libcuda.so not found)".into() });
+        }
+        let unavailable = |reason: String| NormError::BackendUnavailable { backend: BACKEND, reason };
+        cu::init().map_err(|e| unavailable(format!("cuInit failed: {e}")))?;
+        let count = CudaContext::device_count().map_err(|e| unavailable(format!("no CUDA device ({e})")))?;
+        if count <= 0 {
+            return Err(unavailable("no CUDA device".into()));
+        }
+        if ordinal >= count as usize {
+            return Err(unavailable(format!("no CUDA device {ordinal} ({count} present)")));
+        }
+        let ctx = CudaContext::new(ordinal).map_err(dev_err("context creation"))?;
+        let cc = ctx.compute_capability().map_err(dev_err("device query"))?;
+        if cc.0 < 9 {
+            return Err(unavailable(format!("compute capability {}.{} is below 9.0 (the fatbin targets sm_90+)", cc.0, cc.1)));
+        }
+        if FATBIN.is_empty() {
+            return Err(unavailable("this build holds no kernels (built by clippy or with NORMKIT_KERNELS=skip)".into()));
+        }
+        let stream = ctx.new_stream().map_err(dev_err("stream creation"))?;
+        let module = ctx.load_module(cudarc::nvrtc::Ptx::from_binary(FATBIN.to_vec())).map_err(dev_err("module load"))?;
+        let mut funcs = Vec::with_capacity(kernels::ALL.len());
+        for k in kernels::ALL.iter() {
+            let f = module.load_function(k.name).map_err(dev_err("kernel lookup"))?;
+            funcs.push(f);
+        }
+        let smem_optin = ctx
+            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+            .map_err(dev_err("device query"))?;
+        let mut smem_limit = smem_optin;
+        for k in ROW_KERNELS {
+            // The opt-in limit covers static + dynamic shared memory: leave the static part out.
+            let static_smem = funcs[k.index]
+                .get_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)
+                .map_err(dev_err("kernel attribute"))?;
+            smem_limit = smem_limit.min(smem_optin - static_smem);
+        }
+        for k in ROW_KERNELS {
+            funcs[k.index]
+                .set_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem_limit)
+                .map_err(dev_err("kernel attribute"))?;
+        }
+        // The register kernels (prefetch buffers, the backward's group reduction): each its own
+        // opt-in limit less its static shared memory.
+        let mut dyn_smem_max = vec![48 * 1024; kernels::ALL.len()];
+        for k in kernels::ALL.iter() {
+            if ROW_KERNELS.iter().any(|r| r.index == k.index) {
+                dyn_smem_max[k.index] = smem_limit as usize;
+            } else if k.name.starts_with("nk_fwd_reg") || k.name.starts_with("nk_bwd_reg") || k.name.starts_with("nk_bwd_rows") {
+                let f = &funcs[k.index];
+                let st =
+                    f.get_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES).map_err(dev_err("kernel attribute"))?;
+                let lim = smem_optin - st;
+                f.set_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, lim)
+                    .map_err(dev_err("kernel attribute"))?;
+                dyn_smem_max[k.index] = lim as usize;
+            }
+        }
+        let sms = ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map_err(dev_err("device query"))? as u32;
+        let name = ctx.name().unwrap_or_else(|_| "CUDA device".into());
+        let facts = DeviceFacts { sms, cc_major: cc.0, row_smem_limit: smem_limit as usize, dyn_smem_max };
+        Ok(Device { ctx, stream, _module: module, funcs, name, cc, facts, clusters: Mutex::new(Vec::new()) })
+    }
+
+    /// The context's handle, as an identity for buffer ownership.
+    pub(crate) fn ctx_id(&self) -> usize {
+        self.ctx.cu_ctx() as usize
+    }
+}
+
+/// The launch tables for compute capability `cc`, with every override of
+/// [`ENV_OVERRIDES`](crate::tuning::ENV_OVERRIDES) read from the environment — once, here,
+/// when the backend is created.
+pub(crate) fn tuning(cc: (i32, i32)) -> Tuning {
+    Tuning::for_cc(cc.0).with_env(|name| std::env::var(name).ok())
+}
