@@ -22,6 +22,19 @@ pub use generated::*;
 /// The kernel named `name`, if the table has it.
 pub fn find(name: &str) -> Option<Kernel> {
     #[cfg(test)]
-    crate::plan::tests::asked(name);
+    ASKED.with(|a| a.borrow_mut().insert(name.to_owned()));
     ALL.iter().copied().find(|k| k.name == name)
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Every name [`find`] was asked for on this thread (the planner's tests check that each
+    /// exists).
+    static ASKED: std::cell::RefCell<std::collections::BTreeSet<String>> = const { std::cell::RefCell::new(std::collections::BTreeSet::new()) };
+}
+
+/// Takes the names [`find`] was asked for on this thread since the last call.
+#[cfg(test)]
+pub fn take_asked() -> std::collections::BTreeSet<String> {
+    ASKED.with(|a| std::mem::take(&mut *a.borrow_mut()))
 }

@@ -165,7 +165,7 @@ pub(crate) fn forward(
         casting: casting_code(desc.casting),
         ..Default::default()
     };
-    let mut vec_ok = plan.n % 8 == 0 && mat_vec_ok(xb, &plan.x) && mat_vec_ok(yb, &plan.y);
+    let mut vec_ok = plan.n.is_multiple_of(8) && mat_vec_ok(xb, &plan.x) && mat_vec_ok(yb, &plan.y);
     let mut flags = if desc.kind == NormKind::Layer { F_LN } else { 0 };
     if let (Some(r), Some((rl, rol, _))) = (&a.residual, plan.residual) {
         let (rb, rob) = in_out(r);
@@ -244,7 +244,7 @@ pub(crate) fn backward(
         dt_w: dt_code(plan.dtypes.weight),
         ..Default::default()
     };
-    let mut vec_ok = plan.n % 8 == 0 && mat_vec_ok(a.x.buf, &plan.x) && mat_vec_ok(dyb, &plan.dy) && mat_vec_ok(dxb, &plan.dx);
+    let mut vec_ok = plan.n.is_multiple_of(8) && mat_vec_ok(a.x.buf, &plan.x) && mat_vec_ok(dyb, &plan.dy) && mat_vec_ok(dxb, &plan.dx);
     let mut flags = if desc.kind == NormKind::Layer { F_LN } else { 0 };
     if let (Some(d), Some(l)) = (&a.d_residual_out, plan.d_residual_out) {
         check_own(dev, Operand::DResidualOut, d.buf)?;

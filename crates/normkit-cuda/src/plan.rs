@@ -777,26 +777,15 @@ fn finalize(t: &Tuning, d: &DeviceFacts, l: &mut Launch, n: usize, nacc: usize) 
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     //! The path boundaries as they were before the planner was pulled out of lib.rs, cluster.rs
     //! and rows.rs (expectations derived from that code by hand, on H100 facts and a fake
     //! occupancy), and a walk over every reachable plan checking the kernels it names exist.
 
-    use std::cell::RefCell;
     use std::collections::BTreeSet;
 
     use super::*;
     use crate::tuning::RowConfig;
-
-    thread_local! {
-        /// Every kernel name the planner looked up on this thread.
-        static ASKED: RefCell<BTreeSet<String>> = const { RefCell::new(BTreeSet::new()) };
-    }
-
-    /// Records a lookup (called by `kernels::find` in test builds).
-    pub(crate) fn asked(name: &str) {
-        ASKED.with(|a| a.borrow_mut().insert(name.to_owned()));
-    }
 
     const OPTIN: usize = 232448; // 227 KiB per block, opt-in (H100)
     const SM_SMEM: usize = 233472; // 228 KiB per SM
@@ -834,7 +823,7 @@ pub(crate) mod tests {
     }
 
     fn per_sm(block: u32, smem: usize) -> u32 {
-        let by_smem = if smem > 0 { (SM_SMEM / smem) as u32 } else { 32 };
+        let by_smem = SM_SMEM.checked_div(smem).map_or(32, |b| b as u32);
         32.min(2048 / block).min(by_smem)
     }
 
@@ -1386,7 +1375,7 @@ pub(crate) mod tests {
     /// only ones are the two below (a known gap, see the test's last assertion).
     #[test]
     fn every_reachable_plan_names_existing_kernels() {
-        ASKED.with(|a| a.borrow_mut().clear());
+        kernels::take_asked();
         let d = h100();
         let tunings = [
             Tuning::for_sm90(),
@@ -1460,7 +1449,7 @@ pub(crate) mod tests {
                 }
             }
         }
-        let asked = ASKED.with(|a| a.borrow().clone());
+        let asked = kernels::take_asked();
         let missing: BTreeSet<String> = asked.into_iter().filter(|n| kernels::find(n).is_none()).collect();
         // Known gap (kept as it was: this change moves code, it does not change which kernel
         // runs): 16-bit RMSNorm backward with d_residual_out on the cluster path at 512 threads

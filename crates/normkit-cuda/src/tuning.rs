@@ -440,7 +440,7 @@ impl Tuning {
             }
             None => {}
         }
-        self.cluster.on = !get("NORMKIT_CUDA_CLUSTER").is_some_and(|v| v == "0");
+        self.cluster.on = on_unless_0("NORMKIT_CUDA_CLUSTER");
         self.cluster.shape = get("NORMKIT_CUDA_CLUSTER_CT").and_then(|v| {
             let (c, t) = v.split_once(',')?;
             Some((c.trim().parse().ok()?, t.trim().parse().ok()?))
