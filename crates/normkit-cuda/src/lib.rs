@@ -30,7 +30,6 @@
 //! Backward: persistent CTAs keep dW/dB partials in shared memory (row path) or registers (split
 //! path) and write one fp32 partial row each to a workspace; `nk_bwd_finalize` sums the partial
 //! rows in index order. No floating-point atomics anywhere: bitwise deterministic.
-
 //!
 //! # Layout of the crate
 //!
