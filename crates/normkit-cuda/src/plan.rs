@@ -709,7 +709,13 @@ fn backward_cluster(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &BwdCal
     // shared memory; else dW/dB in registers up to 256 threads, in shared memory (`cls`) at
     // 512. RMSNorm at 256 threads keeps the plain kernel (two CTAs per SM; kernels.def).
     let pf_smem = (2 * (2 + res as usize) * 16 + if c.weight { 32 } else { 0 }) * kk * rc.t as usize;
-    let pf = (c.ln || rc.t > t.cluster.prefetch_rms_above_threads) && dt != DType::F32 && t.cluster.prefetch && pf_smem <= d.row_smem_limit;
+    // The RMSNorm twin exists without d_residual_out only (kernels.def: `nk_bwd_clp_*_rms`);
+    // with it, RMSNorm keeps the shared-memory kernel (`cls`). Before 2026-11-24 the planner
+    // asked for `nk_bwd_clp_*_rms_res` at 131072 < N ≤ 262144 and the call failed.
+    let pf = (c.ln || (rc.t > t.cluster.prefetch_rms_above_threads && !res))
+        && dt != DType::F32
+        && t.cluster.prefetch
+        && pf_smem <= d.row_smem_limit;
     let sacc = !pf && rc.t > CLUSTER_REG_THREADS;
     let name = format!(
         "nk_bwd_{}_{}_{}{}",
@@ -1451,24 +1457,30 @@ mod tests {
         }
         let asked = kernels::take_asked();
         let missing: BTreeSet<String> = asked.into_iter().filter(|n| kernels::find(n).is_none()).collect();
-        // Known gap (kept as it was: this change moves code, it does not change which kernel
-        // runs): 16-bit RMSNorm backward with d_residual_out on the cluster path at 512 threads
-        // (131072 < N ≤ 262144) asks for a prefetching twin `nk_bwd_clp_*_rms_res` wherever its
-        // buffers fit (K = 3, or no weight), and kernels.def has none: the call fails with
-        // NormError::Internal. Either kernels.def gains the two variants or the planner stops
-        // asking for them; then this list becomes empty.
-        let known: BTreeSet<String> = ["nk_bwd_clp_bf16_rms_res", "nk_bwd_clp_f16_rms_res"].map(String::from).into();
+        // Every name the planner can ask for is in the table (the 16-bit RMSNorm backward with
+        // d_residual_out at 131072 < N ≤ 262144 asked for a prefetching twin kernels.def does not
+        // have until 2026-11-24).
+        let known: BTreeSet<String> = BTreeSet::new();
         assert_eq!(missing, known);
         assert_eq!(internal, known.iter().map(|n| format!("kernel {n} is missing from the fatbin")).collect());
     }
 
-    /// The known gap above, pinned: bf16 RMSNorm backward with d_residual_out at N = 163840.
+    /// bf16 RMSNorm backward with d_residual_out at N = 163840 (cluster, 512 threads): the
+    /// shared-memory kernel, with or without the prefetching twins enabled (RMSNorm has no twin
+    /// with d_residual_out); without d_residual_out the twin runs.
     #[test]
-    fn rms_backward_with_d_residual_out_at_163840_has_no_kernel() {
+    fn rms_backward_with_d_residual_out_at_163840_takes_the_shared_memory_kernel() {
         let c = BwdCall { d_residual: true, ..bwd(DType::BF16, 163840, 64) };
-        assert!(matches!(backward(&Tuning::for_sm90(), &h100(), &OCC, &c), Err(NormError::Internal { .. })));
-        // Without the prefetching twins the shared-memory kernel runs.
+        assert_eq!(
+            backward(&Tuning::for_sm90(), &h100(), &OCC, &c).unwrap().steps().next().unwrap().kernel.name,
+            "nk_bwd_cls_bf16_rms_res"
+        );
         let nopf = Tuning::for_sm90().with_env(|k| (k == "NORMKIT_CUDA_CLUSTER_PF").then(|| "0".to_owned()));
         assert_eq!(backward(&nopf, &h100(), &OCC, &c).unwrap().steps().next().unwrap().kernel.name, "nk_bwd_cls_bf16_rms_res");
+        let plain = bwd(DType::BF16, 163840, 64);
+        assert_eq!(
+            backward(&Tuning::for_sm90(), &h100(), &OCC, &plain).unwrap().steps().next().unwrap().kernel.name,
+            "nk_bwd_clp_bf16_rms"
+        );
     }
 }
