@@ -62,6 +62,7 @@ pub mod case;
 pub mod check;
 pub mod concurrency;
 pub mod data;
+pub mod device;
 pub mod fuzz;
 pub mod grid;
 pub mod harness;

@@ -107,3 +107,22 @@ pub trait BenchBackend: NormKernel {
     /// calls once (a CUDA graph) and replay it, so launch overhead is what a graph sees.
     fn time_calls(&self, calls: usize, reps: usize, f: &mut dyn FnMut(usize) -> Result<()>) -> Result<Vec<f64>>;
 }
+
+/// A device backend whose buffers have addresses (CUDA, HIP): raw-pointer views of memory the
+/// caller owns, for interop with other libraries. The conformance suite's device-only tests
+/// (`normkit_conformance::device`) are written once over this trait.
+pub trait RawBuffers: NormKernel {
+    /// The device address of `buf`'s first element.
+    fn buffer_addr(buf: &Self::Buffer) -> u64;
+
+    /// A buffer viewing `len` elements of `dtype` at device address `ptr`, owned elsewhere:
+    /// [`NormError::Alignment`](crate::NormError::Alignment) when `ptr` is not a multiple of the
+    /// element size. Views may overlap; every call's validation rejects overlapping operands
+    /// ([`NormError::Aliasing`](crate::NormError::Aliasing)) except the explicit in-place form.
+    ///
+    /// # Safety
+    /// `ptr .. ptr + len·size` must be device memory of this backend's device (and context),
+    /// valid for reads and writes for as long as the buffer and any call using it live, and not
+    /// accessed by other code while such a call is in flight.
+    unsafe fn buffer_from_raw(&self, ptr: u64, len: usize, dtype: crate::DType) -> crate::Result<Self::Buffer>;
+}

@@ -42,7 +42,7 @@ pub use desc::{CastingMode, DTypes, Direction, NormDesc, NormKind, WeightSpec};
 pub use dtype::{round_to, DType};
 pub use error::{AliasRule, Dim, NormError, Operand, Result};
 pub use host::HostBuf;
-pub use kernel::{BenchBackend, DeviceInfo, NormKernel};
+pub use kernel::{BenchBackend, DeviceInfo, NormKernel, RawBuffers};
 pub use tensor::{Buffer, InOut, Layout, MatMut, MatRef, Span, VecMut, VecRef};
 pub use validate::{check_desc, check_dtypes, validate_backward, validate_forward, BackwardPlan, ForwardPlan};
 

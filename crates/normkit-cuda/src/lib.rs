@@ -56,6 +56,7 @@ mod kernels;
 mod launch;
 mod params;
 mod plan;
+mod raw;
 mod startup;
 pub mod tuning;
 

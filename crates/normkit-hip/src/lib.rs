@@ -80,6 +80,7 @@ pub mod kernels;
 mod launch;
 pub mod params;
 pub mod plan;
+mod raw;
 pub mod result;
 mod startup;
 pub mod tuning;
