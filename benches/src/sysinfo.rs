@@ -83,10 +83,17 @@ pub fn versions() -> Vec<(String, String)> {
     if !rustc.is_empty() {
         v.push(("rustc".into(), rustc.trim_start_matches("rustc ").to_string()));
     }
-    let git = command_line("git", &["rev-parse", "--short=12", "HEAD"]);
-    if !git.is_empty() {
-        let dirty = !command_line("git", &["status", "--porcelain", "--untracked-files=no"]).is_empty();
-        v.push(("git".into(), if dirty { format!("{git} (with local changes)") } else { git }));
+    // The commit the binary was built from (benches/build.rs); a build outside a git checkout
+    // falls back to the folder it runs in.
+    let built = env!("NORMKIT_BUILD_GIT");
+    if !built.is_empty() {
+        v.push(("git".into(), built.to_string()));
+    } else {
+        let git = command_line("git", &["rev-parse", "--short=12", "HEAD"]);
+        if !git.is_empty() {
+            let dirty = !command_line("git", &["status", "--porcelain", "--untracked-files=no"]).is_empty();
+            v.push(("git".into(), if dirty { format!("{git} (with local changes, of the folder it ran in)") } else { git }));
+        }
     }
     v
 }
