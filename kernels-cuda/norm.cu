@@ -1,11 +1,13 @@
 // normkit's CUDA translation unit: the CUDA platform header, the shared kernel bodies of
-// kernels-common, and one extern "C" entry point per line of kernels.def. Compiled once by nvcc
-// into a fatbin (sm_90a, sm_100a, compute_90 PTX); see crates/normkit-cuda/build.rs.
+// kernels-common, and one extern "C" entry point per NK_KERNEL line of nk_kernels.inc, which
+// crates/normkit-cuda/build.rs generates into OUT_DIR from the typed list kernels-cuda/variants.rs
+// (NK_KERNEL(symbol, template, ALIGNED, NARROW or SPEC, params, max threads, min CTAs)).
+// Compiled once by nvcc into a fatbin (sm_90a, sm_100a, compute_90 PTX).
 #include "platform.cuh"
 
 #define NK_CONST(name, value) constexpr int name = value;
-#define NK_KERNEL(sym, impl, aligned, narrow, params, max_threads, min_blocks)
-#include "kernels.def"
+#define NK_KERNEL(sym, impl, aligned, spec, params, max_threads, min_blocks)
+#include "nk_kernels.inc"
 #undef NK_CONST
 #undef NK_KERNEL
 
@@ -14,10 +16,10 @@
 #include "rows.cuh"
 
 #define NK_CONST(name, value)
-#define NK_KERNEL(sym, impl, aligned, narrow, params, max_threads, min_blocks) \
-    NK_KERNEL_ATTR void NK_LAUNCH_BOUNDS(max_threads, min_blocks) sym(const params p) { nk::impl<aligned, narrow>(p); }
-#include "kernels.def"
+#define NK_KERNEL(sym, impl, aligned, spec, params, max_threads, min_blocks) \
+    NK_KERNEL_ATTR void NK_LAUNCH_BOUNDS(max_threads, min_blocks) sym(const params p) { nk::impl<aligned, spec>(p); }
+#include "nk_kernels.inc"
 #undef NK_CONST
 #undef NK_KERNEL
 
-static_assert(NK_WARP_WIDTH == NK_WARP, "kernels.def's NK_WARP_WIDTH must match the platform header");
+static_assert(NK_WARP_WIDTH == NK_WARP, "variants.rs's NK_WARP_WIDTH must match the platform header");

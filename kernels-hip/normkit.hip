@@ -1,22 +1,24 @@
 // normkit's HIP translation unit: the HIP platform header, the shared kernel bodies of
-// kernels-common, and one extern "C" entry point per NK_KERNEL line of kernels.def.
+// kernels-common, and one extern "C" entry point per NK_KERNEL line of nk_kernels.inc, which
+// crates/normkit-hip/build.rs generates into OUT_DIR from the typed list kernels-hip/variants.rs
+// (NK_KERNEL(symbol, template, ALIGNED, NARROW or SPEC, params, max threads, min workgroups)).
 // Compiled ahead of time once per target (gfx90a, gfx942, gfx950) by
-// crates/normkit-hip/build.rs, with -I kernels-common.
+// crates/normkit-hip/build.rs, with -I kernels-common -I OUT_DIR.
 #include "platform.h"
 
 #define NK_CONST(name, value) constexpr int name = value;
-#define NK_KERNEL(sym, impl, aligned, narrow, params, max_threads, min_blocks)
-#include "kernels.def"
+#define NK_KERNEL(sym, impl, aligned, spec, params, max_threads, min_blocks)
+#include "nk_kernels.inc"
 #undef NK_CONST
 #undef NK_KERNEL
 
 #include "nk_norm.cuh"
 
 #define NK_CONST(name, value)
-#define NK_KERNEL(sym, impl, aligned, narrow, params, max_threads, min_blocks) \
-  NK_KERNEL_ATTR void NK_LAUNCH_BOUNDS(max_threads, min_blocks) sym(const params p) { nk::impl<aligned, narrow>(p); }
-#include "kernels.def"
+#define NK_KERNEL(sym, impl, aligned, spec, params, max_threads, min_blocks) \
+  NK_KERNEL_ATTR void NK_LAUNCH_BOUNDS(max_threads, min_blocks) sym(const params p) { nk::impl<aligned, spec>(p); }
+#include "nk_kernels.inc"
 #undef NK_CONST
 #undef NK_KERNEL
 
-static_assert(NK_WARP_WIDTH == NK_WARP, "kernels.def's NK_WARP_WIDTH must match platform.h");
+static_assert(NK_WARP_WIDTH == NK_WARP, "variants.rs's NK_WARP_WIDTH must match platform.h");

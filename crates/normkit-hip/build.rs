@@ -1,6 +1,8 @@
 //! Compiles kernels-hip/normkit.hip (the HIP platform header + the shared kernel bodies of
-//! kernels-common) ahead of time, one code object per AMD target, and generates the Rust side of
-//! the kernel list (kernels-hip/kernels.def). No run-time compilation.
+//! kernels-common) ahead of time, one code object per AMD target. The kernels are the typed list
+//! of kernels-hip/variants.rs (types: kernels-common/variants.rs): from it this script generates
+//! the `NK_KERNEL` instantiation lines normkit.hip includes (`OUT_DIR/nk_kernels.inc`) and the
+//! Rust kernel table. No run-time compilation.
 //!
 //! Compiler, first found wins:
 //! 1. `NORMKIT_HIP_CLANG=/path/to/clang++`: that clang, freestanding.
@@ -11,8 +13,8 @@
 //!
 //! None found: the build fails and says so.
 //!
-//! Outputs in OUT_DIR: `normkit_<arch>.hsaco` (raw ELF code objects, embedded by
-//! src/kernels.rs with `include_bytes!`) and `kernels.rs` (code objects, NK_CONST constants, the
+//! Outputs in OUT_DIR: `nk_kernels.inc` (the C++ lines), `normkit_<arch>.hsaco` (raw ELF code
+//! objects, embedded by src/kernels.rs with `include_bytes!`) and `kernels.rs` (code objects, the
 //! kernel table, the compiler used).
 
 use std::env;
@@ -68,7 +70,7 @@ fn find_compiler() -> Result<Compiler, String> {
         .into())
 }
 
-fn compile(compiler: &Compiler, arch: &str, src: &Path, include: &Path, out: &Path) -> Result<(), String> {
+fn compile(compiler: &Compiler, arch: &str, src: &Path, includes: &[&Path], out: &Path) -> Result<(), String> {
     let mut cmd = match compiler {
         Compiler::Freestanding(c) => {
             let mut cmd = Command::new(c);
@@ -82,13 +84,11 @@ fn compile(compiler: &Compiler, arch: &str, src: &Path, include: &Path, out: &Pa
         }
     };
     // One raw ELF per target (no offload bundle), code object v5: loads on ROCm 5.x .. 7.
-    cmd.args(["--no-gpu-bundle-output", "-mcode-object-version=5", "-O3", "-std=c++17"])
-        .arg(format!("--offload-arch={arch}"))
-        .arg("-I")
-        .arg(include)
-        .arg("-o")
-        .arg(out)
-        .arg(src);
+    cmd.args(["--no-gpu-bundle-output", "-mcode-object-version=5", "-O3", "-std=c++17"]).arg(format!("--offload-arch={arch}"));
+    for dir in includes {
+        cmd.arg("-I").arg(dir);
+    }
+    cmd.arg("-o").arg(out).arg(src);
     let o = cmd.output().map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
     if !o.status.success() {
         return Err(format!("{cmd:?} failed:\n{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr)));
@@ -96,63 +96,17 @@ fn compile(compiler: &Compiler, arch: &str, src: &Path, include: &Path, out: &Pa
     Ok(())
 }
 
-/// A kernel of kernels.def: symbol, aligned (16-byte accesses), narrow (16-bit tensors only),
-/// SPEC of the register-resident kernels (-1 for the others), parameter struct, workgroup bound.
-type Entry = (String, bool, bool, i32, String, u32);
+#[allow(dead_code)]
+#[path = "../../kernels-hip/variants.rs"]
+mod list;
+#[allow(dead_code)]
+#[path = "../../kernels-common/variants.rs"]
+mod variants;
+#[path = "../../kernels-common/variants_gen.rs"]
+mod variants_gen;
 
-/// The entries of kernels.def: `NK_CONST(name, value)` and either
-/// `NK_KERNEL(symbol, impl, vec, params, max_threads)` (vec 8 = 16-byte accesses, 1 = scalar) or
-/// `NK_KERNEL(symbol, impl, aligned, narrow, params, max_threads, min_blocks)`.
-struct List {
-    consts: Vec<(String, i64)>,
-    kernels: Vec<Entry>,
-}
-
-fn parse_list(text: &str) -> List {
-    let mut list = List { consts: Vec::new(), kernels: Vec::new() };
-    for line in text.lines() {
-        let line = line.trim();
-        if line.starts_with("//") || line.is_empty() {
-            continue;
-        }
-        let (Some(open), Some(close)) = (line.find('('), line.rfind(')')) else {
-            panic!("kernels.def: cannot parse `{line}`");
-        };
-        let args: Vec<&str> = line[open + 1..close].split(',').map(str::trim).collect();
-        match (&line[..open], args.as_slice()) {
-            ("NK_CONST", [name, value]) => {
-                let v = value.parse().unwrap_or_else(|_| panic!("kernels.def: `{line}`: not an integer"));
-                list.consts.push((name.to_string(), v));
-            }
-            ("NK_KERNEL", [sym, _imp, vec, params, max]) => {
-                let aligned = match *vec {
-                    "8" => true,
-                    "1" => false,
-                    _ => panic!("kernels.def: `{line}`: vector width must be 8 or 1"),
-                };
-                let max = max.parse().unwrap_or_else(|_| panic!("kernels.def: `{line}`: bad thread count"));
-                list.kernels.push((sym.to_string(), aligned, false, -1, params.to_string(), max));
-            }
-            ("NK_KERNEL", [sym, _imp, aligned, narrow, params, max, _min_blocks]) => {
-                let flag = |v: &str| match v {
-                    "true" => true,
-                    "false" => false,
-                    _ => panic!("kernels.def: `{line}`: expected true or false"),
-                };
-                let max = max.parse().unwrap_or_else(|_| panic!("kernels.def: `{line}`: bad thread count"));
-                // The 4th argument is NARROW (true/false) or, for the register-resident kernels,
-                // SPEC = dtype code + 4·LN + 8·residual (its dtype code says whether it is 16-bit).
-                let (narrow, spec) = match narrow.parse::<i32>() {
-                    Ok(spec) => (spec & 3 != 0, spec),
-                    Err(_) => (flag(narrow), -1),
-                };
-                list.kernels.push((sym.to_string(), flag(aligned), narrow, spec, params.to_string(), max));
-            }
-            _ => panic!("kernels.def: cannot parse `{line}`"),
-        }
-    }
-    list
-}
+/// Where the list lives (named in the generated files).
+const SOURCE: &str = "kernels-hip/variants.rs";
 
 fn main() {
     let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
@@ -175,15 +129,15 @@ fn main() {
         println!("cargo:rerun-if-env-changed={v}");
     }
 
-    let def = fs::read_to_string(kdir.join("kernels.def")).expect("kernels-hip/kernels.def is readable");
-    let list = parse_list(&def);
+    variants_gen::check(list::VARIANTS);
+    fs::write(out_dir.join("nk_kernels.inc"), variants_gen::cpp(list::CONSTS, list::VARIANTS, SOURCE)).expect("OUT_DIR is writable");
 
     if let Some(why) = lint_only() {
         println!("cargo:warning=normkit-hip: kernels not compiled ({why}); this build cannot run on a GPU");
         for arch in ARCHS {
             fs::write(out_dir.join(format!("normkit_{arch}.hsaco")), b"").expect("OUT_DIR is writable");
         }
-        write_table(&out_dir, &list, "none (not compiled)", "");
+        write_table(&out_dir, "none (not compiled)", "");
         return;
     }
     let compiler = match find_compiler() {
@@ -202,8 +156,8 @@ fn main() {
             .iter()
             .map(|arch| {
                 let out = out_dir.join(format!("normkit_{arch}.hsaco"));
-                let (compiler, src, common) = (&compiler, &src, &common);
-                s.spawn(move || compile(compiler, arch, src, common, &out))
+                let (compiler, src, common, gen) = (&compiler, &src, &common, &out_dir);
+                s.spawn(move || compile(compiler, arch, src, &[common, gen], &out))
             })
             .collect();
         handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err("compiler thread panicked".into()))).collect()
@@ -214,7 +168,7 @@ fn main() {
         }
     }
 
-    write_table(&out_dir, &list, compiler_name, &compiler_path);
+    write_table(&out_dir, compiler_name, &compiler_path);
 }
 
 /// Why the kernels need not be compiled: a clippy run, or `NORMKIT_KERNELS=skip` (for `cargo
@@ -230,10 +184,9 @@ fn lint_only() -> Option<&'static str> {
     wrapper.contains("clippy-driver").then_some("a clippy build")
 }
 
-/// `kernels.rs` in OUT_DIR: the code objects, the constants and the kernel list.
-fn write_table(out_dir: &Path, list: &List, compiler_name: &str, compiler_path: &str) {
+/// `kernels.rs` in OUT_DIR: the code objects, the compiler and the kernel table.
+fn write_table(out_dir: &Path, compiler_name: &str, compiler_path: &str) {
     let mut rs = String::new();
-    let _ = writeln!(rs, "// Generated by crates/normkit-hip/build.rs from kernels-hip/kernels.def. Do not edit.");
     let _ = writeln!(rs, "/// How the code objects were compiled.");
     let _ = writeln!(rs, "pub const COMPILER: &str = {:?};", format!("{compiler_name} ({compiler_path})"));
     let _ = writeln!(rs, "/// `(arch, code object)` for every target, raw AMDGPU ELF.");
@@ -242,25 +195,6 @@ fn write_table(out_dir: &Path, list: &List, compiler_name: &str, compiler_path: 
         let _ = writeln!(rs, "    ({arch:?}, include_bytes!(concat!(env!(\"OUT_DIR\"), \"/normkit_{arch}.hsaco\"))),");
     }
     let _ = writeln!(rs, "];");
-    for (name, v) in &list.consts {
-        let _ = writeln!(rs, "/// `{name}` of kernels.def.");
-        let _ = writeln!(rs, "pub const {name}: usize = {v};");
-    }
-    for (i, (sym, aligned, narrow, spec, params, max)) in list.kernels.iter().enumerate() {
-        let bwd = match params.as_str() {
-            "NkFwdParams" => false,
-            "NkBwdParams" => true,
-            other => panic!("kernels.def: unknown parameter struct {other}"),
-        };
-        let _ = writeln!(rs, "/// The `{sym}` entry point.");
-        let _ = writeln!(
-            rs,
-            "pub const {}: Kernel = Kernel {{ index: {i}, name: {sym:?}, aligned: {aligned}, narrow: {narrow}, spec: {spec}, max_threads: {max}, bwd: {bwd} }};",
-            sym.to_uppercase()
-        );
-    }
-    let _ = writeln!(rs, "/// Every kernel, in kernels.def order (`Kernel::index`).");
-    let names: Vec<String> = list.kernels.iter().map(|k| k.0.to_uppercase()).collect();
-    let _ = writeln!(rs, "pub const KERNELS: &[Kernel] = &[{}];", names.join(", "));
+    rs.push_str(&variants_gen::rust(list::VARIANTS, SOURCE));
     fs::write(out_dir.join("kernels.rs"), rs).expect("OUT_DIR is writable");
 }

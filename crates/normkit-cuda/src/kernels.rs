@@ -1,5 +1,23 @@
-//! The generated kernel table (from kernels-cuda/kernels.def by build.rs): one [`Kernel`] per
-//! entry point of the fatbin, the constants both sides share, and [`ALL`].
+//! The kernels of the fatbin: the typed list ([`list`], kernels-cuda/variants.rs; its types in
+//! [`variants`], kernels-common/variants.rs) and the table build.rs generates from it — one
+//! [`Kernel`] per entry point, [`ALL`] in list order, a `pub const NK_…` per kernel, and
+//! [`get`], the lookup by [`KernelKey`]. The planner asks for kernels by key; a key the list
+//! lacks is `None` (a `const` lookup of it fails the build, and the planner's walk over every
+//! reachable plan checks the computed ones).
+
+// Shared with the HIP crate and the build scripts: not every item is used by each.
+#[allow(dead_code)]
+#[path = "../../../kernels-common/variants.rs"]
+pub mod variants;
+
+#[allow(dead_code)]
+#[path = "../../../kernels-cuda/variants.rs"]
+pub mod list;
+
+#[allow(unused_imports)]
+pub use list::{NK_ROW_MAX_THREADS, NK_SPLIT_ELEMS, NK_SPLIT_THREADS, NK_WARP_WIDTH};
+#[allow(unused_imports)]
+pub use variants::{BwdChunks, Dt, Family, FwdChunks, KernelKey, RowsGroup};
 
 /// One kernel entry point of the fatbin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -8,8 +26,20 @@ pub struct Kernel {
     pub index: usize,
     /// The extern "C" symbol.
     pub name: &'static str,
+    /// The variant.
+    pub key: KernelKey,
     /// The largest CTA the kernel was compiled for (`__launch_bounds__`).
     pub max_threads: u32,
+    /// The least CTAs per SM it was compiled for (`__launch_bounds__`).
+    pub min_blocks: u32,
+    /// 16-byte accesses (the ALIGNED template argument).
+    pub aligned: bool,
+    /// Every tensor f16/bf16 (NARROW, or a 16-bit specialised kernel).
+    pub narrow: bool,
+    /// The integer SPEC of the specialised families; -1 for the NARROW ones.
+    pub spec: i32,
+    /// Takes `NkBwdParams` (else `NkFwdParams`).
+    pub bwd: bool,
 }
 
 #[allow(dead_code)]
@@ -19,22 +49,67 @@ mod generated {
 }
 pub use generated::*;
 
-/// The kernel named `name`, if the table has it.
-pub fn find(name: &str) -> Option<Kernel> {
+impl Dt {
+    /// The dtype specialised kernels are compiled for that is `d`, if any.
+    pub const fn of(d: normkit_core::DType) -> Option<Dt> {
+        match d {
+            normkit_core::DType::F32 => Some(Dt::F32),
+            normkit_core::DType::F16 => Some(Dt::F16),
+            normkit_core::DType::BF16 => Some(Dt::Bf16),
+            _ => None,
+        }
+    }
+}
+
+/// The kernel for `key`, if the list has it, as [`get`] — and in tests remembered, so the
+/// planner's walk can check every key it asked for.
+pub fn lookup(key: KernelKey) -> Option<Kernel> {
     #[cfg(test)]
-    ASKED.with(|a| a.borrow_mut().insert(name.to_owned()));
+    ASKED.with(|a| a.borrow_mut().insert(key));
+    get(key)
+}
+
+/// The kernel named `name`, if the table has it (the planner uses keys).
+#[cfg(test)]
+pub fn find(name: &str) -> Option<Kernel> {
     ALL.iter().copied().find(|k| k.name == name)
 }
 
 #[cfg(test)]
 thread_local! {
-    /// Every name [`find`] was asked for on this thread (the planner's tests check that each
+    /// Every key [`lookup`] was asked for on this thread (the planner's tests check that each
     /// exists).
-    static ASKED: std::cell::RefCell<std::collections::BTreeSet<String>> = const { std::cell::RefCell::new(std::collections::BTreeSet::new()) };
+    static ASKED: std::cell::RefCell<std::collections::BTreeSet<KernelKey>> = const { std::cell::RefCell::new(std::collections::BTreeSet::new()) };
 }
 
-/// Takes the names [`find`] was asked for on this thread since the last call.
+/// Takes the keys [`lookup`] was asked for on this thread since the last call.
 #[cfg(test)]
-pub fn take_asked() -> std::collections::BTreeSet<String> {
+pub fn take_asked() -> std::collections::BTreeSet<KernelKey> {
     ASKED.with(|a| std::mem::take(&mut *a.borrow_mut()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The table is the list: same order, each entry found by its key and by its name, the name
+    /// and SPEC derived from the key.
+    #[test]
+    fn table_is_the_list() {
+        assert_eq!(ALL.len(), list::VARIANTS.len());
+        for (i, (k, v)) in ALL.iter().zip(list::VARIANTS).enumerate() {
+            assert_eq!((k.index, k.key, k.max_threads, k.min_blocks), (i, v.key, v.max_threads, v.min_blocks));
+            assert_eq!(k.name, v.key.symbol());
+            assert_eq!(get(k.key), Some(*k));
+            assert_eq!(find(k.name), Some(*k));
+        }
+    }
+
+    /// A `const` lookup: a key the list lacks here would not compile.
+    #[test]
+    fn const_lookup() {
+        const K: Kernel = get(KernelKey::BwdFinalizeCols).unwrap();
+        assert_eq!(K, NK_BWD_FINALIZE_COLS);
+        assert_eq!(get(KernelKey::BwdFinalize), None);
+    }
 }

@@ -3,7 +3,7 @@
 //! without a device.
 
 use crate::elf::CodeObject;
-use crate::kernels::{self, Kernel};
+use crate::kernels::{self, BwdChunks, Dt, FwdChunks, Kernel, KernelKey};
 use crate::tuning::{bwd_row_lds, fwd_row_lds, pick, Tuning, BREG_KMAX, REG_KMAX};
 use normkit_core::{NormError, Operand, Result};
 
@@ -11,6 +11,21 @@ use normkit_core::{NormError, Operand, Result};
 pub const SPLIT_CHUNK: usize = kernels::NK_SPLIT_THREADS * kernels::NK_SPLIT_ELEMS;
 /// Grid-stride kernels never need more workgroups than this; rows beyond are walked in a loop.
 pub const MAX_GRID: u64 = 1 << 20;
+
+/// The split paths' per-row combine kernels: one variant each, looked up at compile time (a list
+/// without them does not build).
+const FWD_SPLIT_REDUCE: Kernel = kernels::get(KernelKey::FwdSplitReduce).unwrap();
+
+/// A kernel the plan cannot do without: missing from the list is a fault of the library.
+fn require(key: KernelKey) -> Result<Kernel> {
+    kernels::lookup(key)
+        .ok_or_else(|| NormError::Internal { backend: "hip", what: format!("kernel {} is missing from the code object", key.symbol()) })
+}
+
+/// The kernels' dtype named `tag` (`DType::name`: "f32", "f16", "bf16").
+fn dt_named(tag: &str) -> Option<Dt> {
+    [Dt::F32, Dt::F16, Dt::Bf16].into_iter().find(|d| d.tag() == tag)
+}
 
 fn too_big() -> NormError {
     NormError::ResourceLimit { resource: "HIP workspace bytes", requested: u64::MAX, available: usize::MAX as u64 }
@@ -110,15 +125,11 @@ pub fn forward(cfg: &Tuning, cus: u32, s: &FwdShape, lds_limit: usize) -> Result
         let threads = rc.group * rc.rows_per_cta;
         // The register-resident kernels: chosen by N, dtypes and flags only; their 16-byte and
         // element-wise variants share one body (same chunks, same order).
-        if let Some((dt, ln)) = s.reg {
-            let name = format!(
-                "nk_fwd_reg_{dt}_{}{}_{}",
-                if ln { "ln" } else { "rms" },
-                if s.residual { "_res" } else { "" },
-                if s.aligned { "a" } else { "u" }
-            );
+        if let Some((dtype, ln)) = s.reg.and_then(|(dt, ln)| Some((dt_named(dt)?, ln))) {
+            let key = KernelKey::FwdReg { dtype, ln, residual: s.residual, chunks: FwdChunks::K4, aligned: s.aligned };
             let k_per_thread = s.n.div_ceil(8).div_ceil(rc.group as usize);
-            if let Some(kernel) = kernels::find(&name).filter(|k| k_per_thread <= REG_KMAX && threads <= k.max_threads) {
+            let kernel = require(key)?;
+            if k_per_thread <= REG_KMAX && threads <= kernel.max_threads {
                 let per_cu = cfg.ctas_per_cu(kernel.name, threads, 0);
                 let blocks = (s.m as u64).div_ceil(rc.rows_per_cta as u64).min(u64::from(cus.max(1)) * u64::from(per_cu)).max(1);
                 return Ok(FwdLaunch::Row { kernel, group: rc.group, rows_per_cta: rc.rows_per_cta, slot: slot as u32, lds: 0, blocks });
@@ -126,11 +137,8 @@ pub fn forward(cfg: &Tuning, cus: u32, s: &FwdShape, lds_limit: usize) -> Result
         }
         let lds = fwd_row_lds(rc, s.n, slot, s.nvec, 1 + usize::from(s.residual));
         if lds <= lds_limit {
-            let kernel = match (s.aligned, s.all16) {
-                (true, true) => kernels::NK_FWD_ROW_AH,
-                (true, false) => kernels::NK_FWD_ROW_A,
-                _ => kernels::NK_FWD_ROW_U,
-            };
+            // The element-wise kernels have no narrow twin.
+            let kernel = require(KernelKey::FwdRow { aligned: s.aligned, narrow: s.aligned && s.all16 })?;
             let per_cu = cfg.ctas_per_cu(kernel.name, threads, lds);
             let blocks = (s.m as u64).div_ceil(rc.rows_per_cta as u64).min(u64::from(cus.max(1)) * u64::from(per_cu)).max(1);
             return Ok(FwdLaunch::Row { kernel, group: rc.group, rows_per_cta: rc.rows_per_cta, slot: slot as u32, lds, blocks });
@@ -141,15 +149,13 @@ pub fn forward(cfg: &Tuning, cus: u32, s: &FwdShape, lds_limit: usize) -> Result
     // [chunk partials (M·S pairs) | combined (mean, rstd) per row (M pairs)]
     let ws_bytes =
         tiles.checked_add(s.m as u64).and_then(|t| t.checked_mul(8)).and_then(|b| usize::try_from(b).ok()).ok_or_else(too_big)?;
-    let (stats, apply) = match (s.aligned, s.all16) {
-        (true, true) => (kernels::NK_FWD_SPLIT_STATS_AH, kernels::NK_FWD_SPLIT_APPLY_PRE_AH),
-        (true, false) => (kernels::NK_FWD_SPLIT_STATS_A, kernels::NK_FWD_SPLIT_APPLY_PRE_A),
-        _ => (kernels::NK_FWD_SPLIT_STATS_U, kernels::NK_FWD_SPLIT_APPLY_PRE_U),
-    };
+    let (aligned, narrow) = (s.aligned, s.aligned && s.all16);
+    let stats = require(KernelKey::FwdSplitStats { aligned, narrow })?;
+    let apply = require(KernelKey::FwdSplitApply { aligned, narrow })?;
     let threads = kernels::NK_SPLIT_THREADS as u32;
     Ok(FwdLaunch::Split {
         stats,
-        reduce: kernels::NK_FWD_SPLIT_REDUCE,
+        reduce: FWD_SPLIT_REDUCE,
         apply,
         nsplit,
         blocks: tiles.clamp(1, MAX_GRID),
@@ -252,17 +258,21 @@ pub fn backward(cfg: &Tuning, cus: u32, s: &BwdShape, lds_limit: usize) -> Resul
     let finalize_blocks = if s.nacc > 0 { (s.n as u64).div_ceil(kernels::NK_WARP_WIDTH as u64).min(MAX_GRID) } else { 0 };
     // The register-resident kernels, with their own tables: 2 chunks per thread up to 4096, then
     // 1 chunk per thread (f16 / f32, groups up to 1024) to 8192, and 4 chunks per thread (bf16,
-    // the kernels that exist for it) to 16384 — CUDA's choice, kept until measured here.
-    if let Some((dt, ln)) = s.reg {
-        let (table, kmax, prefix) = if s.n <= 4096 {
-            (cfg.bwd_reg_rows, BREG_KMAX, "nk_bwd_reg_")
-        } else if s.n <= 8192 && dt != "bf16" {
-            (cfg.bwd_reg1_rows, 1, "nk_bwd_reg1_")
+    // the kernels that exist for it: kernels-hip/variants.rs) to 16384 — CUDA's choice, kept
+    // until measured here.
+    if let Some((dtype, ln)) = s.reg.and_then(|(dt, ln)| Some((dt_named(dt)?, ln))) {
+        let (table, kmax, chunks) = if s.n <= 4096 {
+            (cfg.bwd_reg_rows, BREG_KMAX, Some(BwdChunks::K2))
+        } else if s.n <= 8192 && dtype != Dt::Bf16 {
+            (cfg.bwd_reg1_rows, 1, Some(BwdChunks::K1))
         } else {
-            (cfg.bwd_reg4_rows, 2 * BREG_KMAX, "nk_bwd_reg4_")
+            (cfg.bwd_reg4_rows, 2 * BREG_KMAX, (dtype == Dt::Bf16).then_some(BwdChunks::K4))
         };
-        let name = format!("{prefix}{dt}_{}{}", if ln { "ln" } else { "rms" }, if s.d_residual { "_res" } else { "" });
-        let found = kernels::find(&name).and_then(|k| pick(table, s.n).map(|rc| (k, rc)));
+        let key = chunks.map(|chunks| KernelKey::BwdReg { dtype, ln, residual: s.d_residual, chunks, prefetch: false });
+        let found = match key {
+            Some(key) => pick(table, s.n).map(|rc| require(key).map(|k| (k, rc))).transpose()?,
+            None => None,
+        };
         if let Some((kernel, rc)) = found {
             let threads = rc.group * rc.rows_per_cta;
             // The workgroup's groups are summed through LDS (rows_per_cta · N floats) when > 1.
@@ -284,11 +294,8 @@ pub fn backward(cfg: &Tuning, cus: u32, s: &BwdShape, lds_limit: usize) -> Resul
             }
         }
     }
-    let kernel = match (s.aligned, s.all16) {
-        (true, true) => kernels::NK_BWD_ROW_AH,
-        (true, false) => kernels::NK_BWD_ROW_A,
-        _ => kernels::NK_BWD_ROW_U,
-    };
+    let (aligned, narrow) = (s.aligned, s.aligned && s.all16);
+    let kernel = require(KernelKey::BwdRow { aligned, narrow })?;
     let staged = 2 + usize::from(s.d_residual);
     let row = pick(cfg.bwd_rows, s.n)
         .map(|rc| (rc, bwd_row_lds(rc, s.n, slot, usize::from(s.weight), staged, s.nacc)))
@@ -307,11 +314,8 @@ pub fn backward(cfg: &Tuning, cus: u32, s: &BwdShape, lds_limit: usize) -> Resul
             let parts = target.div_ceil(ns as u64).clamp(1, m64.min(65535));
             let stats = m64.checked_mul((ns as u64 + 1) * 8).and_then(|b| usize::try_from(b).ok()).ok_or_else(too_big)?;
             let tiles = m64.checked_mul(ns as u64).ok_or(NormError::Overflow { operand: Operand::X })?;
-            let (ks, ka) = match (s.aligned, s.all16) {
-                (true, true) => (kernels::NK_BWD_SPLIT_STATS_AH, kernels::NK_BWD_SPLIT_APPLY_PRE_AH),
-                (true, false) => (kernels::NK_BWD_SPLIT_STATS_A, kernels::NK_BWD_SPLIT_APPLY_PRE_A),
-                _ => (kernels::NK_BWD_SPLIT_STATS_U, kernels::NK_BWD_SPLIT_APPLY_PRE_U),
-            };
+            let ks = require(KernelKey::BwdSplitStats { aligned, narrow })?;
+            let ka = require(KernelKey::BwdSplitApply { aligned, narrow })?;
             let reduce_blocks = split_reduce_blocks(m64);
             (BwdPath::Split { stats: ks, apply: ka, tiles, reduce_blocks }, parts, stats, ns)
         }
@@ -448,5 +452,89 @@ mod tests {
         assert!(!matches!(l.path, BwdPath::Row { kernel, .. } if kernel.spec >= 0), "{l:?}");
         // Huge shapes report a typed error rather than overflowing.
         assert!(backward(&cfg, 304, &s(usize::MAX / 2, 1 << 20, 2), lim).is_err());
+    }
+
+    /// Every plan over a grid of shapes, options and targets names kernels of the list within
+    /// their launch bounds, and every key the planner asks for is in the list (no code object
+    /// needed: the LDS limits are the targets' less a scratch allowance).
+    #[test]
+    fn every_reachable_plan_names_existing_kernels() {
+        use std::collections::BTreeSet;
+        kernels::take_asked();
+        let check = |what: &dyn Fn() -> String, k: Kernel, threads: u32| {
+            assert_eq!(kernels::KERNELS.get(k.index), Some(&k), "{}: {} is not the table's entry", what(), k.name);
+            assert!(threads >= 1 && threads <= k.max_threads, "{}: {} with {threads} threads", what(), k.name);
+        };
+        let ns = [1, 7, 8, 64, 100, 512, 769, 1024, 2048, 3584, 4096, 4097, 8192, 8200, 12288, 16384, 16385, 32768, 65536, 262_144];
+        let mut internal = BTreeSet::new();
+        let mut plans = 0usize;
+        for cfg in [Tuning::for_gfx942(), Tuning::for_gfx950(), Tuning::for_gfx90a()] {
+            let lim = cfg.lds_per_workgroup as usize - 1024;
+            for n in ns {
+                for all16 in [true, false] {
+                    let tags: &[&'static str] = if all16 { &["f16", "bf16"] } else { &["f32"] };
+                    let mut regs = vec![None];
+                    for &t in tags {
+                        regs.extend([Some((t, false)), Some((t, true))]);
+                    }
+                    for &reg in &regs {
+                        for m in [0, 1, 3, 4096, 100_000] {
+                            for aligned in [true, false] {
+                                for residual in [false, true] {
+                                    for nvec in 0..=2 {
+                                        let f = FwdShape { m, n, aligned, all16, nvec, residual, reg };
+                                        let what = || format!("{} {f:?}", cfg.arch);
+                                        plans += 1;
+                                        match forward(&cfg, 304, &f, lim) {
+                                            Ok(FwdLaunch::Row { kernel, group, rows_per_cta, .. }) => {
+                                                check(&what, kernel, group * rows_per_cta)
+                                            }
+                                            Ok(FwdLaunch::Split { stats, reduce, apply, threads, .. }) => {
+                                                for k in [stats, reduce, apply] {
+                                                    check(&what, k, threads);
+                                                }
+                                            }
+                                            Err(NormError::Internal { what, .. }) => {
+                                                internal.insert(what);
+                                            }
+                                            Err(e) => panic!("{}: {e}", what()),
+                                        }
+                                    }
+                                    for weight in [false, true] {
+                                        for nacc in 0..=2 {
+                                            let b = BwdShape { m, n, aligned, all16, weight, d_residual: residual, nacc, reg };
+                                            let what = || format!("{} {b:?}", cfg.arch);
+                                            plans += 1;
+                                            match backward(&cfg, 304, &b, lim) {
+                                                Ok(l) => match l.path {
+                                                    BwdPath::Row { kernel, group, rows_per_cta, .. } => {
+                                                        check(&what, kernel, group * rows_per_cta)
+                                                    }
+                                                    BwdPath::Split { stats, apply, .. } => {
+                                                        let threads = kernels::NK_SPLIT_THREADS as u32;
+                                                        check(&what, stats, threads);
+                                                        check(&what, apply, threads);
+                                                    }
+                                                    BwdPath::Empty => assert_eq!(m, 0, "{}", what()),
+                                                },
+                                                Err(NormError::Internal { what, .. }) => {
+                                                    internal.insert(what);
+                                                }
+                                                Err(e) => panic!("{}: {e}", what()),
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let asked = kernels::take_asked();
+        assert!(plans > 10_000 && asked.len() > 40, "{plans} plans asked for {} kernels only", asked.len());
+        let missing: BTreeSet<String> = asked.iter().filter(|&&k| kernels::get(k).is_none()).map(|k| k.symbol()).collect();
+        assert_eq!(missing, BTreeSet::new(), "keys the planner asks for and the list lacks");
+        assert_eq!(internal, BTreeSet::new());
     }
 }

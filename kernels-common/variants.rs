@@ -1,0 +1,499 @@
+//! The types of the typed kernel lists (`kernels-cuda/variants.rs`, `kernels-hip/variants.rs`):
+//! a kernel is a [`KernelKey`] (its family and the named options it is compiled for) plus its
+//! launch bounds ([`Variant`]). Each backend's build script reads its list and generates the C++
+//! instantiation lines (`NK_KERNEL(symbol, template, ALIGNED, SPEC, params, max threads, min
+//! blocks)`, included by norm.cu / normkit.hip) and the Rust table (`kernels::ALL`, one `Kernel`
+//! per entry, `kernels::get(key)`); the crates include this same file, so the planner asks for
+//! kernels with the very types the list is written in.
+//!
+//! Plain Rust, no dependencies: compiled into the build scripts and into the crates.
+
+/// What a kernel does: its implementation template in kernels-common / kernels-cuda and its
+/// parameter struct.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Family {
+    /// Forward, a group of threads per row, the row staged in shared memory (`nk_row.cuh`).
+    FwdRow,
+    /// Split forward, pass 1: partial statistics per (row, chunk).
+    FwdSplitStats,
+    /// Split forward, pass 2: one combine per row.
+    FwdSplitReduce,
+    /// Split forward, pass 3: writes y.
+    FwdSplitApply,
+    /// Backward, staged row kernel.
+    BwdRow,
+    /// Split backward, pass 1: partial sums per (row, chunk).
+    BwdSplitStats,
+    /// Split backward, pass 2: one (c1, c2) per row.
+    BwdSplitReduce,
+    /// Split backward, pass 3: dx and the dW/dB partials.
+    BwdSplitApply,
+    /// dW/dB finalize, one wavefront-wide block of columns per workgroup (HIP).
+    BwdFinalize,
+    /// dW/dB finalize with several loads in flight per thread.
+    BwdFinalizeWide,
+    /// dW/dB finalize for few partial rows, one column per thread (CUDA).
+    BwdFinalizeCols,
+    /// Forward, register-resident rows (`nk_reg.cuh`).
+    FwdReg,
+    /// Backward, register-resident rows (`nk_reg.cuh`).
+    BwdReg,
+    /// Forward, one row per thread-block cluster (`kernels-cuda/cluster.cuh`).
+    FwdCluster,
+    /// Backward, one row per thread-block cluster (`kernels-cuda/cluster.cuh`).
+    BwdCluster,
+    /// Backward, several rows per thread at a time (`kernels-cuda/rows.cuh`).
+    BwdRows,
+}
+
+impl Family {
+    /// The implementation template (`nk::<name><ALIGNED, SPEC>`).
+    pub const fn template(self) -> &'static str {
+        match self {
+            Family::FwdRow => "fwd_row",
+            Family::FwdSplitStats => "fwd_split_stats",
+            Family::FwdSplitReduce => "fwd_split_reduce",
+            Family::FwdSplitApply => "fwd_split_apply_pre",
+            Family::BwdRow => "bwd_row",
+            Family::BwdSplitStats => "bwd_split_stats",
+            Family::BwdSplitReduce => "bwd_split_reduce",
+            Family::BwdSplitApply => "bwd_split_apply_pre",
+            Family::BwdFinalize => "bwd_finalize",
+            Family::BwdFinalizeWide => "bwd_finalize_wide",
+            Family::BwdFinalizeCols => "bwd_finalize_cols",
+            Family::FwdReg => "fwd_reg",
+            Family::BwdReg => "bwd_reg",
+            Family::FwdCluster => "fwd_cluster",
+            Family::BwdCluster => "bwd_cluster",
+            Family::BwdRows => "bwd_rows",
+        }
+    }
+
+    /// Takes `NkBwdParams` (else `NkFwdParams`).
+    pub const fn bwd(self) -> bool {
+        !matches!(
+            self,
+            Family::FwdRow | Family::FwdSplitStats | Family::FwdSplitReduce | Family::FwdSplitApply | Family::FwdReg | Family::FwdCluster
+        )
+    }
+}
+
+/// The dtype a specialised kernel is compiled for (every tensor in it); its code is the `DT` of
+/// the kernels (`SPEC & 3`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Dt {
+    /// f32 (code 0).
+    F32,
+    /// f16 (code 1).
+    F16,
+    /// bf16 (code 2).
+    Bf16,
+}
+
+impl Dt {
+    /// The kernels' dtype code (`DT`).
+    pub const fn code(self) -> u32 {
+        match self {
+            Dt::F32 => 0,
+            Dt::F16 => 1,
+            Dt::Bf16 => 2,
+        }
+    }
+    /// The name part of the symbol.
+    pub const fn tag(self) -> &'static str {
+        match self {
+            Dt::F32 => "f32",
+            Dt::F16 => "f16",
+            Dt::Bf16 => "bf16",
+        }
+    }
+}
+
+/// Chunks of 8 elements per thread a forward register-resident kernel holds (`FWD_REG_KMAX`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FwdChunks {
+    /// `REG_KMAX` = 4 (the plain kernels).
+    K4,
+    /// 8 (`nk_fwd_reg8_*`, SPEC + 16).
+    K8,
+    /// 16 (`nk_fwd_reg16_*`, SPEC + 32).
+    K16,
+}
+
+impl FwdChunks {
+    /// The most chunks per thread.
+    pub const fn get(self) -> usize {
+        match self {
+            FwdChunks::K4 => 4,
+            FwdChunks::K8 => 8,
+            FwdChunks::K16 => 16,
+        }
+    }
+}
+
+/// Chunks of 8 elements per thread a backward register-resident kernel holds (`BWD_REG_KMAX`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum BwdChunks {
+    /// 1 (`nk_bwd_reg1*`, SPEC + 16).
+    K1,
+    /// `BREG_KMAX` = 2 (the plain kernels).
+    K2,
+    /// 4 (`nk_bwd_reg4*`, SPEC + 32).
+    K4,
+}
+
+impl BwdChunks {
+    /// The most chunks per thread.
+    pub const fn get(self) -> usize {
+        match self {
+            BwdChunks::K1 => 1,
+            BwdChunks::K2 => 2,
+            BwdChunks::K4 => 4,
+        }
+    }
+}
+
+/// Threads per group of a row-batch backward kernel (compile-time; `kernels-cuda/rows.cuh`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RowsGroup {
+    /// 128 threads (N ≤ 1024).
+    G128,
+    /// 256 threads (`g256`, SPEC + 2048; N ≤ 2048).
+    G256,
+}
+
+impl RowsGroup {
+    /// Threads per group.
+    pub const fn threads(self) -> u32 {
+        match self {
+            RowsGroup::G128 => 128,
+            RowsGroup::G256 => 256,
+        }
+    }
+}
+
+/// One kernel variant: its family and the options it is compiled for, each family with the
+/// options that mean something to it. The symbol, the template arguments and the Rust constant
+/// follow from it ([`KernelKey::symbol`], [`KernelKey::spec`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum KernelKey {
+    /// `nk_fwd_row_{a|ah|u}`.
+    FwdRow {
+        /// 16-byte accesses (else element by element, same chunking and reduction order).
+        aligned: bool,
+        /// Every tensor f16/bf16: one 16-byte register set per chunk (the `h` suffix).
+        narrow: bool,
+    },
+    /// `nk_fwd_split_stats_{a|ah|u}`.
+    FwdSplitStats {
+        /// 16-byte accesses.
+        aligned: bool,
+        /// Every tensor f16/bf16.
+        narrow: bool,
+    },
+    /// `nk_fwd_split_reduce`.
+    FwdSplitReduce,
+    /// `nk_fwd_split_apply_pre_{a|ah|u}`.
+    FwdSplitApply {
+        /// 16-byte accesses.
+        aligned: bool,
+        /// Every tensor f16/bf16.
+        narrow: bool,
+    },
+    /// `nk_bwd_row_{a|ah|u}`.
+    BwdRow {
+        /// 16-byte accesses.
+        aligned: bool,
+        /// Every tensor f16/bf16.
+        narrow: bool,
+    },
+    /// `nk_bwd_split_stats_{a|ah|u}`.
+    BwdSplitStats {
+        /// 16-byte accesses.
+        aligned: bool,
+        /// Every tensor f16/bf16.
+        narrow: bool,
+    },
+    /// `nk_bwd_split_reduce`.
+    BwdSplitReduce,
+    /// `nk_bwd_split_apply_pre_{a|ah|u}`.
+    BwdSplitApply {
+        /// 16-byte accesses.
+        aligned: bool,
+        /// Every tensor f16/bf16.
+        narrow: bool,
+    },
+    /// `nk_bwd_finalize` (HIP).
+    BwdFinalize,
+    /// `nk_bwd_finalize_wide`.
+    BwdFinalizeWide,
+    /// `nk_bwd_finalize_cols` (CUDA).
+    BwdFinalizeCols,
+    /// `nk_fwd_reg{|8|16}_{dt}_{rms|ln}{|_res}_{a|u}`: every tensor in `dtype`, Gemma casting.
+    FwdReg {
+        /// Every tensor's dtype.
+        dtype: Dt,
+        /// LayerNorm (else RMSNorm).
+        ln: bool,
+        /// The fused residual add.
+        residual: bool,
+        /// Chunks per thread.
+        chunks: FwdChunks,
+        /// 16-byte accesses (else the element-wise twin: same chunks, same order).
+        aligned: bool,
+    },
+    /// `nk_bwd_reg{|1|4}{|pf}_{dt}_{rms|ln}{|_res}`: 16-byte layouts only.
+    BwdReg {
+        /// Every tensor's dtype.
+        dtype: Dt,
+        /// LayerNorm (else RMSNorm).
+        ln: bool,
+        /// `d_residual_out` added to dx.
+        residual: bool,
+        /// Chunks per thread.
+        chunks: BwdChunks,
+        /// The prefetching twin: the next row copied into shared memory while the current one
+        /// is reduced (SPEC + 64; with `residual`, it can read the weight from global memory).
+        prefetch: bool,
+    },
+    /// `nk_fwd_cl_{dt}_{rms|ln}{|_res}_{a|u}` (sm_90+).
+    FwdCluster {
+        /// Every tensor's dtype.
+        dtype: Dt,
+        /// LayerNorm (else RMSNorm).
+        ln: bool,
+        /// The fused residual add.
+        residual: bool,
+        /// 16-byte accesses (else the element-wise twin).
+        aligned: bool,
+    },
+    /// `nk_bwd_cl{|s}{|p}_{dt}_{rms|ln}{|_res}` (sm_90+, 16-byte layouts only).
+    BwdCluster {
+        /// Every tensor's dtype.
+        dtype: Dt,
+        /// LayerNorm (else RMSNorm).
+        ln: bool,
+        /// `d_residual_out` added to dx.
+        residual: bool,
+        /// dW/dB accumulated in shared memory (`cls`, SPEC + 16), else in registers.
+        shared_acc: bool,
+        /// The prefetching twin (`clp`, SPEC + 32).
+        prefetch: bool,
+    },
+    /// `nk_bwd_rows{R}{|g256}_{dt}_{rms|ln}{|_res}` (16-byte layouts only).
+    BwdRows {
+        /// Every tensor's dtype.
+        dtype: Dt,
+        /// LayerNorm (else RMSNorm).
+        ln: bool,
+        /// `d_residual_out` added to dx.
+        residual: bool,
+        /// Rows per thread at a time (1..=15).
+        rows: u32,
+        /// Threads per group.
+        group: RowsGroup,
+    },
+}
+
+/// One entry of a kernel list: the variant and its launch bounds (`__launch_bounds__`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Variant {
+    /// What is compiled.
+    pub key: KernelKey,
+    /// The largest CTA / workgroup it is compiled for.
+    pub max_threads: u32,
+    /// The least CTAs per SM it is compiled for (unused on AMD).
+    pub min_blocks: u32,
+}
+
+/// A list entry (the lists' shorthand).
+pub const fn v(key: KernelKey, max_threads: u32, min_blocks: u32) -> Variant {
+    Variant { key, max_threads, min_blocks }
+}
+
+/// The second template argument of a kernel: NARROW for the generic families, an integer SPEC
+/// for the specialised ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Spec {
+    /// `NARROW` (written `true` / `false`).
+    Narrow(bool),
+    /// `SPEC` = dtype code + 4·LN + 8·residual + the family's own bits.
+    Int(u32),
+}
+
+const fn base(dtype: Dt, ln: bool, residual: bool) -> u32 {
+    dtype.code() + 4 * ln as u32 + 8 * residual as u32
+}
+
+const fn rms_ln(ln: bool) -> &'static str {
+    if ln {
+        "ln"
+    } else {
+        "rms"
+    }
+}
+
+const fn res(residual: bool) -> &'static str {
+    if residual {
+        "_res"
+    } else {
+        ""
+    }
+}
+
+fn generic(prefix: &str, aligned: bool, narrow: bool) -> String {
+    format!("{prefix}_{}{}", if aligned { "a" } else { "u" }, if narrow { "h" } else { "" })
+}
+
+impl KernelKey {
+    /// The family.
+    pub const fn family(self) -> Family {
+        match self {
+            KernelKey::FwdRow { .. } => Family::FwdRow,
+            KernelKey::FwdSplitStats { .. } => Family::FwdSplitStats,
+            KernelKey::FwdSplitReduce => Family::FwdSplitReduce,
+            KernelKey::FwdSplitApply { .. } => Family::FwdSplitApply,
+            KernelKey::BwdRow { .. } => Family::BwdRow,
+            KernelKey::BwdSplitStats { .. } => Family::BwdSplitStats,
+            KernelKey::BwdSplitReduce => Family::BwdSplitReduce,
+            KernelKey::BwdSplitApply { .. } => Family::BwdSplitApply,
+            KernelKey::BwdFinalize => Family::BwdFinalize,
+            KernelKey::BwdFinalizeWide => Family::BwdFinalizeWide,
+            KernelKey::BwdFinalizeCols => Family::BwdFinalizeCols,
+            KernelKey::FwdReg { .. } => Family::FwdReg,
+            KernelKey::BwdReg { .. } => Family::BwdReg,
+            KernelKey::FwdCluster { .. } => Family::FwdCluster,
+            KernelKey::BwdCluster { .. } => Family::BwdCluster,
+            KernelKey::BwdRows { .. } => Family::BwdRows,
+        }
+    }
+
+    /// The template's ALIGNED argument: 16-byte accesses.
+    pub const fn aligned(self) -> bool {
+        match self {
+            KernelKey::FwdRow { aligned, .. }
+            | KernelKey::FwdSplitStats { aligned, .. }
+            | KernelKey::FwdSplitApply { aligned, .. }
+            | KernelKey::BwdRow { aligned, .. }
+            | KernelKey::BwdSplitStats { aligned, .. }
+            | KernelKey::BwdSplitApply { aligned, .. }
+            | KernelKey::FwdReg { aligned, .. }
+            | KernelKey::FwdCluster { aligned, .. } => aligned,
+            KernelKey::BwdReg { .. } | KernelKey::BwdCluster { .. } | KernelKey::BwdRows { .. } => true,
+            KernelKey::FwdSplitReduce
+            | KernelKey::BwdSplitReduce
+            | KernelKey::BwdFinalize
+            | KernelKey::BwdFinalizeWide
+            | KernelKey::BwdFinalizeCols => false,
+        }
+    }
+
+    /// Every tensor f16/bf16: the NARROW variants, or a specialised kernel of a 16-bit dtype.
+    pub const fn narrow(self) -> bool {
+        match self.spec() {
+            Spec::Narrow(n) => n,
+            Spec::Int(s) => s & 3 != 0,
+        }
+    }
+
+    /// The template's second argument (SPEC bits as the kernels read them: `nk_reg.cuh`,
+    /// `cluster.cuh`, `rows.cuh`).
+    pub const fn spec(self) -> Spec {
+        match self {
+            KernelKey::FwdRow { narrow, .. }
+            | KernelKey::FwdSplitStats { narrow, .. }
+            | KernelKey::FwdSplitApply { narrow, .. }
+            | KernelKey::BwdRow { narrow, .. }
+            | KernelKey::BwdSplitStats { narrow, .. }
+            | KernelKey::BwdSplitApply { narrow, .. } => Spec::Narrow(narrow),
+            KernelKey::FwdSplitReduce
+            | KernelKey::BwdSplitReduce
+            | KernelKey::BwdFinalize
+            | KernelKey::BwdFinalizeWide
+            | KernelKey::BwdFinalizeCols => Spec::Narrow(false),
+            KernelKey::FwdReg { dtype, ln, residual, chunks, .. } => Spec::Int(
+                base(dtype, ln, residual)
+                    + match chunks {
+                        FwdChunks::K4 => 0,
+                        FwdChunks::K8 => 16,
+                        FwdChunks::K16 => 32,
+                    },
+            ),
+            KernelKey::BwdReg { dtype, ln, residual, chunks, prefetch } => Spec::Int(
+                base(dtype, ln, residual)
+                    + match chunks {
+                        BwdChunks::K1 => 16,
+                        BwdChunks::K2 => 0,
+                        BwdChunks::K4 => 32,
+                    }
+                    + 64 * prefetch as u32,
+            ),
+            KernelKey::FwdCluster { dtype, ln, residual, .. } => Spec::Int(base(dtype, ln, residual)),
+            KernelKey::BwdCluster { dtype, ln, residual, shared_acc, prefetch } => {
+                Spec::Int(base(dtype, ln, residual) + 16 * shared_acc as u32 + 32 * prefetch as u32)
+            }
+            KernelKey::BwdRows { dtype, ln, residual, rows, group } => Spec::Int(
+                base(dtype, ln, residual)
+                    + 128 * rows
+                    + match group {
+                        RowsGroup::G128 => 0,
+                        RowsGroup::G256 => 2048,
+                    },
+            ),
+        }
+    }
+
+    /// The extern "C" symbol.
+    pub fn symbol(self) -> String {
+        match self {
+            KernelKey::FwdRow { aligned, narrow } => generic("nk_fwd_row", aligned, narrow),
+            KernelKey::FwdSplitStats { aligned, narrow } => generic("nk_fwd_split_stats", aligned, narrow),
+            KernelKey::FwdSplitApply { aligned, narrow } => generic("nk_fwd_split_apply_pre", aligned, narrow),
+            KernelKey::BwdRow { aligned, narrow } => generic("nk_bwd_row", aligned, narrow),
+            KernelKey::BwdSplitStats { aligned, narrow } => generic("nk_bwd_split_stats", aligned, narrow),
+            KernelKey::BwdSplitApply { aligned, narrow } => generic("nk_bwd_split_apply_pre", aligned, narrow),
+            KernelKey::FwdSplitReduce
+            | KernelKey::BwdSplitReduce
+            | KernelKey::BwdFinalize
+            | KernelKey::BwdFinalizeWide
+            | KernelKey::BwdFinalizeCols => format!("nk_{}", self.family().template()),
+            KernelKey::FwdReg { dtype, ln, residual, chunks, aligned } => {
+                let ks = match chunks {
+                    FwdChunks::K4 => "",
+                    FwdChunks::K8 => "8",
+                    FwdChunks::K16 => "16",
+                };
+                format!("nk_fwd_reg{ks}_{}_{}{}_{}", dtype.tag(), rms_ln(ln), res(residual), if aligned { "a" } else { "u" })
+            }
+            KernelKey::BwdReg { dtype, ln, residual, chunks, prefetch } => {
+                let ks = match chunks {
+                    BwdChunks::K1 => "1",
+                    BwdChunks::K2 => "",
+                    BwdChunks::K4 => "4",
+                };
+                format!("nk_bwd_reg{ks}{}_{}_{}{}", if prefetch { "pf" } else { "" }, dtype.tag(), rms_ln(ln), res(residual))
+            }
+            KernelKey::FwdCluster { dtype, ln, residual, aligned } => {
+                format!("nk_fwd_cl_{}_{}{}_{}", dtype.tag(), rms_ln(ln), res(residual), if aligned { "a" } else { "u" })
+            }
+            KernelKey::BwdCluster { dtype, ln, residual, shared_acc, prefetch } => format!(
+                "nk_bwd_cl{}{}_{}_{}{}",
+                if shared_acc { "s" } else { "" },
+                if prefetch { "p" } else { "" },
+                dtype.tag(),
+                rms_ln(ln),
+                res(residual)
+            ),
+            KernelKey::BwdRows { dtype, ln, residual, rows, group } => format!(
+                "nk_bwd_rows{rows}{}_{}_{}{}",
+                match group {
+                    RowsGroup::G128 => "",
+                    RowsGroup::G256 => "g256",
+                },
+                dtype.tag(),
+                rms_ln(ln),
+                res(residual)
+            ),
+        }
+    }
+}

@@ -1,0 +1,256 @@
+//! The CUDA kernels, as data: every entry point of the fatbin is one [`Variant`] of this list —
+//! its [`KernelKey`] (family, dtype, named options) and launch bounds (max threads per CTA, min
+//! CTAs per SM). crates/normkit-cuda/build.rs generates from it the `NK_KERNEL(symbol, template,
+//! ALIGNED, SPEC, params, max threads, min CTAs)` lines that kernels-cuda/norm.cu includes (into
+//! OUT_DIR, `nk_kernels.inc`, in this order) and the Rust table (`kernels::ALL`,
+//! `kernels::get(key)`); the crate includes this file as `kernels::list`, so the planner asks for
+//! kernels with the same keys. Types: kernels-common/variants.rs.
+//!
+//! ALIGNED: 16-byte accesses (else element by element, same chunking and reduction order).
+//! NARROW (`narrow`, the generic families): every tensor f16/bf16, one 16-byte register set per
+//! chunk instead of two. The specialised families (register, cluster, row-batch) take an integer
+//! SPEC instead, computed from the key's fields (`KernelKey::spec`).
+
+use super::variants::{v, BwdChunks, Dt::*, FwdChunks, KernelKey::*, RowsGroup, Variant};
+
+/// Warp width of this platform (must equal NK_WARP of platform.cuh): the finalize kernel takes
+/// one warp-wide block of columns per CTA.
+pub const NK_WARP_WIDTH: usize = 32;
+/// Threads of a split-path CTA.
+pub const NK_SPLIT_THREADS: usize = 256;
+/// Elements per thread of a split-path chunk.
+pub const NK_SPLIT_ELEMS: usize = 32;
+/// Row path: groups of up to this many threads per row (sizes the reduction scratch).
+pub const NK_ROW_MAX_THREADS: usize = 1024;
+
+/// The compile-time constants both sides need (`NK_CONST(name, value)` lines of the generated
+/// include, before the kernel bodies).
+pub const CONSTS: &[(&str, usize)] = &[
+    ("NK_WARP_WIDTH", NK_WARP_WIDTH),
+    ("NK_SPLIT_THREADS", NK_SPLIT_THREADS),
+    ("NK_SPLIT_ELEMS", NK_SPLIT_ELEMS),
+    ("NK_ROW_MAX_THREADS", NK_ROW_MAX_THREADS),
+];
+
+/// Every kernel, in fatbin table order (`Kernel::index`).
+#[rustfmt::skip]
+pub const VARIANTS: &[Variant] = &[
+    v(FwdRow { aligned: true, narrow: false }, 1024, 1),
+    v(FwdRow { aligned: true, narrow: true }, 1024, 1),
+    v(FwdRow { aligned: false, narrow: false }, 1024, 1),
+    v(FwdSplitStats { aligned: true, narrow: false }, 256, 1),
+    v(FwdSplitStats { aligned: true, narrow: true }, 256, 3),
+    v(FwdSplitStats { aligned: false, narrow: false }, 256, 1),
+    v(BwdRow { aligned: true, narrow: false }, 1024, 1),
+    v(BwdRow { aligned: true, narrow: true }, 1024, 1),
+    v(BwdRow { aligned: false, narrow: false }, 1024, 1),
+    v(BwdSplitStats { aligned: true, narrow: false }, 256, 1),
+    v(BwdSplitStats { aligned: true, narrow: true }, 256, 3),
+    v(BwdSplitStats { aligned: false, narrow: false }, 256, 1),
+
+    // Register-resident hot path (every tensor x's dtype, Gemma casting): SPEC = dtype + 4·LN + 8·residual.
+    v(FwdReg { dtype: Bf16, ln: false, residual: false, chunks: FwdChunks::K4, aligned: true }, 1024, 1),
+    v(FwdReg { dtype: Bf16, ln: false, residual: false, chunks: FwdChunks::K4, aligned: false }, 1024, 1),
+    v(FwdReg { dtype: Bf16, ln: false, residual: true, chunks: FwdChunks::K4, aligned: true }, 1024, 1),
+    v(FwdReg { dtype: Bf16, ln: false, residual: true, chunks: FwdChunks::K4, aligned: false }, 512, 1),
+    v(FwdReg { dtype: Bf16, ln: true, residual: false, chunks: FwdChunks::K4, aligned: true }, 1024, 1),
+    v(FwdReg { dtype: Bf16, ln: true, residual: false, chunks: FwdChunks::K4, aligned: false }, 1024, 1),
+    v(FwdReg { dtype: Bf16, ln: true, residual: true, chunks: FwdChunks::K4, aligned: true }, 1024, 1),
+    v(FwdReg { dtype: Bf16, ln: true, residual: true, chunks: FwdChunks::K4, aligned: false }, 512, 1),
+    v(FwdReg { dtype: F16, ln: false, residual: false, chunks: FwdChunks::K4, aligned: true }, 1024, 1),
+    v(FwdReg { dtype: F16, ln: false, residual: false, chunks: FwdChunks::K4, aligned: false }, 1024, 1),
+    v(FwdReg { dtype: F16, ln: false, residual: true, chunks: FwdChunks::K4, aligned: true }, 1024, 1),
+    v(FwdReg { dtype: F16, ln: false, residual: true, chunks: FwdChunks::K4, aligned: false }, 512, 1),
+    v(FwdReg { dtype: F16, ln: true, residual: false, chunks: FwdChunks::K4, aligned: true }, 1024, 1),
+    v(FwdReg { dtype: F16, ln: true, residual: false, chunks: FwdChunks::K4, aligned: false }, 1024, 1),
+    v(FwdReg { dtype: F16, ln: true, residual: true, chunks: FwdChunks::K4, aligned: true }, 1024, 1),
+    v(FwdReg { dtype: F16, ln: true, residual: true, chunks: FwdChunks::K4, aligned: false }, 512, 1),
+    v(FwdReg { dtype: F32, ln: false, residual: false, chunks: FwdChunks::K4, aligned: true }, 512, 1),
+    v(FwdReg { dtype: F32, ln: false, residual: false, chunks: FwdChunks::K4, aligned: false }, 512, 1),
+    v(FwdReg { dtype: F32, ln: false, residual: true, chunks: FwdChunks::K4, aligned: true }, 512, 1),
+    v(FwdReg { dtype: F32, ln: false, residual: true, chunks: FwdChunks::K4, aligned: false }, 512, 1),
+    v(FwdReg { dtype: F32, ln: true, residual: false, chunks: FwdChunks::K4, aligned: true }, 512, 1),
+    v(FwdReg { dtype: F32, ln: true, residual: false, chunks: FwdChunks::K4, aligned: false }, 512, 1),
+    v(FwdReg { dtype: F32, ln: true, residual: true, chunks: FwdChunks::K4, aligned: true }, 512, 1),
+    v(FwdReg { dtype: F32, ln: true, residual: true, chunks: FwdChunks::K4, aligned: false }, 512, 1),
+    v(BwdReg { dtype: Bf16, ln: false, residual: false, chunks: BwdChunks::K2, prefetch: false }, 256, 3),
+    v(BwdReg { dtype: Bf16, ln: false, residual: true, chunks: BwdChunks::K2, prefetch: false }, 256, 2),
+    v(BwdReg { dtype: Bf16, ln: true, residual: false, chunks: BwdChunks::K2, prefetch: false }, 256, 3),
+    v(BwdReg { dtype: Bf16, ln: true, residual: true, chunks: BwdChunks::K2, prefetch: false }, 256, 2),
+    v(BwdReg { dtype: F16, ln: false, residual: false, chunks: BwdChunks::K2, prefetch: false }, 256, 3),
+    v(BwdReg { dtype: F16, ln: false, residual: true, chunks: BwdChunks::K2, prefetch: false }, 256, 2),
+    v(BwdReg { dtype: F16, ln: true, residual: false, chunks: BwdChunks::K2, prefetch: false }, 256, 3),
+    v(BwdReg { dtype: F16, ln: true, residual: true, chunks: BwdChunks::K2, prefetch: false }, 256, 2),
+    v(BwdReg { dtype: F32, ln: false, residual: false, chunks: BwdChunks::K2, prefetch: false }, 512, 1),
+    v(BwdReg { dtype: F32, ln: false, residual: true, chunks: BwdChunks::K2, prefetch: false }, 512, 1),
+    v(BwdReg { dtype: F32, ln: true, residual: false, chunks: BwdChunks::K2, prefetch: false }, 512, 1),
+    v(BwdReg { dtype: F32, ln: true, residual: true, chunks: BwdChunks::K2, prefetch: false }, 512, 1),
+    // Split forward, three kernels: stats, one combine per row, apply.
+    v(FwdSplitReduce, 256, 1),
+    v(FwdSplitApply { aligned: true, narrow: false }, 256, 1),
+    v(FwdSplitApply { aligned: true, narrow: true }, 256, 2),
+    v(FwdSplitApply { aligned: false, narrow: false }, 256, 1),
+    v(BwdFinalizeWide, 1024, 1),
+    // The finalize for few partial rows (≤ 16, or ≤ 64 at N ≥ 65536: split and cluster paths), one
+    // column per thread.
+    v(BwdFinalizeCols, 256, 1),
+    // Split backward, three kernels: stats, one combine per row, apply.
+    v(BwdSplitReduce, 256, 1),
+    v(BwdSplitApply { aligned: true, narrow: false }, 256, 1),
+    v(BwdSplitApply { aligned: true, narrow: true }, 256, 1),
+    v(BwdSplitApply { aligned: false, narrow: false }, 256, 1),
+    // Forward, 8 chunks per thread (N = 65536 with 1024-thread groups), bf16 without residual.
+    v(FwdReg { dtype: Bf16, ln: false, residual: false, chunks: FwdChunks::K8, aligned: true }, 1024, 1),
+    v(FwdReg { dtype: Bf16, ln: false, residual: false, chunks: FwdChunks::K8, aligned: false }, 1024, 1),
+    v(FwdReg { dtype: Bf16, ln: true, residual: false, chunks: FwdChunks::K8, aligned: true }, 1024, 1),
+    v(FwdReg { dtype: Bf16, ln: true, residual: false, chunks: FwdChunks::K8, aligned: false }, 1024, 1),
+    // Backward, one chunk per thread (groups up to 1024 threads): N ≤ 8192.
+    v(BwdReg { dtype: Bf16, ln: false, residual: false, chunks: BwdChunks::K1, prefetch: false }, 1024, 1),
+    v(BwdReg { dtype: Bf16, ln: false, residual: true, chunks: BwdChunks::K1, prefetch: false }, 1024, 1),
+    v(BwdReg { dtype: Bf16, ln: true, residual: false, chunks: BwdChunks::K1, prefetch: false }, 1024, 1),
+    v(BwdReg { dtype: Bf16, ln: true, residual: true, chunks: BwdChunks::K1, prefetch: false }, 1024, 1),
+    v(BwdReg { dtype: F16, ln: false, residual: false, chunks: BwdChunks::K1, prefetch: false }, 1024, 1),
+    v(BwdReg { dtype: F16, ln: false, residual: true, chunks: BwdChunks::K1, prefetch: false }, 1024, 1),
+    v(BwdReg { dtype: F16, ln: true, residual: false, chunks: BwdChunks::K1, prefetch: false }, 1024, 1),
+    v(BwdReg { dtype: F16, ln: true, residual: true, chunks: BwdChunks::K1, prefetch: false }, 1024, 1),
+    v(BwdReg { dtype: F32, ln: false, residual: false, chunks: BwdChunks::K1, prefetch: false }, 1024, 1),
+    v(BwdReg { dtype: F32, ln: false, residual: true, chunks: BwdChunks::K1, prefetch: false }, 1024, 1),
+    v(BwdReg { dtype: F32, ln: true, residual: false, chunks: BwdChunks::K1, prefetch: false }, 1024, 1),
+    v(BwdReg { dtype: F32, ln: true, residual: true, chunks: BwdChunks::K1, prefetch: false }, 1024, 1),
+    // Backward, four chunks per thread (groups up to 512 threads): 16-bit dtypes, 4096 ≤ N ≤ 16384.
+    v(BwdReg { dtype: Bf16, ln: false, residual: false, chunks: BwdChunks::K4, prefetch: false }, 512, 1),
+    v(BwdReg { dtype: Bf16, ln: false, residual: true, chunks: BwdChunks::K4, prefetch: false }, 512, 1),
+    v(BwdReg { dtype: Bf16, ln: true, residual: false, chunks: BwdChunks::K4, prefetch: false }, 512, 1),
+    v(BwdReg { dtype: Bf16, ln: true, residual: true, chunks: BwdChunks::K4, prefetch: false }, 512, 1),
+    v(BwdReg { dtype: F16, ln: false, residual: false, chunks: BwdChunks::K4, prefetch: false }, 512, 1),
+    v(BwdReg { dtype: F16, ln: false, residual: true, chunks: BwdChunks::K4, prefetch: false }, 512, 1),
+    v(BwdReg { dtype: F16, ln: true, residual: false, chunks: BwdChunks::K4, prefetch: false }, 512, 1),
+    v(BwdReg { dtype: F16, ln: true, residual: true, chunks: BwdChunks::K4, prefetch: false }, 512, 1),
+    // Prefetching twins of the aligned backward register kernels (SPEC + 64): the next row is copied
+    // by cp.async into shared memory while the current one is reduced and written; same arithmetic.
+    // (Forward twins were measured slower than the plain kernels on a full grid: H200, 2026-11-22,
+    // rms_fwd 32768×4096 83% against 88%, kernels-cuda/NOTES.md v3.)
+    // 16-bit only: the f32 twins ran at 55–58% of the copy ceiling against 82–91% for the plain
+    // kernels (H200, NOTES.md v4), so they were removed.
+    v(BwdReg { dtype: Bf16, ln: false, residual: false, chunks: BwdChunks::K2, prefetch: true }, 256, 4),
+    v(BwdReg { dtype: Bf16, ln: false, residual: true, chunks: BwdChunks::K2, prefetch: true }, 256, 2),
+    v(BwdReg { dtype: Bf16, ln: true, residual: false, chunks: BwdChunks::K2, prefetch: true }, 256, 3),
+    v(BwdReg { dtype: Bf16, ln: true, residual: true, chunks: BwdChunks::K2, prefetch: true }, 256, 2),
+    v(BwdReg { dtype: F16, ln: false, residual: false, chunks: BwdChunks::K2, prefetch: true }, 256, 4),
+    v(BwdReg { dtype: F16, ln: false, residual: true, chunks: BwdChunks::K2, prefetch: true }, 256, 2),
+    v(BwdReg { dtype: F16, ln: true, residual: false, chunks: BwdChunks::K2, prefetch: true }, 256, 3),
+    v(BwdReg { dtype: F16, ln: true, residual: true, chunks: BwdChunks::K2, prefetch: true }, 256, 2),
+    v(BwdReg { dtype: Bf16, ln: false, residual: false, chunks: BwdChunks::K1, prefetch: true }, 1024, 1),
+    v(BwdReg { dtype: Bf16, ln: false, residual: true, chunks: BwdChunks::K1, prefetch: true }, 1024, 1),
+    v(BwdReg { dtype: Bf16, ln: true, residual: false, chunks: BwdChunks::K1, prefetch: true }, 1024, 1),
+    v(BwdReg { dtype: Bf16, ln: true, residual: true, chunks: BwdChunks::K1, prefetch: true }, 1024, 1),
+    v(BwdReg { dtype: F16, ln: false, residual: false, chunks: BwdChunks::K1, prefetch: true }, 1024, 1),
+    v(BwdReg { dtype: F16, ln: false, residual: true, chunks: BwdChunks::K1, prefetch: true }, 1024, 1),
+    v(BwdReg { dtype: F16, ln: true, residual: false, chunks: BwdChunks::K1, prefetch: true }, 1024, 1),
+    v(BwdReg { dtype: F16, ln: true, residual: true, chunks: BwdChunks::K1, prefetch: true }, 1024, 1),
+    v(BwdReg { dtype: Bf16, ln: false, residual: false, chunks: BwdChunks::K4, prefetch: true }, 512, 1),
+    v(BwdReg { dtype: Bf16, ln: false, residual: true, chunks: BwdChunks::K4, prefetch: true }, 512, 1),
+    v(BwdReg { dtype: Bf16, ln: true, residual: false, chunks: BwdChunks::K4, prefetch: true }, 512, 1),
+    v(BwdReg { dtype: Bf16, ln: true, residual: true, chunks: BwdChunks::K4, prefetch: true }, 512, 1),
+    // Forward, 16 chunks per thread (SPEC + 32): one warp per row at N = 4096, no CTA barrier in
+    // either reduction; 16-bit dtypes without residual.
+    v(FwdReg { dtype: Bf16, ln: false, residual: false, chunks: FwdChunks::K16, aligned: true }, 256, 2),
+    v(FwdReg { dtype: Bf16, ln: false, residual: false, chunks: FwdChunks::K16, aligned: false }, 256, 2),
+    v(FwdReg { dtype: Bf16, ln: true, residual: false, chunks: FwdChunks::K16, aligned: true }, 256, 2),
+    v(FwdReg { dtype: Bf16, ln: true, residual: false, chunks: FwdChunks::K16, aligned: false }, 256, 2),
+    v(FwdReg { dtype: F16, ln: false, residual: false, chunks: FwdChunks::K16, aligned: true }, 256, 2),
+    v(FwdReg { dtype: F16, ln: false, residual: false, chunks: FwdChunks::K16, aligned: false }, 256, 2),
+    v(FwdReg { dtype: F16, ln: true, residual: false, chunks: FwdChunks::K16, aligned: true }, 256, 2),
+    v(FwdReg { dtype: F16, ln: true, residual: false, chunks: FwdChunks::K16, aligned: false }, 256, 2),
+    v(BwdReg { dtype: F16, ln: false, residual: false, chunks: BwdChunks::K4, prefetch: true }, 512, 1),
+    v(BwdReg { dtype: F16, ln: false, residual: true, chunks: BwdChunks::K4, prefetch: true }, 512, 1),
+    v(BwdReg { dtype: F16, ln: true, residual: false, chunks: BwdChunks::K4, prefetch: true }, 512, 1),
+    v(BwdReg { dtype: F16, ln: true, residual: true, chunks: BwdChunks::K4, prefetch: true }, 512, 1),
+
+    // Cluster row kernels (sm_90+): one row per thread-block cluster, statistics through DSMEM (cluster.cuh).
+    // SPEC = dtype + 4·LN + 8·residual. Forward: 8 chunks/thread (f16/bf16) or 4 (f32), ≤ 512 threads
+    // (≤ 256 with the residual: the element-wise twin needs more than 128 registers);
+    // Backward (16-byte layouts only): 4 chunks/thread (f16/bf16) or 2 (f32); dW/dB in registers with
+    // ≤ 256 threads (nk_bwd_cl_*), or in shared memory with 512 (nk_bwd_cls_*, SPEC + 16).
+    v(FwdCluster { dtype: F32, ln: false, residual: false, aligned: true }, 512, 1),
+    v(FwdCluster { dtype: F32, ln: false, residual: false, aligned: false }, 512, 1),
+    v(FwdCluster { dtype: F32, ln: false, residual: true, aligned: true }, 256, 2),
+    v(FwdCluster { dtype: F32, ln: false, residual: true, aligned: false }, 256, 1),
+    v(FwdCluster { dtype: F32, ln: true, residual: false, aligned: true }, 512, 1),
+    v(FwdCluster { dtype: F32, ln: true, residual: false, aligned: false }, 512, 1),
+    v(FwdCluster { dtype: F32, ln: true, residual: true, aligned: true }, 256, 2),
+    v(FwdCluster { dtype: F32, ln: true, residual: true, aligned: false }, 256, 1),
+    v(FwdCluster { dtype: F16, ln: false, residual: false, aligned: true }, 512, 1),
+    v(FwdCluster { dtype: F16, ln: false, residual: false, aligned: false }, 512, 1),
+    v(FwdCluster { dtype: F16, ln: false, residual: true, aligned: true }, 256, 2),
+    v(FwdCluster { dtype: F16, ln: false, residual: true, aligned: false }, 256, 1),
+    v(FwdCluster { dtype: F16, ln: true, residual: false, aligned: true }, 512, 1),
+    v(FwdCluster { dtype: F16, ln: true, residual: false, aligned: false }, 512, 1),
+    v(FwdCluster { dtype: F16, ln: true, residual: true, aligned: true }, 256, 2),
+    v(FwdCluster { dtype: F16, ln: true, residual: true, aligned: false }, 256, 1),
+    v(FwdCluster { dtype: Bf16, ln: false, residual: false, aligned: true }, 512, 1),
+    v(FwdCluster { dtype: Bf16, ln: false, residual: false, aligned: false }, 512, 1),
+    v(FwdCluster { dtype: Bf16, ln: false, residual: true, aligned: true }, 256, 2),
+    v(FwdCluster { dtype: Bf16, ln: false, residual: true, aligned: false }, 256, 1),
+    v(FwdCluster { dtype: Bf16, ln: true, residual: false, aligned: true }, 512, 1),
+    v(FwdCluster { dtype: Bf16, ln: true, residual: false, aligned: false }, 512, 1),
+    v(FwdCluster { dtype: Bf16, ln: true, residual: true, aligned: true }, 256, 2),
+    v(FwdCluster { dtype: Bf16, ln: true, residual: true, aligned: false }, 256, 1),
+    v(BwdCluster { dtype: F32, ln: false, residual: false, shared_acc: false, prefetch: false }, 256, 2),
+    v(BwdCluster { dtype: F32, ln: false, residual: true, shared_acc: false, prefetch: false }, 256, 2),
+    v(BwdCluster { dtype: F32, ln: true, residual: false, shared_acc: false, prefetch: false }, 256, 2),
+    v(BwdCluster { dtype: F32, ln: true, residual: true, shared_acc: false, prefetch: false }, 256, 1),
+    v(BwdCluster { dtype: F16, ln: false, residual: false, shared_acc: false, prefetch: false }, 256, 2),
+    v(BwdCluster { dtype: F16, ln: false, residual: true, shared_acc: false, prefetch: false }, 256, 2),
+    v(BwdCluster { dtype: F16, ln: true, residual: false, shared_acc: false, prefetch: false }, 256, 1),
+    v(BwdCluster { dtype: F16, ln: true, residual: true, shared_acc: false, prefetch: false }, 256, 1),
+    v(BwdCluster { dtype: Bf16, ln: false, residual: false, shared_acc: false, prefetch: false }, 256, 2),
+    v(BwdCluster { dtype: Bf16, ln: false, residual: true, shared_acc: false, prefetch: false }, 256, 2),
+    v(BwdCluster { dtype: Bf16, ln: true, residual: false, shared_acc: false, prefetch: false }, 256, 1),
+    v(BwdCluster { dtype: Bf16, ln: true, residual: true, shared_acc: false, prefetch: false }, 256, 1),
+    // Prefetching LayerNorm twins (16-bit, register accumulators, SPEC + 32): the next row cp.async-
+    // staged into shared memory while the current one is reduced and written (cluster.cuh); 128
+    // registers (the plain LayerNorm kernels need 192–206: one CTA per SM), 256 or 512 threads.
+    // At 256 threads RMSNorm keeps the plain kernels (127–128 registers, two CTAs per SM): H100
+    // 2026-11-22, bf16, prefetch vs plain: rms_bwd 2048×65536 72% vs 77%, addrms_bwd 52% vs 88% (the
+    // residual's third buffer leaves one CTA per SM).
+    // RMSNorm's twins run at 512 threads only (N = 262144, against dW in shared memory: `cls`).
+    v(BwdCluster { dtype: F16, ln: false, residual: false, shared_acc: false, prefetch: true }, 512, 1),
+    v(BwdCluster { dtype: Bf16, ln: false, residual: false, shared_acc: false, prefetch: true }, 512, 1),
+    v(BwdCluster { dtype: F16, ln: true, residual: false, shared_acc: false, prefetch: true }, 512, 1),
+    v(BwdCluster { dtype: F16, ln: true, residual: true, shared_acc: false, prefetch: true }, 512, 1),
+    v(BwdCluster { dtype: Bf16, ln: true, residual: false, shared_acc: false, prefetch: true }, 512, 1),
+    v(BwdCluster { dtype: Bf16, ln: true, residual: true, shared_acc: false, prefetch: true }, 512, 1),
+    v(BwdCluster { dtype: F32, ln: false, residual: false, shared_acc: true, prefetch: false }, 512, 1),
+    v(BwdCluster { dtype: F32, ln: false, residual: true, shared_acc: true, prefetch: false }, 512, 1),
+    v(BwdCluster { dtype: F32, ln: true, residual: false, shared_acc: true, prefetch: false }, 512, 1),
+    v(BwdCluster { dtype: F32, ln: true, residual: true, shared_acc: true, prefetch: false }, 512, 1),
+    v(BwdCluster { dtype: F16, ln: false, residual: false, shared_acc: true, prefetch: false }, 512, 1),
+    v(BwdCluster { dtype: F16, ln: false, residual: true, shared_acc: true, prefetch: false }, 512, 1),
+    v(BwdCluster { dtype: F16, ln: true, residual: false, shared_acc: true, prefetch: false }, 512, 1),
+    v(BwdCluster { dtype: F16, ln: true, residual: true, shared_acc: true, prefetch: false }, 512, 1),
+    v(BwdCluster { dtype: Bf16, ln: false, residual: false, shared_acc: true, prefetch: false }, 512, 1),
+    v(BwdCluster { dtype: Bf16, ln: false, residual: true, shared_acc: true, prefetch: false }, 512, 1),
+    v(BwdCluster { dtype: Bf16, ln: true, residual: false, shared_acc: true, prefetch: false }, 512, 1),
+    v(BwdCluster { dtype: Bf16, ln: true, residual: true, shared_acc: true, prefetch: false }, 512, 1),
+
+    // Row-batch backward (rows.cuh): one chunk per thread, R rows per thread at a time, groups of 128
+    // (N ≤ 1024) or 256 threads (`g256`, N ≤ 2048); SPEC = dtype + 4·LN + 8·residual + 128·R (+ 2048
+    // for G = 256); 16-bit, 16-byte layouts.
+    v(BwdRows { dtype: Bf16, ln: false, residual: false, rows: 4, group: RowsGroup::G128 }, 512, 1),
+    v(BwdRows { dtype: Bf16, ln: false, residual: true, rows: 4, group: RowsGroup::G128 }, 512, 1),
+    v(BwdRows { dtype: Bf16, ln: true, residual: false, rows: 4, group: RowsGroup::G128 }, 512, 1),
+    v(BwdRows { dtype: Bf16, ln: true, residual: true, rows: 4, group: RowsGroup::G128 }, 512, 1),
+    v(BwdRows { dtype: F16, ln: false, residual: false, rows: 4, group: RowsGroup::G128 }, 512, 1),
+    v(BwdRows { dtype: F16, ln: false, residual: true, rows: 4, group: RowsGroup::G128 }, 512, 1),
+    v(BwdRows { dtype: F16, ln: true, residual: false, rows: 4, group: RowsGroup::G128 }, 512, 1),
+    v(BwdRows { dtype: F16, ln: true, residual: true, rows: 4, group: RowsGroup::G128 }, 512, 1),
+    v(BwdRows { dtype: Bf16, ln: false, residual: false, rows: 4, group: RowsGroup::G256 }, 512, 1),
+    v(BwdRows { dtype: Bf16, ln: false, residual: true, rows: 4, group: RowsGroup::G256 }, 512, 1),
+    v(BwdRows { dtype: Bf16, ln: true, residual: false, rows: 4, group: RowsGroup::G256 }, 512, 1),
+    v(BwdRows { dtype: Bf16, ln: true, residual: true, rows: 4, group: RowsGroup::G256 }, 512, 1),
+    v(BwdRows { dtype: F16, ln: false, residual: false, rows: 4, group: RowsGroup::G256 }, 512, 1),
+    v(BwdRows { dtype: F16, ln: false, residual: true, rows: 4, group: RowsGroup::G256 }, 512, 1),
+    v(BwdRows { dtype: F16, ln: true, residual: false, rows: 4, group: RowsGroup::G256 }, 512, 1),
+    v(BwdRows { dtype: F16, ln: true, residual: true, rows: 4, group: RowsGroup::G256 }, 512, 1),
+];
