@@ -11,8 +11,10 @@ use crate::tensor::Buffer;
 ///
 /// # Contract
 /// - `forward` and `backward` validate first ([`crate::validate_forward`],
-///   [`crate::validate_backward`]) and, on any error up to [`crate::NormError::Unsupported`],
-///   return it without touching an output.
+///   [`crate::validate_backward`]; a backend with an [`NormKernel::owner_id`] through
+///   [`crate::validate_forward_for`] / [`crate::validate_backward_for`], which also reject a
+///   foreign buffer) and, on any error up to [`crate::NormError::Unsupported`], return it
+///   without touching an output.
 /// - Calls on a device backend are asynchronous with respect to the host: results are visible to
 ///   [`NormKernel::download`] (which orders itself after earlier calls) or after
 ///   [`NormKernel::synchronize`].
@@ -45,6 +47,15 @@ pub trait NormKernel {
 
     /// Short backend name: `"cpu"`, `"cuda"`, `"hip"`.
     fn name(&self) -> &'static str;
+
+    /// This backend instance's identity for buffer ownership: every operand whose
+    /// [`Buffer::owner`] is `Some(id)` with another id is rejected with
+    /// [`crate::NormError::ForeignBuffer`] by [`crate::validate_forward_for`] /
+    /// [`crate::validate_backward_for`], before anything runs. `None` (the default) accepts every
+    /// buffer of [`NormKernel::Buffer`] (the CPU backend: host memory belongs to no one).
+    fn owner_id(&self) -> Option<u64> {
+        None
+    }
 
     /// The device in words (CPU model, GPU name), for reports.
     fn device_name(&self) -> String;

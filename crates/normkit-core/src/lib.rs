@@ -9,7 +9,9 @@
 //!   residual add, casting mode, saved statistics).
 //! - [`Forward`], [`Backward`]: the operands of one call.
 //! - [`validate_forward`], [`validate_backward`]: every rule of the contract, checked once here;
-//!   backends call them before launching anything.
+//!   backends call them (or [`validate_forward_for`] / [`validate_backward_for`], which also
+//!   check every operand's [`Buffer::owner`] against the backend's [`NormKernel::owner_id`])
+//!   before launching anything.
 //! - [`NormError`]: the one typed error.
 //! - [`NormKernel`]: the trait; [`cpu::CpuBackend`] implements it with rayon.
 //!
@@ -44,6 +46,9 @@ pub use error::{AliasRule, Dim, NormError, Operand, Result};
 pub use host::HostBuf;
 pub use kernel::{BenchBackend, DeviceInfo, NormKernel, RawBuffers};
 pub use tensor::{Buffer, InOut, Layout, MatMut, MatRef, Span, VecMut, VecRef};
-pub use validate::{check_desc, check_dtypes, validate_backward, validate_forward, BackwardPlan, ForwardPlan};
+pub use validate::{
+    check_backward_owners, check_desc, check_dtypes, check_forward_owners, check_owner, validate_backward, validate_backward_for,
+    validate_forward, validate_forward_for, BackwardPlan, ForwardPlan,
+};
 
 pub use half::{bf16, f16};

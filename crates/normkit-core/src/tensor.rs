@@ -25,6 +25,14 @@ pub trait Buffer {
     fn base_addr(&self) -> Option<u64> {
         None
     }
+    /// Which backend instance the buffer belongs to, for the ownership check every call makes
+    /// ([`crate::validate_forward_for`], [`crate::validate_backward_for`]): `Some(id)` for a
+    /// buffer only the backend whose [`crate::NormKernel::owner_id`] is `Some(id)` may use (a
+    /// device buffer tied to its context); `None` (the default) for one that any backend of its
+    /// type may use (host memory, raw device views not tied to a backend).
+    fn owner(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// Where a 2-D operand lies in its buffer (all in elements).

@@ -1,12 +1,15 @@
 //! Validation, done once here for every backend, before anything is launched or written.
 //!
-//! A backend calls [`validate_forward`] / [`validate_backward`] first and works from the returned
-//! plan. Every rule of the contract lives in this file.
+//! A backend calls [`validate_forward_for`] / [`validate_backward_for`] (or, when its buffers
+//! all belong to every instance, [`validate_forward`] / [`validate_backward`]) first and works
+//! from the returned plan. Every rule of the contract lives in this file, buffer ownership
+//! included.
 
 use crate::args::{Backward, Forward};
 use crate::desc::{DTypes, Direction, NormDesc, NormKind};
 use crate::dtype::DType;
 use crate::error::{Dim, NormError, Operand, Result};
+use crate::kernel::NormKernel;
 use crate::tensor::{check_mat, check_span, Buffer, InOut, Layout, Span};
 
 /// A validated forward call: shapes, layouts and dtypes, nothing that borrows the buffers.
@@ -392,4 +395,297 @@ pub fn validate_backward<B: Buffer + ?Sized>(desc: &NormDesc, a: &Backward<'_, B
         dw,
         db,
     })
+}
+
+/// [`NormError::ForeignBuffer`] for `operand` when `buf` belongs to another instance than
+/// `owner` (a backend's [`NormKernel::owner_id`]; see [`Buffer::owner`]). A backend or a buffer
+/// without an owner id accepts / is accepted everywhere.
+pub fn check_owner<B: Buffer + ?Sized>(backend: &'static str, owner: Option<u64>, operand: Operand, buf: &B) -> Result<()> {
+    match (owner, buf.owner()) {
+        (Some(mine), Some(theirs)) if mine != theirs => Err(NormError::ForeignBuffer { backend, operand }),
+        _ => Ok(()),
+    }
+}
+
+fn io_owners<B: Buffer + ?Sized>(
+    own: &impl Fn(Operand, &B) -> Result<()>,
+    io: &InOut<'_, B>,
+    in_op: Operand,
+    out_op: Operand,
+) -> Result<()> {
+    match io {
+        InOut::Separate { input, output } => {
+            own(in_op, input.buf)?;
+            own(out_op, &*output.buf)
+        }
+        // One buffer: reported as the input.
+        InOut::InPlace(m) => own(in_op, &*m.buf),
+    }
+}
+
+/// Checks that every operand of a forward call belongs to the backend `backend` whose owner id
+/// is `owner`, in the order x, y, residual, residual_out, weight, bias, rstd, mean; the first
+/// foreign one is [`NormError::ForeignBuffer`].
+pub fn check_forward_owners<B: Buffer + ?Sized>(backend: &'static str, owner: Option<u64>, a: &Forward<'_, B>) -> Result<()> {
+    let own = |operand, buf: &B| check_owner(backend, owner, operand, buf);
+    io_owners(&own, &a.x, Operand::X, Operand::Y)?;
+    if let Some(r) = &a.residual {
+        io_owners(&own, r, Operand::Residual, Operand::ResidualOut)?;
+    }
+    if let Some(w) = &a.weight {
+        own(Operand::Weight, w.buf)?;
+    }
+    if let Some(b) = &a.bias {
+        own(Operand::Bias, b.buf)?;
+    }
+    if let Some(v) = &a.rstd {
+        own(Operand::Rstd, &*v.buf)?;
+    }
+    if let Some(v) = &a.mean {
+        own(Operand::Mean, &*v.buf)?;
+    }
+    Ok(())
+}
+
+/// Checks that every operand of a backward call belongs to the backend `backend` whose owner id
+/// is `owner`, in the order x, dy, dx, rstd, d_residual_out, weight, mean, dw, db; the first
+/// foreign one is [`NormError::ForeignBuffer`].
+pub fn check_backward_owners<B: Buffer + ?Sized>(backend: &'static str, owner: Option<u64>, a: &Backward<'_, B>) -> Result<()> {
+    let own = |operand, buf: &B| check_owner(backend, owner, operand, buf);
+    own(Operand::X, a.x.buf)?;
+    io_owners(&own, &a.dy, Operand::Dy, Operand::Dx)?;
+    own(Operand::Rstd, a.rstd.buf)?;
+    if let Some(d) = &a.d_residual_out {
+        own(Operand::DResidualOut, d.buf)?;
+    }
+    if let Some(w) = &a.weight {
+        own(Operand::Weight, w.buf)?;
+    }
+    if let Some(v) = &a.mean {
+        own(Operand::Mean, v.buf)?;
+    }
+    if let Some(v) = &a.dw {
+        own(Operand::Dw, &*v.buf)?;
+    }
+    if let Some(v) = &a.db {
+        own(Operand::Db, &*v.buf)?;
+    }
+    Ok(())
+}
+
+/// Validates a forward call made on backend `k`: every rule of [`validate_forward`], then the
+/// ownership of every operand ([`check_forward_owners`] against [`NormKernel::owner_id`]).
+/// Returns the plan a backend launches from.
+pub fn validate_forward_for<K: NormKernel + ?Sized>(k: &K, desc: &NormDesc, a: &Forward<'_, K::Buffer>) -> Result<ForwardPlan> {
+    let plan = validate_forward(desc, a)?;
+    check_forward_owners(k.name(), k.owner_id(), a)?;
+    Ok(plan)
+}
+
+/// Validates a backward call made on backend `k`: every rule of [`validate_backward`], then the
+/// ownership of every operand ([`check_backward_owners`] against [`NormKernel::owner_id`]).
+/// Returns the plan a backend launches from.
+pub fn validate_backward_for<K: NormKernel + ?Sized>(k: &K, desc: &NormDesc, a: &Backward<'_, K::Buffer>) -> Result<BackwardPlan> {
+    let plan = validate_backward(desc, a)?;
+    check_backward_owners(k.name(), k.owner_id(), a)?;
+    Ok(plan)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Result;
+    use crate::host::HostBuf;
+    use crate::tensor::{MatMut, MatRef, VecMut, VecRef};
+    use crate::{DTypes, Direction};
+
+    /// A buffer of the fake backend: host-free, with an owner id.
+    #[derive(Debug)]
+    struct FakeBuf {
+        dtype: DType,
+        len: usize,
+        owner: Option<u64>,
+    }
+
+    impl Buffer for FakeBuf {
+        fn dtype(&self) -> DType {
+            self.dtype
+        }
+        fn len(&self) -> usize {
+            self.len
+        }
+        fn owner(&self) -> Option<u64> {
+            self.owner
+        }
+    }
+
+    /// A backend that validates and does nothing else; its instance id is `id`.
+    struct Fake {
+        id: Option<u64>,
+    }
+
+    impl NormKernel for Fake {
+        type Buffer = FakeBuf;
+        fn name(&self) -> &'static str {
+            "fake"
+        }
+        fn owner_id(&self) -> Option<u64> {
+            self.id
+        }
+        fn device_name(&self) -> String {
+            "nothing".into()
+        }
+        fn supports(&self, dir: Direction, desc: &NormDesc, dtypes: &DTypes) -> Result<()> {
+            check_desc(desc)?;
+            check_dtypes(desc, dir, dtypes)
+        }
+        fn forward(&self, desc: &NormDesc, a: Forward<'_, FakeBuf>) -> Result<()> {
+            validate_forward_for(self, desc, &a).map(|_| ())
+        }
+        fn backward(&self, desc: &NormDesc, a: Backward<'_, FakeBuf>) -> Result<()> {
+            validate_backward_for(self, desc, &a).map(|_| ())
+        }
+        fn alloc(&self, dtype: DType, len: usize) -> Result<FakeBuf> {
+            Ok(FakeBuf { dtype, len, owner: self.id })
+        }
+        fn upload(&self, src: &HostBuf) -> Result<FakeBuf> {
+            self.alloc(src.dtype(), src.len())
+        }
+        fn download(&self, buf: &FakeBuf) -> Result<HostBuf> {
+            check_owner(self.name(), self.id, Operand::X, buf)?;
+            Ok(HostBuf::zeros(buf.dtype, buf.len))
+        }
+        fn synchronize(&self) -> Result<()> {
+            Ok(())
+        }
+    }
+
+    const MINE: Option<u64> = Some(1);
+    const OTHER: Option<u64> = Some(2);
+    const M: usize = 2;
+    const N: usize = 8;
+
+    /// `None` for `Ok`, the operand of a `ForeignBuffer` error of the fake backend; any other
+    /// error fails the test.
+    fn foreign(r: Result<()>) -> Option<Operand> {
+        match r {
+            Ok(()) => None,
+            Err(NormError::ForeignBuffer { backend: "fake", operand }) => Some(operand),
+            Err(e) => panic!("expected ForeignBuffer, got {e:?}"),
+        }
+    }
+
+    /// A LayerNorm forward with every operand (residual separate), the owners of x, y, residual,
+    /// residual_out, weight, bias, rstd, mean in that order.
+    fn forward(k: &Fake, owners: [Option<u64>; 8]) -> Result<()> {
+        let b = |i: usize, dtype, len| FakeBuf { dtype, len, owner: owners[i] };
+        let (x, mut y, r, mut ro) =
+            (b(0, DType::BF16, M * N), b(1, DType::BF16, M * N), b(2, DType::BF16, M * N), b(3, DType::BF16, M * N));
+        let (w, bias, mut rstd, mut mean) = (b(4, DType::BF16, N), b(5, DType::BF16, N), b(6, DType::F32, M), b(7, DType::F32, M));
+        let desc = NormDesc::layer(1e-5).with_residual(true).with_save_stats(true);
+        let a = Forward::new(InOut::separate(MatRef::new(&x, M, N), MatMut::new(&mut y, M, N)))
+            .residual(InOut::separate(MatRef::new(&r, M, N), MatMut::new(&mut ro, M, N)))
+            .weight(VecRef::new(&w))
+            .bias(VecRef::new(&bias))
+            .rstd(VecMut::new(&mut rstd))
+            .mean(VecMut::new(&mut mean));
+        k.forward(&desc, a)
+    }
+
+    /// A LayerNorm backward with every operand (dy and dx separate), the owners of x, dy, dx,
+    /// rstd, d_residual_out, weight, mean, dw, db in that order.
+    fn backward(k: &Fake, owners: [Option<u64>; 9]) -> Result<()> {
+        let b = |i: usize, dtype, len| FakeBuf { dtype, len, owner: owners[i] };
+        let (x, dy, mut dx, rstd) = (b(0, DType::BF16, M * N), b(1, DType::BF16, M * N), b(2, DType::BF16, M * N), b(3, DType::F32, M));
+        let (dres, w, mean, mut dw, mut db) =
+            (b(4, DType::BF16, M * N), b(5, DType::BF16, N), b(6, DType::F32, M), b(7, DType::BF16, N), b(8, DType::BF16, N));
+        let desc = NormDesc::layer(1e-5).with_residual(true);
+        let a =
+            Backward::new(MatRef::new(&x, M, N), InOut::separate(MatRef::new(&dy, M, N), MatMut::new(&mut dx, M, N)), VecRef::new(&rstd))
+                .d_residual_out(MatRef::new(&dres, M, N))
+                .weight(VecRef::new(&w))
+                .mean(VecRef::new(&mean))
+                .dw(VecMut::new(&mut dw))
+                .db(VecMut::new(&mut db));
+        k.backward(&desc, a)
+    }
+
+    const FWD_ORDER: [Operand; 8] =
+        [Operand::X, Operand::Y, Operand::Residual, Operand::ResidualOut, Operand::Weight, Operand::Bias, Operand::Rstd, Operand::Mean];
+    const BWD_ORDER: [Operand; 9] = [
+        Operand::X,
+        Operand::Dy,
+        Operand::Dx,
+        Operand::Rstd,
+        Operand::DResidualOut,
+        Operand::Weight,
+        Operand::Mean,
+        Operand::Dw,
+        Operand::Db,
+    ];
+
+    #[test]
+    fn buffers_of_the_backend_and_buffers_of_no_one_are_accepted() {
+        let k = Fake { id: MINE };
+        assert_eq!(foreign(forward(&k, [MINE; 8])), None);
+        assert_eq!(foreign(forward(&k, [None; 8])), None);
+        assert_eq!(foreign(backward(&k, [MINE; 9])), None);
+        assert_eq!(foreign(backward(&k, [None, MINE, None, MINE, None, MINE, None, MINE, None])), None);
+    }
+
+    #[test]
+    fn a_backend_without_an_id_accepts_every_buffer() {
+        let k = Fake { id: None };
+        assert_eq!(foreign(forward(&k, [OTHER, MINE, OTHER, MINE, OTHER, MINE, OTHER, MINE])), None);
+        assert_eq!(foreign(backward(&k, [OTHER; 9])), None);
+    }
+
+    #[test]
+    fn each_foreign_operand_is_named_and_the_first_in_order_wins() {
+        let k = Fake { id: MINE };
+        for (i, &op) in FWD_ORDER.iter().enumerate() {
+            let mut owners = [MINE; 8];
+            owners[i] = OTHER;
+            assert_eq!(foreign(forward(&k, owners)), Some(op), "forward, {op:?} foreign");
+            // Every later operand foreign too: still this one.
+            owners[i..].fill(OTHER);
+            assert_eq!(foreign(forward(&k, owners)), Some(op), "forward, {op:?} and later foreign");
+        }
+        for (i, &op) in BWD_ORDER.iter().enumerate() {
+            let mut owners = [MINE; 9];
+            owners[i] = OTHER;
+            assert_eq!(foreign(backward(&k, owners)), Some(op), "backward, {op:?} foreign");
+            owners[i..].fill(OTHER);
+            assert_eq!(foreign(backward(&k, owners)), Some(op), "backward, {op:?} and later foreign");
+        }
+    }
+
+    #[test]
+    fn an_in_place_foreign_buffer_is_reported_as_the_input() {
+        let k = Fake { id: MINE };
+        let mut x = FakeBuf { dtype: DType::F32, len: M * N, owner: OTHER };
+        let desc = NormDesc::rms(1e-6).without_weight();
+        assert_eq!(foreign(k.forward(&desc, Forward::new(InOut::in_place(MatMut::new(&mut x, M, N))))), Some(Operand::X));
+        let xs = FakeBuf { dtype: DType::F32, len: M * N, owner: MINE };
+        let rstd = FakeBuf { dtype: DType::F32, len: M, owner: MINE };
+        let a = Backward::new(MatRef::new(&xs, M, N), InOut::in_place(MatMut::new(&mut x, M, N)), VecRef::new(&rstd));
+        assert_eq!(foreign(k.backward(&desc, a)), Some(Operand::Dy));
+    }
+
+    #[test]
+    fn the_contract_rules_are_checked_before_ownership() {
+        let k = Fake { id: MINE };
+        let x = FakeBuf { dtype: DType::F32, len: M * N, owner: OTHER };
+        let mut y = FakeBuf { dtype: DType::F32, len: M * N - 1, owner: MINE };
+        let desc = NormDesc::rms(1e-6).without_weight();
+        let r = k.forward(&desc, Forward::new(InOut::separate(MatRef::new(&x, M, N), MatMut::new(&mut y, M, N))));
+        assert!(matches!(r, Err(NormError::OutOfBounds { operand: Operand::Y, .. })), "{r:?}");
+    }
+
+    #[test]
+    fn download_checks_the_owner_with_the_same_rule() {
+        let k = Fake { id: MINE };
+        assert!(k.download(&FakeBuf { dtype: DType::F32, len: 1, owner: None }).is_ok());
+        assert_eq!(foreign(k.download(&FakeBuf { dtype: DType::F32, len: 1, owner: OTHER }).map(|_| ())), Some(Operand::X));
+    }
 }

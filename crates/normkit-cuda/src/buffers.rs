@@ -1,5 +1,6 @@
-//! Device memory: [`CudaBuffer`] (owned or a view of foreign memory), allocation, upload,
-//! download, the ownership check of every operand, and the workspace lent to each call.
+//! Device memory: [`CudaBuffer`] (owned or a view of foreign memory; its owner id, the context,
+//! which normkit-core's validation checks every operand against), allocation, upload, download,
+//! and the workspace lent to each call.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -7,7 +8,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use cudarc::driver::result as cu;
 use cudarc::driver::sys;
 use cudarc::driver::CudaContext;
-use normkit_core::{Buffer, DType, HostBuf, NormError, Operand, Result};
+use normkit_core::{check_owner, Buffer, DType, HostBuf, NormError, Operand, Result};
+use normkit_gpu_host::DeviceBuffer;
 
 use crate::startup::{dev_err, Device, BACKEND};
 
@@ -58,14 +60,17 @@ impl Buffer for CudaBuffer {
     fn base_addr(&self) -> Option<u64> {
         Some(self.ptr)
     }
+    /// The context the buffer was made in (raw views included): only the backend of that
+    /// context may use it ([`NormError::ForeignBuffer`] otherwise).
+    fn owner(&self) -> Option<u64> {
+        Some(self.ctx_id as u64)
+    }
 }
 
-/// `b` belongs to `dev`'s context, else [`NormError::ForeignBuffer`] for `operand`.
-pub(crate) fn check_own(dev: &Device, operand: Operand, b: &CudaBuffer) -> Result<()> {
-    if b.ctx_id != dev.ctx_id() {
-        return Err(NormError::ForeignBuffer { backend: BACKEND, operand });
+impl DeviceBuffer for CudaBuffer {
+    fn device_addr(&self) -> u64 {
+        self.ptr
     }
-    Ok(())
 }
 
 /// A buffer viewing `len` elements of `dtype` at device address `ptr`, owned elsewhere.
@@ -199,7 +204,7 @@ impl Memory {
 
 /// A host copy of `buf`.
 pub(crate) fn download(dev: &Device, buf: &CudaBuffer) -> Result<HostBuf> {
-    check_own(dev, Operand::X, buf)?;
+    check_owner(BACKEND, dev.owner_id(), Operand::X, buf)?;
     let mut h = HostBuf::zeros(buf.dtype, buf.len);
     if buf.len > 0 {
         let dst = h.as_bytes_mut();

@@ -12,12 +12,12 @@ use normkit_core::Result;
 
 use crate::buffers::Memory;
 use crate::kernels::Kernel;
-use crate::params::{self, BwdParams, FwdParams};
+use crate::params::{self, BwdParams, FwdParams, KernelArg};
 use crate::plan::{Fields, Launch, Mode, Occupancy, Step, Workspace};
 use crate::startup::{dev_err, Device};
 
-/// A kernel parameter struct a [`Launch`] can complete.
-pub(crate) trait PlanParams: DeviceRepr + Copy {
+/// A kernel parameter struct a [`Launch`] can complete (launched as a [`KernelArg`]).
+pub(crate) trait PlanParams: Copy {
     /// Writes the path's fields and the workspace addresses (`base`: the lent workspace).
     fn apply(&mut self, f: &Fields, ws: &Workspace, base: u64);
     /// This launch's `group` (finalize_wide: columns per CTA).
@@ -63,7 +63,10 @@ impl PlanParams for BwdParams {
 /// Queues the kernels of `l` on the device's stream with the parameters `p` (the operands'
 /// fields filled; the path's are written here). The workspace stays leased — its lock held —
 /// until every kernel is queued.
-pub(crate) fn run<P: PlanParams>(dev: &Device, mem: &Memory, l: &Launch, p: &mut P) -> Result<()> {
+pub(crate) fn run<P: PlanParams>(dev: &Device, mem: &Memory, l: &Launch, p: &mut P) -> Result<()>
+where
+    KernelArg<P>: DeviceRepr,
+{
     let lease = mem.workspace(dev, l.workspace.bytes)?;
     p.apply(&l.fields, &l.workspace, lease.ptr);
     for s in l.steps() {
@@ -71,9 +74,9 @@ pub(crate) fn run<P: PlanParams>(dev: &Device, mem: &Memory, l: &Launch, p: &mut
             Some(g) => {
                 let mut q = *p;
                 q.set_group(g);
-                step(dev, s, &q)?;
+                step(dev, s, &KernelArg(q))?;
             }
-            None => step(dev, s, p)?,
+            None => step(dev, s, &KernelArg(*p))?,
         }
     }
     drop(lease);

@@ -34,10 +34,10 @@
 //! # Layout of the crate
 //!
 //! ```text
-//! lib.rs      CudaBackend: NormKernel = validate → params::{forward,backward} → plan → launch::run
+//! lib.rs      CudaBackend: NormKernel = validate (ownership included) → params::{forward,backward} → plan → launch::run
 //! startup.rs  driver, device, module, per-kernel shared-memory limits → DeviceFacts; Tuning + env, once
-//! buffers.rs  CudaBuffer, alloc / upload / download / buffer_from_raw, ownership, the workspace lease
-//! params.rs   the kernel parameter structs (mirror of nk_params.h), filled from a call's operands
+//! buffers.rs  CudaBuffer (its owner id: the context), alloc / upload / download / buffer_from_raw, the workspace lease
+//! params.rs   normkit-gpu-host's parameter filling → the planner's calls; the cudarc kernel-argument wrapper
 //! tuning.rs   every threshold and measurement override, as data (the env variables, listed once)
 //! plan.rs     pure: (call, DeviceFacts, Occupancy, Tuning) → Launch (kernels, grids, smem, workspace)
 //! launch.rs   executes a Launch: plain, cluster and programmatic-dependent launches; Occupancy
@@ -62,7 +62,7 @@ pub mod tuning;
 
 use cudarc::driver::result as cu;
 use normkit_core::{
-    validate_backward, validate_forward, Backward, DType, DTypes, Direction, Forward, HostBuf, NormDesc, NormKernel, Result,
+    validate_backward_for, validate_forward_for, Backward, DType, DTypes, Direction, Forward, HostBuf, NormDesc, NormKernel, Result,
 };
 
 pub use buffers::CudaBuffer;
@@ -206,6 +206,11 @@ impl NormKernel for CudaBackend {
         BACKEND
     }
 
+    /// The context: buffers made by another backend (another context) are foreign.
+    fn owner_id(&self) -> Option<u64> {
+        self.dev.owner_id()
+    }
+
     fn device_name(&self) -> String {
         self.dev.name.clone()
     }
@@ -216,15 +221,15 @@ impl NormKernel for CudaBackend {
     }
 
     fn forward(&self, desc: &NormDesc, a: Forward<'_, CudaBuffer>) -> Result<()> {
-        let v = validate_forward(desc, &a)?;
-        let (mut p, call) = params::forward(&self.dev, desc, &a, &v, self.extra_flags())?;
+        let v = validate_forward_for(self, desc, &a)?;
+        let (mut p, call) = params::forward(desc, &a, &v, self.extra_flags());
         let l = plan::forward(&self.tuning, &self.dev.facts, &self.dev, &call)?;
         launch::run(&self.dev, &self.mem, &l, &mut p)
     }
 
     fn backward(&self, desc: &NormDesc, a: Backward<'_, CudaBuffer>) -> Result<()> {
-        let v = validate_backward(desc, &a)?;
-        let (mut p, call) = params::backward(&self.dev, desc, &a, &v, self.extra_flags())?;
+        let v = validate_backward_for(self, desc, &a)?;
+        let (mut p, call) = params::backward(desc, &a, &v, self.extra_flags());
         let l = plan::backward(&self.tuning, &self.dev.facts, &self.dev, &call)?;
         launch::run(&self.dev, &self.mem, &l, &mut p)
     }

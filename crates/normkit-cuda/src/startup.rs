@@ -126,6 +126,12 @@ impl Device {
     pub(crate) fn ctx_id(&self) -> usize {
         self.ctx.cu_ctx() as usize
     }
+
+    /// [`Device::ctx_id`] as the backend's owner id ([`normkit_core::NormKernel::owner_id`],
+    /// [`normkit_core::Buffer::owner`]).
+    pub(crate) fn owner_id(&self) -> Option<u64> {
+        Some(self.ctx_id() as u64)
+    }
 }
 
 /// The launch tables for compute capability `cc`, with every override of

@@ -1,12 +1,13 @@
 //! Device memory: [`HipBuffer`] (owned or a raw view), allocation, upload and download, which
-//! backend a buffer belongs to, and the workspace calls share (split-row statistics, dW/dB
-//! partials).
+//! backend a buffer belongs to (its owner id, checked for every operand by normkit-core's
+//! validation), and the workspace calls share (split-row statistics, dW/dB partials).
 
 use crate::ffi::DevicePtr;
 use crate::result::{self, alloc_error, device_error};
 use crate::startup::Ctx;
 use crate::{HipBackend, BACKEND};
-use normkit_core::{Buffer, DType, HostBuf, NormError, Operand, Result};
+use normkit_core::{check_owner, Buffer, DType, HostBuf, NormError, NormKernel, Operand, Result};
+use normkit_gpu_host::DeviceBuffer;
 use std::fmt;
 use std::sync::{Arc, MutexGuard};
 
@@ -73,11 +74,18 @@ impl Buffer for HipBuffer {
     fn base_addr(&self) -> Option<u64> {
         Some(self.ptr)
     }
+    /// The id of the backend that made the buffer (or viewed it with
+    /// [`HipBackend::buffer_from_raw`]); `None` for [`HipBuffer::from_raw`], which any backend
+    /// may use.
+    fn owner(&self) -> Option<u64> {
+        (self.ctx_id != 0).then_some(self.ctx_id)
+    }
 }
 
-/// Device address of element `offset` of `buf`.
-pub(crate) fn addr(buf: &HipBuffer, offset: usize) -> u64 {
-    buf.ptr + (offset as u64) * buf.dtype.size_bytes() as u64
+impl DeviceBuffer for HipBuffer {
+    fn device_addr(&self) -> u64 {
+        self.ptr
+    }
 }
 
 /// The workspace lent to one call (`HipBackend::workspace`): its address, valid while the lease
@@ -143,15 +151,6 @@ impl HipBackend {
         Ok(WsLease { _lock: Some(ws), ptr })
     }
 
-    /// [`NormError::ForeignBuffer`] for a buffer of another backend (raw views made with
-    /// [`HipBuffer::from_raw`] belong to every backend).
-    pub(crate) fn check_owner(&self, operand: Operand, buf: &HipBuffer) -> Result<()> {
-        if buf.ctx_id != 0 && buf.ctx_id != self.ctx.id {
-            return Err(NormError::ForeignBuffer { backend: BACKEND, operand });
-        }
-        Ok(())
-    }
-
     /// A buffer over device memory this backend does not own (not freed on drop): `len`
     /// elements of `dtype` at device address `ptr`. The address must be aligned to the element
     /// size ([`NormError::Alignment`] otherwise); overlaps with other operands are rejected by
@@ -205,7 +204,7 @@ impl HipBackend {
 
     /// [`normkit_core::NormKernel::download`]: the buffer's contents after every earlier call.
     pub(crate) fn download_buffer(&self, buf: &HipBuffer) -> Result<HostBuf> {
-        self.check_owner(Operand::X, buf)?;
+        check_owner(BACKEND, self.owner_id(), Operand::X, buf)?;
         let mut host = HostBuf::zeros(buf.dtype, buf.len);
         let out = host.as_bytes_mut();
         if !out.is_empty() {

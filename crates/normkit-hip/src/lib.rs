@@ -10,16 +10,18 @@
 //!
 //! ## Files (one idea each; the CUDA crate has the same tree)
 //! - `lib.rs`: these docs, [`HipBackend`], and its [`NormKernel`] impl: validate the call
-//!   (normkit-core), build the kernel arguments, plan, launch.
+//!   (normkit-core, every operand's ownership included), build the kernel arguments
+//!   (normkit-gpu-host), plan, launch.
 //! - `startup.rs`: [`HipBackend::new`] / [`HipBackend::try_with_options`]: loading the runtime,
 //!   finding the device, matching it to a code object ([`check_code_object`]: kernel list,
 //!   kernarg sizes, wavefront size), loading the module; [`InitError`], [`HipOptions`],
 //!   [`LIBRARY_ENV`].
-//! - `buffers.rs`: [`HipBuffer`] (owned or a raw view), alloc / upload / download,
-//!   [`HipBackend::buffer_from_raw`], the check that a buffer belongs to this backend, and the
-//!   workspace calls share.
-//! - `launch.rs`: executing a call: the kernel arguments of a validated call and the planner's
-//!   view of it, then the planned kernels queued in order on the backend's stream.
+//! - `buffers.rs`: [`HipBuffer`] (owned or a raw view; its owner id, which normkit-core's
+//!   validation checks every operand against), alloc / upload / download,
+//!   [`HipBackend::buffer_from_raw`], and the workspace calls share.
+//! - `launch.rs`: executing a call: the planner's view of a validated call (from the kernel
+//!   arguments normkit-gpu-host fills), then the planned kernels queued in order on the
+//!   backend's stream.
 //! - [`plan`]: kernels, groups, grids, LDS and workspace of a call, as pure functions (tested
 //!   without a device).
 //! - [`tuning`]: the launch tables and thresholds of each target as data, each with its
@@ -41,7 +43,8 @@
 //!   list the C++ side expands into its entry points.
 //! - [`elf`]: a std-only reader of AMDGPU code objects (kernel descriptors: wavefront size,
 //!   scratch, VGPRs), used at start-up to check the code object against the device.
-//! - [`params`]: the kernel argument structs, mirrored from kernels-common/nk_params.h.
+//! - [`params`]: the kernel argument structs, mirrored from kernels-common/nk_params.h (defined
+//!   once, in normkit-gpu-host, for both GPU backends).
 //!
 //! ## Errors
 //! | error | when |
@@ -94,7 +97,7 @@ pub use startup::{check_code_object, HipOptions, InitError, LIBRARY_ENV};
 pub use tuning::{LaunchConfig, Tuning};
 
 use normkit_core::{
-    check_desc, check_dtypes, validate_backward, validate_forward, Backward, DType, DTypes, Direction, Forward, HostBuf, NormDesc,
+    check_desc, check_dtypes, validate_backward_for, validate_forward_for, Backward, DType, DTypes, Direction, Forward, HostBuf, NormDesc,
     NormError, NormKernel, Result,
 };
 use startup::Ctx;
@@ -143,6 +146,12 @@ impl NormKernel for HipBackend {
         BACKEND
     }
 
+    /// This backend's context: buffers it made (or viewed with [`HipBackend::buffer_from_raw`])
+    /// carry its id; those of another backend are foreign.
+    fn owner_id(&self) -> Option<u64> {
+        Some(self.ctx.id)
+    }
+
     fn device_name(&self) -> String {
         format!("{} ({})", self.ctx.name, self.ctx.arch)
     }
@@ -155,8 +164,8 @@ impl NormKernel for HipBackend {
     }
 
     fn forward(&self, desc: &NormDesc, a: Forward<'_, HipBuffer>) -> Result<()> {
-        let checked = validate_forward(desc, &a)?;
-        let (mut params, shape) = self.forward_args(desc, &a, &checked)?;
+        let checked = validate_forward_for(self, desc, &a)?;
+        let (mut params, shape) = launch::forward_args(desc, &a, &checked);
         if shape.m == 0 {
             return Ok(());
         }
@@ -165,8 +174,8 @@ impl NormKernel for HipBackend {
     }
 
     fn backward(&self, desc: &NormDesc, a: Backward<'_, HipBuffer>) -> Result<()> {
-        let checked = validate_backward(desc, &a)?;
-        let (mut params, shape) = self.backward_args(desc, &a, &checked)?;
+        let checked = validate_backward_for(self, desc, &a)?;
+        let (mut params, shape) = launch::backward_args(desc, &a, &checked);
         let launch = plan::backward(&self.ctx.config, self.ctx.cus, &shape, self.ctx.bwd_lds_limit)?;
         self.run_backward(launch, &mut params)
     }

@@ -86,6 +86,15 @@ impl Buffer for AnyBuffer {
             AnyBuffer::Hip(b) => b.base_addr(),
         }
     }
+    fn owner(&self) -> Option<u64> {
+        match self {
+            AnyBuffer::Host(b) => b.owner(),
+            #[cfg(feature = "cuda")]
+            AnyBuffer::Cuda(b) => b.owner(),
+            #[cfg(feature = "hip")]
+            AnyBuffer::Hip(b) => b.owner(),
+        }
+    }
 }
 
 /// One of the backends compiled into this build, chosen at run time ([`auto`], [`backend`]).
@@ -285,6 +294,9 @@ impl NormKernel for AnyBackend {
 
     fn name(&self) -> &'static str {
         dispatch!(self, b => b.name())
+    }
+    fn owner_id(&self) -> Option<u64> {
+        dispatch!(self, b => b.owner_id())
     }
     fn device_name(&self) -> String {
         dispatch!(self, b => b.device_name())
