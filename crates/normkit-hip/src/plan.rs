@@ -130,7 +130,7 @@ pub fn forward(cfg: &Tuning, cus: u32, s: &FwdShape, lds_limit: usize) -> Result
             let k_per_thread = s.n.div_ceil(8).div_ceil(rc.group as usize);
             let kernel = require(key)?;
             if k_per_thread <= REG_KMAX && threads <= kernel.max_threads {
-                let per_cu = cfg.ctas_per_cu(kernel.name, threads, 0);
+                let per_cu = cfg.ctas_per_cu(kernel, threads, 0);
                 let blocks = (s.m as u64).div_ceil(rc.rows_per_cta as u64).min(u64::from(cus.max(1)) * u64::from(per_cu)).max(1);
                 return Ok(FwdLaunch::Row { kernel, group: rc.group, rows_per_cta: rc.rows_per_cta, slot: slot as u32, lds: 0, blocks });
             }
@@ -139,7 +139,7 @@ pub fn forward(cfg: &Tuning, cus: u32, s: &FwdShape, lds_limit: usize) -> Result
         if lds <= lds_limit {
             // The element-wise kernels have no narrow twin.
             let kernel = require(KernelKey::FwdRow { aligned: s.aligned, narrow: s.aligned && s.all16 })?;
-            let per_cu = cfg.ctas_per_cu(kernel.name, threads, lds);
+            let per_cu = cfg.ctas_per_cu(kernel, threads, lds);
             let blocks = (s.m as u64).div_ceil(rc.rows_per_cta as u64).min(u64::from(cus.max(1)) * u64::from(per_cu)).max(1);
             return Ok(FwdLaunch::Row { kernel, group: rc.group, rows_per_cta: rc.rows_per_cta, slot: slot as u32, lds, blocks });
         }
@@ -281,7 +281,7 @@ pub fn backward(cfg: &Tuning, cus: u32, s: &BwdShape, lds_limit: usize) -> Resul
                 let parts = if s.m == 0 {
                     0
                 } else {
-                    m64.div_ceil(rc.rows_per_cta as u64).min(cus * u64::from(cfg.ctas_per_cu(kernel.name, threads, lds))).max(1)
+                    m64.div_ceil(rc.rows_per_cta as u64).min(cus * u64::from(cfg.ctas_per_cu(kernel, threads, lds))).max(1)
                 };
                 let part_bytes = usize::try_from(parts).ok().and_then(|p| p.checked_mul(s.n.checked_mul(4)?)).ok_or_else(too_big)?;
                 let ws_bytes = align256(part_bytes).checked_mul(s.nacc).ok_or_else(too_big)?;
@@ -303,7 +303,7 @@ pub fn backward(cfg: &Tuning, cus: u32, s: &BwdShape, lds_limit: usize) -> Resul
     let (path, parts, stats_bytes, nsplit) = match row {
         _ if s.m == 0 => (BwdPath::Empty, 0, 0, 0),
         Some((rc, lds)) => {
-            let per_cu = cfg.ctas_per_cu(kernel.name, rc.group * rc.rows_per_cta, lds);
+            let per_cu = cfg.ctas_per_cu(kernel, rc.group * rc.rows_per_cta, lds);
             let blocks = m64.div_ceil(rc.rows_per_cta as u64).min(cus * u64::from(per_cu)).max(1);
             let path = BwdPath::Row { kernel, group: rc.group, rows_per_cta: rc.rows_per_cta, slot: slot as u32, lds };
             (path, blocks, 0, 0)

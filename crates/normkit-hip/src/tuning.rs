@@ -4,7 +4,7 @@
 //!
 //! **Nothing here has been measured**: no AMD GPU was available when this backend was written.
 //! Every number says what it is derived from (the CDNA register file and LDS, the workgroup
-//! bounds of kernels-hip/kernels.def, the VGPR counts clang-22 reports); replace the reasoning
+//! bounds of kernels-hip/variants.rs, the VGPR counts clang-22 reports); replace the reasoning
 //! with measurements when the kernels first run on MI300X / MI355X.
 //!
 //! Row path (kernels-common): a group of `group` threads normalises one row (thread t owns the
@@ -15,6 +15,8 @@
 //! N, the dtypes and which operands exist — never on M or the layout — so a row's forward output
 //! is the same whatever the batch. Groups above the wavefront width are multiples of it (64), as
 //! the shared reductions require.
+
+use crate::kernels::{self, BwdChunks, Dt, Kernel, KernelKey};
 
 /// One row of a launch table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,7 +120,7 @@ pub const SIMDS_PER_CU: u32 = 4;
 /// Most wavefronts a SIMD holds (CDNA3).
 pub const MAX_WAVES_PER_SIMD: u32 = 8;
 
-/// Occupancy each kernel is designed for, in wavefronts per SIMD; its VGPR budget is
+/// Occupancy each kernel variant is designed for, in wavefronts per SIMD; its VGPR budget is
 /// [`vgpr_budget`] of it, and `tests/isa.rs` fails any code object whose allocation exceeds it.
 /// What clang-22 -O3 gave on gfx942 / gfx950 / gfx90a when this was written, and why:
 /// - `fwd_row_a` 4 (99-101 VGPRs): must fit 1024-thread workgroups (16 waves = 4 per SIMD, so
@@ -136,49 +138,40 @@ pub const MAX_WAVES_PER_SIMD: u32 = 8;
 ///   hard limit), f32 3 (87-126 in 512-thread workgroups); `bwd_reg` 16-bit 3 (114-144), f32 2 (128-166: 166 would
 ///   sit at the 3-wave edge); `bwd_reg1` 4 (86-107 in 1024-thread workgroups), `bwd_reg4` 2
 ///   (166-220).
-pub const OCCUPANCY: &[(&str, u32)] = &[
-    ("nk_fwd_row_a", 4),
-    ("nk_fwd_row_ah", 5),
-    ("nk_fwd_row_u", 4),
-    ("nk_fwd_split_stats_a", 6),
-    ("nk_fwd_split_stats_ah", 6),
-    ("nk_fwd_split_stats_u", 5),
-    ("nk_bwd_row_a", 2),
-    ("nk_bwd_row_ah", 3),
-    ("nk_bwd_row_u", 2),
-    ("nk_bwd_split_stats_a", 4),
-    ("nk_bwd_split_stats_ah", 6),
-    ("nk_bwd_split_stats_u", 4),
-    ("nk_bwd_finalize", 8),
-    ("nk_bwd_finalize_wide", 4),
-    ("nk_fwd_split_reduce", 8),
-    ("nk_fwd_split_apply_pre_a", 4),
-    ("nk_fwd_split_apply_pre_ah", 5),
-    ("nk_fwd_split_apply_pre_u", 4),
-    ("nk_bwd_split_reduce", 8),
-    ("nk_bwd_split_apply_pre_a", 2),
-    ("nk_bwd_split_apply_pre_ah", 3),
-    ("nk_bwd_split_apply_pre_u", 2),
-    // Register-resident kernels, by prefix (a trailing '*'; the longest match wins).
-    ("nk_fwd_reg_f32_*", 3),
-    ("nk_fwd_reg_*", 4),
-    ("nk_bwd_reg_f32_*", 2),
-    ("nk_bwd_reg_*", 3),
-    ("nk_bwd_reg1_*", 4),
-    ("nk_bwd_reg4_*", 2),
-];
-
-/// The designed occupancy of a kernel (wavefronts per SIMD): its exact entry, else the longest
-/// prefix entry.
-pub fn occupancy(kernel: &str) -> Option<u32> {
-    if let Some(&(_, w)) = OCCUPANCY.iter().find(|(k, _)| *k == kernel) {
-        return Some(w);
+pub const fn designed_waves(key: KernelKey) -> u32 {
+    use KernelKey::*;
+    match key {
+        FwdRow { narrow: true, .. } => 5,
+        FwdRow { .. } => 4,
+        FwdSplitStats { narrow: true, .. } => 6,
+        FwdSplitStats { aligned: true, .. } => 6,
+        FwdSplitStats { .. } => 5,
+        BwdRow { narrow: true, .. } => 3,
+        BwdRow { .. } => 2,
+        BwdSplitStats { narrow: true, .. } => 6,
+        BwdSplitStats { .. } => 4,
+        BwdFinalize => 8,
+        BwdFinalizeWide => 4,
+        FwdSplitReduce | BwdSplitReduce => 8,
+        FwdSplitApply { narrow: true, .. } => 5,
+        FwdSplitApply { .. } => 4,
+        BwdSplitApply { narrow: true, .. } => 3,
+        BwdSplitApply { .. } => 2,
+        FwdReg { dtype: Dt::F32, .. } => 3,
+        FwdReg { .. } => 4,
+        BwdReg { chunks: BwdChunks::K2, dtype: Dt::F32, .. } => 2,
+        BwdReg { chunks: BwdChunks::K2, .. } => 3,
+        BwdReg { chunks: BwdChunks::K1, .. } => 4,
+        BwdReg { chunks: BwdChunks::K4, .. } => 2,
+        // Not compiled for AMD (kernels-hip/variants.rs has none of them).
+        BwdFinalizeCols | FwdCluster { .. } | BwdCluster { .. } | BwdRows { .. } => 1,
     }
-    OCCUPANCY
-        .iter()
-        .filter_map(|&(k, w)| k.strip_suffix('*').filter(|p| kernel.starts_with(p)).map(|p| (p.len(), w)))
-        .max_by_key(|&(len, _)| len)
-        .map(|(_, w)| w)
+}
+
+/// The designed occupancy of the kernel called `name` (wavefronts per SIMD), if the list has it
+/// ([`designed_waves`] of its key; `tests/isa.rs` reads kernels by name).
+pub fn occupancy(name: &str) -> Option<u32> {
+    kernels::find(name).map(|k| designed_waves(k.key))
 }
 
 /// Most VGPRs (allocation granule 8) a wavefront may use for `waves` of them to fit a SIMD.
@@ -255,8 +248,8 @@ impl Tuning {
 
     /// Resident workgroups per CU of `kernel` in workgroups of `threads` using `lds` bytes of
     /// LDS: the designed occupancy (VGPRs) and the LDS, whichever binds first.
-    pub fn ctas_per_cu(&self, kernel: &str, threads: u32, lds: usize) -> u32 {
-        let waves = occupancy(kernel).unwrap_or(1).min(MAX_WAVES_PER_SIMD) * SIMDS_PER_CU;
+    pub fn ctas_per_cu(&self, kernel: Kernel, threads: u32, lds: usize) -> u32 {
+        let waves = designed_waves(kernel.key).min(MAX_WAVES_PER_SIMD) * SIMDS_PER_CU;
         let by_waves = waves / threads.div_ceil(self.wavefront).max(1);
         let by_lds = (self.lds_per_cu as usize).checked_div(lds).map_or(u32::MAX, |v| v.min(u32::MAX as usize) as u32);
         by_waves.min(by_lds).max(1)
@@ -341,10 +334,10 @@ mod tests {
         let b = pick(&BWD_ROWS, 1024).unwrap();
         assert_eq!(bwd_row_lds(b, 1024, 16, 1, 2, 2), 2 * 1024 + 256 * 96);
         let cfg = Tuning::for_gfx942();
-        assert_eq!(cfg.ctas_per_cu("nk_fwd_row_ah", 256, 32 * 1024), 2);
-        assert_eq!(Tuning::for_gfx950().ctas_per_cu("nk_fwd_row_ah", 256, 32 * 1024), 5);
-        assert_eq!(Tuning::for_gfx950().ctas_per_cu("nk_fwd_row_ah", 256, 16 * 1024), 5, "5 waves per SIMD");
-        assert_eq!(cfg.ctas_per_cu("nk_bwd_finalize", 256, 0), 8);
+        assert_eq!(cfg.ctas_per_cu(kernels::NK_FWD_ROW_AH, 256, 32 * 1024), 2);
+        assert_eq!(Tuning::for_gfx950().ctas_per_cu(kernels::NK_FWD_ROW_AH, 256, 32 * 1024), 5);
+        assert_eq!(Tuning::for_gfx950().ctas_per_cu(kernels::NK_FWD_ROW_AH, 256, 16 * 1024), 5, "5 waves per SIMD");
+        assert_eq!(cfg.ctas_per_cu(kernels::NK_BWD_FINALIZE, 256, 0), 8);
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //!   `llvm-objdump -d` (the instructions of each kernel).
 //!
 //! Fails if any kernel regresses: scratch or VGPR spills appear, the wavefront is not 64, VGPRs exceed
-//! the budget of the occupancy the kernel is designed for (`config::OCCUPANCY`), or a 16-byte
+//! the budget of the occupancy the kernel is designed for (`config::designed_waves`), or a 16-byte
 //! kernel stops moving its tensors with `global_load_dwordx4` / `global_store_dwordx4`.
 //!
 //! Tools: `NORMKIT_LLVM_OBJDUMP` / `NORMKIT_LLVM_READELF`, else `llvm-objdump-22` /
