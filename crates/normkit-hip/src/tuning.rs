@@ -54,7 +54,7 @@ static FWD_ROWS: [RowConfig; 12] = [
 
 /// Backward row path: one 8-element chunk per thread (max_n = 8·group), 256-thread workgroups
 /// for small rows, groups up to 512 (the bound the backward row kernels are compiled with, see
-/// kernels.def). Derived from LDS, not measured: each staged chunk costs
+/// kernels-hip/variants.rs). Derived from LDS, not measured: each staged chunk costs
 /// (2 + residual)·slot bytes of staging plus nacc·32 bytes of dW/dB partials (96 bytes for bf16
 /// with dW and dB), so 256 threads with one chunk each take ~24 KiB and two chunks per thread
 /// (the CUDA table's shape) would not fit 64 KiB next to the weight. Rows past 4096 elements, or
@@ -74,7 +74,7 @@ static BWD_ROWS: [RowConfig; 10] = [
 
 /// Backward register-resident path: 2 chunks (16 elements) per thread, so a thread's dW/dB
 /// partials and its row data stay in registers; 256-thread workgroups (the 16-bit kernels are
-/// bounded at 256, see kernels.def). The CUDA table's shape; past N = 4096 the LDS row kernel or
+/// bounded at 256, see kernels-hip/variants.rs). The CUDA table's shape; past N = 4096 the LDS row kernel or
 /// the split path runs.
 static BWD_REG_ROWS: [RowConfig; 9] = [
     rc(16, 1, 256),
@@ -287,7 +287,7 @@ mod tests {
     use super::*;
     use crate::kernels;
 
-    /// The workgroup bound kernels.def compiled `name` with.
+    /// The workgroup bound the kernel list compiled `name` with.
     fn bound(name: &str) -> u32 {
         kernels::KERNELS.iter().find(|k| k.name == name).map_or(0, |k| k.max_threads)
     }
