@@ -1,7 +1,7 @@
 // normkit kernel parameters: one struct per direction, passed by value as the only kernel argument.
-// The Rust side (crates/normkit-cuda/src/params.rs, and the HIP crate) declares the same structs
-// #[repr(C)] with the fields in the same order; both sides check the size (static_assert here,
-// a const assertion there). All pointers are already advanced to element 0 of their view.
+// The Rust side (crates/normkit-gpu-host/src/params.rs, used by both the CUDA and the HIP crate)
+// declares the same structs #[repr(C)] with the fields in the same order; both sides check the
+// size (static_assert here, a const assertion there; the Rust side also asserts every offset). All pointers are already advanced to element 0 of their view.
 #pragma once
 #include <stdint.h>
 

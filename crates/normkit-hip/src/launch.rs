@@ -144,8 +144,8 @@ impl HipBackend {
             });
         }
         // SAFETY: `f` is a kernel of the loaded module whose single parameter has P's layout
-        // (params.rs mirrors nk_params.h; sizes asserted on both sides and against the kernel
-        // descriptor at start-up); every address inside `params` was derived from validated views
+        // (normkit-gpu-host mirrors nk_params.h; sizes asserted on both sides and against the
+        // kernel descriptor at start-up); every address inside `params` was derived from validated views
         // of live device buffers or from the workspace; the runtime copies the argument block
         // before returning.
         unsafe {
