@@ -1,6 +1,7 @@
 // normkit kernels, vendor-neutral bodies. A platform's translation unit (kernels-cuda/norm.cu)
-// defines the NK_CONST constants of kernels.def, includes this file and expands kernels.def into
-// entry points that call these templates.
+// defines the NK_CONST constants its build script generates from its variants.rs, includes this
+// file and expands the generated kernel list (nk_kernels.inc) into entry points that call these
+// templates.
 //
 // Forward, two paths, chosen on the host by N and the dtypes (never by M or the layout), so a row's output
 // is bitwise the same whatever the batch and however it is laid out. Each path has an ALIGNED

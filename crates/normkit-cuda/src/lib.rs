@@ -41,7 +41,7 @@
 //! tuning.rs   every threshold and measurement override, as data (the env variables, listed once)
 //! plan.rs     pure: (call, DeviceFacts, Occupancy, Tuning) → Launch (kernels, grids, smem, workspace)
 //! launch.rs   executes a Launch: plain, cluster and programmatic-dependent launches; Occupancy
-//! kernels.rs  the kernel table generated from kernels-cuda/kernels.def
+//! kernels.rs  the kernel table generated from kernels-cuda/variants.rs (typed KernelKey lookups)
 //! bench.rs    BenchBackend: device facts, copy ceiling, CUDA-graph timing
 //! ```
 //!

@@ -173,7 +173,7 @@ pub struct ClusterTuning {
     /// path.
     pub prefetch: bool,
     /// RMSNorm backward takes the prefetching twin only above this many threads per CTA: at 256
-    /// threads the plain kernel keeps two CTAs per SM (kernels.def, NOTES v5).
+    /// threads the plain kernel keeps two CTAs per SM (kernels-cuda/variants.rs, NOTES v5).
     pub prefetch_rms_above_threads: u32,
 }
 

@@ -39,7 +39,7 @@
 //!   `hipErrorNoDevice` become [`NormError::BackendUnavailable`]. Nothing panics.
 //! - [`kernels`]: the code objects (one per target, built by build.rs from `kernels-hip/` and
 //!   `kernels-common/`, embedded with `include_bytes!`, loaded from memory with
-//!   `hipModuleLoadData`) and the kernel table generated from `kernels-hip/kernels.def`, the same
+//!   `hipModuleLoadData`) and the kernel table generated from `kernels-hip/variants.rs`, the same
 //!   list the C++ side expands into its entry points.
 //! - [`elf`]: a std-only reader of AMDGPU code objects (kernel descriptors: wavefront size,
 //!   scratch, VGPRs), used at start-up to check the code object against the device.
@@ -63,7 +63,7 @@
 //! The kernel bodies are kernels-common's, shared with the CUDA backend; `kernels-hip/platform.h`
 //! maps their platform interface onto clang AMDGPU builtins (wave64 `ds_bpermute` butterflies,
 //! address-space-1 `global_load_dwordx4`, LDS staging through `ds_write_b128`, correctly rounded
-//! `1/sqrt`), and `kernels-hip/kernels.def` sets the HIP constants. Forward: a group of threads
+//! `1/sqrt`), and `kernels-hip/variants.rs` sets the HIP constants. Forward: a group of threads
 //! per row, persistent workgroups, the row staged in LDS while it and the weights fit (64 KiB per
 //! workgroup); longer rows take the split-row two-pass path (CDNA has no thread-block clusters).
 //! Backward: a persistent grid keeps dW/dB partials in LDS (row path) or in registers (split

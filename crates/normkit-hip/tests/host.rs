@@ -83,7 +83,7 @@ fn installed_runtime_without_a_gpu_is_no_device() {
 }
 
 /// Every embedded code object parses (std-only reader), is for its arch, exports every kernel of
-/// kernels-hip/kernels.def, and is built for wave64.
+/// kernels-hip/variants.rs, and is built for wave64.
 #[test]
 fn embedded_code_objects_list_every_kernel() {
     let archs: Vec<&str> = kernels::archs().collect();
