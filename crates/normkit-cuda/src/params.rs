@@ -1,7 +1,7 @@
 //! The kernel parameters of a call: normkit-gpu-host fills the operand fields of the structs it
 //! mirrors from kernels-common/nk_params.h (addresses, strides, dtypes, flags; the ownership of
 //! every buffer was checked by normkit-core's validation) and says what the planner needs to
-//! know of the call; here that answer becomes the planner's [`FwdCall`] / [`BwdCall`], the
+//! know of the call, which is the planner's input as it is ([`FwdCall`] / [`BwdCall`]); here the
 //! measurement flag F_NOFULL is added, and [`KernelArg`] makes the structs a cudarc kernel
 //! argument. The path-dependent fields (group, rows per CTA, slot, parts, splits, workspace
 //! addresses) come from the plan, in launch.rs.
@@ -32,18 +32,7 @@ unsafe impl DeviceRepr for KernelArg<BwdParams> {}
 pub(crate) fn forward(desc: &NormDesc, a: &Forward<'_, CudaBuffer>, plan: &ForwardPlan, extra_flags: i32) -> (FwdParams, FwdCall) {
     let (mut p, i) = fwd_params(desc, a, plan);
     p.flags |= extra_flags;
-    let call = FwdCall {
-        m: i.m,
-        n: i.n,
-        dtypes: i.dtypes,
-        ln: i.ln,
-        gemma: i.gemma,
-        residual: i.residual,
-        weight: i.weight,
-        bias: i.bias,
-        aligned: i.aligned,
-    };
-    (p, call)
+    (p, i)
 }
 
 /// The backward parameters from the operands, and the call as the planner sees it.
@@ -51,16 +40,5 @@ pub(crate) fn forward(desc: &NormDesc, a: &Forward<'_, CudaBuffer>, plan: &Forwa
 pub(crate) fn backward(desc: &NormDesc, a: &Backward<'_, CudaBuffer>, plan: &BackwardPlan, extra_flags: i32) -> (BwdParams, BwdCall) {
     let (mut p, i) = bwd_params(desc, a, plan);
     p.flags |= extra_flags;
-    let call = BwdCall {
-        m: i.m,
-        n: i.n,
-        dtypes: i.dtypes,
-        ln: i.ln,
-        d_residual: i.d_residual,
-        weight: i.weight,
-        dw: i.dw,
-        db: i.db,
-        aligned: i.aligned,
-    };
-    (p, call)
+    (p, i)
 }

@@ -18,7 +18,7 @@
 //! (`nk_bwd_reg*`, with their prefetching twins), cluster (`nk_bwd_cl*`), the staged row kernel,
 //! split rows; each followed by a finalize that sums the partial dW/dB rows in a fixed order.
 
-use normkit_core::{DType, DTypes, NormError, Operand, Result};
+use normkit_core::{DType, NormError, Operand, Result};
 
 use crate::kernels::{self, BwdChunks, Dt, FwdChunks, Kernel, KernelKey, RowsGroup};
 use crate::tuning::{self, ClusterConfig, Tuning};
@@ -87,59 +87,14 @@ pub trait Occupancy {
     fn max_active_clusters(&self, k: Kernel, cluster: u32, threads: u32, smem: u32) -> Result<u32>;
 }
 
-/// A forward call, as far as planning goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FwdCall {
-    /// Rows, M.
-    pub m: usize,
-    /// Hidden size, N.
-    pub n: usize,
-    /// The operands' dtypes.
-    pub dtypes: DTypes,
-    /// LayerNorm (else RMSNorm).
-    pub ln: bool,
-    /// Gemma casting.
-    pub gemma: bool,
-    /// The fused residual add.
-    pub residual: bool,
-    /// A weight is given.
-    pub weight: bool,
-    /// A bias is given.
-    pub bias: bool,
-    /// Every operand allows 16-byte accesses (N a multiple of 8, views 16-byte aligned, strides
-    /// multiples of 8).
-    pub aligned: bool,
-}
+/// A forward call, as far as planning goes: the shared host layer's summary of the operands
+/// (`normkit_gpu_host::FwdInfo`: M, N, dtypes, LayerNorm, Gemma casting, residual, weight, bias,
+/// 16-byte accesses), under the name the planner's tests use.
+pub use normkit_gpu_host::FwdInfo as FwdCall;
 
-/// A backward call, as far as planning goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BwdCall {
-    /// Rows, M.
-    pub m: usize,
-    /// Hidden size, N.
-    pub n: usize,
-    /// The operands' dtypes.
-    pub dtypes: DTypes,
-    /// LayerNorm (else RMSNorm).
-    pub ln: bool,
-    /// `d_residual_out` is given (added to dx).
-    pub d_residual: bool,
-    /// A weight is given.
-    pub weight: bool,
-    /// dW is wanted.
-    pub dw: bool,
-    /// dB is wanted.
-    pub db: bool,
-    /// Every operand allows 16-byte accesses.
-    pub aligned: bool,
-}
-
-impl BwdCall {
-    /// dW/dB outputs wanted (0 to 2).
-    pub fn nacc(&self) -> usize {
-        usize::from(self.dw) + usize::from(self.db)
-    }
-}
+/// A backward call, as far as planning goes (`normkit_gpu_host::BwdInfo`: M, N, dtypes,
+/// LayerNorm, d_residual_out, weight, dW/dB wanted, 16-byte accesses; `nacc()` the dW/dB outputs).
+pub use normkit_gpu_host::BwdInfo as BwdCall;
 
 /// The kernel family of a plan's main pass.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -759,6 +714,7 @@ mod tests {
     //! and rows.rs (expectations derived from that code by hand, on H100 facts and a fake
     //! occupancy), and a walk over every reachable plan checking the kernels it names exist.
 
+    use normkit_core::DTypes;
     use std::collections::BTreeSet;
 
     use super::*;
