@@ -20,11 +20,11 @@ fn probe() -> Result<(), String> {
 }
 
 /// `(m, n, stride, dtype)` of the kernel tour (`normkit_conformance::device::kernel_tour`):
-// (m, n, stride, dtype): vector row path, scalar row path (odd N), strided, split path; the
-// register-resident kernels' tables: backward 4 chunks per thread (16-bit N = 3000, 4096,
-// 8192, 16384), 1 chunk per thread (f32 N = 6000), forward 8 chunks per thread (bf16 N = 65536),
-// the cluster kernels (N = 24576 with more rows than clusters, 65536, 131072, 262144), the split
-// forward and backward (N = 300000).
+/// vector row path, scalar row path (odd N), strided, split path; the
+/// register-resident kernels' tables: backward 4 chunks per thread (16-bit N = 3000, 4096,
+/// 8192, 16384), 1 chunk per thread (f32 N = 6000), forward 8 chunks per thread (bf16 N = 65536),
+/// the cluster kernels (N = 24576 with more rows than clusters, 65536, 131072, 262144), the split
+/// forward and backward (N = 300000).
 const KERNEL_TOUR_SHAPES: &[(usize, usize, usize, DType)] = &[
     (3usize, 7usize, 7usize, DType::F32),
     (5, 128, 136, DType::BF16),

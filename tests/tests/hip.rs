@@ -24,10 +24,10 @@ fn probe() -> Result<(), String> {
 }
 
 /// `(m, n, stride, dtype)` of the kernel tour (`normkit_conformance::device::kernel_tour`):
-// (m, n, stride, dtype). HIP thresholds (crates/normkit-hip/src/tuning.rs): the row paths
-// stage rows in 64 KiB of LDS, so the forward row path ends between 8192 and 16384 (bf16 with
-// a weight) and the backward row path at 4096 (f32 with dW and dB: earlier); past them the
-// split path runs. Odd N and offset 1 take the element-wise kernels.
+/// HIP thresholds (crates/normkit-hip/src/tuning.rs): the row paths
+/// stage rows in 64 KiB of LDS, so the forward row path ends between 8192 and 16384 (bf16 with
+/// a weight) and the backward row path at 4096 (f32 with dW and dB: earlier); past them the
+/// split path runs. Odd N and offset 1 take the element-wise kernels.
 const KERNEL_TOUR_SHAPES: &[(usize, usize, usize, DType)] = &[
     (3usize, 7usize, 7usize, DType::F32),
     (5, 128, 136, DType::BF16),
