@@ -11,6 +11,7 @@
 //! present), and libtest's output flags, which are accepted and have no effect (`--nocapture`,
 //! `--show-output`, `-q`, `--color X`, `--format X`): output is never captured here.
 
+use normkit_core::NormError;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -98,6 +99,16 @@ impl Args {
     fn selects(&self, name: &str) -> bool {
         let hit = |f: &String| if self.exact { name == f } else { name.contains(f.as_str()) };
         (self.filters.is_empty() || self.filters.iter().any(hit)) && !self.skip.iter().any(|s| name.contains(s.as_str()))
+    }
+}
+
+/// Whether a device backend can run here, for [`run`]: `Err(reason)` when its constructor reports
+/// [`NormError::BackendUnavailable`] (no driver, no device), so every test is reported as not
+/// run; any other outcome, a start-up failure included, lets the tests run (and fail with it).
+pub fn device_present<K>(ctor: impl FnOnce() -> Result<K, NormError>) -> Result<(), String> {
+    match ctor() {
+        Err(NormError::BackendUnavailable { reason, .. }) => Err(reason),
+        _ => Ok(()),
     }
 }
 

@@ -5,18 +5,9 @@
 use normkit::cuda::CudaBackend;
 use normkit_core::{DType, NormError};
 
-/// The backend; every test here runs only after [`probe`] found a device.
+/// The backend; every test here runs only after `harness::device_present` found a device.
 fn backend() -> CudaBackend {
     CudaBackend::new().unwrap_or_else(|e| panic!("the cuda backend failed to start: {e}"))
-}
-
-/// `Err(reason)` when this machine has no device for the backend: the harness then reports every
-/// test as not run. Any other start-up error lets the tests run, and fail with it.
-fn probe() -> Result<(), String> {
-    match CudaBackend::new() {
-        Err(NormError::BackendUnavailable { reason, .. }) => Err(reason),
-        _ => Ok(()),
-    }
 }
 
 /// `(m, n, stride, dtype)` of the kernel tour (`normkit_conformance::device::kernel_tour`):
@@ -68,7 +59,7 @@ fn main() -> std::process::ExitCode {
         soak::injected_alloc_failure_is_a_typed_error,
         soak::recovers_after_out_of_memory
     ]);
-    normkit_conformance::harness::run("cuda", probe(), trials)
+    normkit_conformance::harness::run("cuda", normkit_conformance::harness::device_present(CudaBackend::new), trials)
 }
 
 /// `CudaBackend` is `Send + Sync` (a compile-time check: this file does not build otherwise).

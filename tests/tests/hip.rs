@@ -7,20 +7,11 @@
 //! have not yet run on AMD hardware; these tests are what will check them there.
 
 use normkit::hip::HipBackend;
-use normkit_core::{DType, NormError};
+use normkit_core::DType;
 
-/// The backend; every test here runs only after [`probe`] found a device.
+/// The backend; every test here runs only after `harness::device_present` found a device.
 fn backend() -> HipBackend {
     HipBackend::new().unwrap_or_else(|e| panic!("the hip backend failed to start: {e}"))
-}
-
-/// `Err(reason)` when this machine has no device for the backend: the harness then reports every
-/// test as not run. Any other start-up error lets the tests run, and fail with it.
-fn probe() -> Result<(), String> {
-    match HipBackend::new() {
-        Err(NormError::BackendUnavailable { reason, .. }) => Err(reason),
-        _ => Ok(()),
-    }
 }
 
 /// `(m, n, stride, dtype)` of the kernel tour (`normkit_conformance::device::kernel_tour`):
@@ -44,5 +35,5 @@ const KERNEL_TOUR_SHAPES: &[(usize, usize, usize, DType)] = &[
 fn main() -> std::process::ExitCode {
     let mut trials = normkit_conformance::conformance_trials!(HipBackend::new(), normkit_conformance::Grid::full());
     trials.extend(normkit_conformance::device_trials!(backend(), KERNEL_TOUR_SHAPES));
-    normkit_conformance::harness::run("hip", probe(), trials)
+    normkit_conformance::harness::run("hip", normkit_conformance::harness::device_present(HipBackend::new), trials)
 }
