@@ -3,7 +3,7 @@
 //! Without a CUDA driver or device every test is reported as ignored (not run): see `normkit_conformance::harness`.
 
 use normkit::cuda::CudaBackend;
-use normkit_core::{DType, NormError};
+use normkit_core::DType;
 
 /// The backend; every test here runs only after `harness::device_present` found a device.
 fn backend() -> CudaBackend {
