@@ -306,6 +306,30 @@ pub struct Variant {
     pub min_blocks: u32,
 }
 
+/// One compiled kernel, as the generated table describes it (both backends' `kernels::Kernel`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Kernel {
+    /// Position in the list (`ALL` / `KERNELS`, and in the backend's function table).
+    pub index: usize,
+    /// The extern "C" symbol.
+    pub name: &'static str,
+    /// The variant.
+    pub key: KernelKey,
+    /// The largest CTA / workgroup the kernel was compiled for (its launch bounds).
+    pub max_threads: u32,
+    /// The least CTAs per SM it was compiled for (launch bounds; unused on AMD).
+    pub min_blocks: u32,
+    /// 16-byte accesses (kernels-common's ALIGNED template argument); else element by element.
+    pub aligned: bool,
+    /// Every tensor f16/bf16 (the NARROW variants, or a 16-bit specialised kernel).
+    pub narrow: bool,
+    /// The integer SPEC of the specialised families (dtype code + 4·LayerNorm + 8·residual + the
+    /// family's option bits); -1 for the NARROW ones.
+    pub spec: i32,
+    /// Takes `NkBwdParams` (else `NkFwdParams`).
+    pub bwd: bool,
+}
+
 /// A list entry (the lists' shorthand).
 pub const fn v(key: KernelKey, max_threads: u32, min_blocks: u32) -> Variant {
     Variant { key, max_threads, min_blocks }

@@ -1,5 +1,5 @@
 //! The CUDA kernels, as data: every entry point of the fatbin is one [`Variant`] of this list —
-//! its [`KernelKey`] (family, dtype, named options) and launch bounds (max threads per CTA, min
+//! its [`KernelKey`](super::variants::KernelKey) (family, dtype, named options) and launch bounds (max threads per CTA, min
 //! CTAs per SM). crates/normkit-cuda/build.rs generates from it the `NK_KERNEL(symbol, template,
 //! ALIGNED, SPEC, params, max threads, min CTAs)` lines that kernels-cuda/norm.cu includes (into
 //! OUT_DIR, `nk_kernels.inc`, in this order) and the Rust table (`kernels::ALL`,

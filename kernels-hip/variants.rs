@@ -1,5 +1,5 @@
 //! The HIP kernels, as data: every entry point of the code objects is one [`Variant`] of this
-//! list — its [`KernelKey`] (family, dtype, named options) and launch bounds (max threads per
+//! list — its [`KernelKey`](super::variants::KernelKey) (family, dtype, named options) and launch bounds (max threads per
 //! workgroup; min workgroups per CU is accepted for the CUDA spelling, unused on AMD, see
 //! platform.h). crates/normkit-hip/build.rs generates from it the `NK_KERNEL(symbol, template,
 //! ALIGNED, SPEC, params, max threads, min blocks)` lines that kernels-hip/normkit.hip includes

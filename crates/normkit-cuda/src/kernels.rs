@@ -17,30 +17,7 @@ pub mod list;
 #[allow(unused_imports)]
 pub use list::{NK_ROW_MAX_THREADS, NK_SPLIT_ELEMS, NK_SPLIT_THREADS, NK_WARP_WIDTH};
 #[allow(unused_imports)]
-pub use variants::{BwdChunks, Dt, Family, FwdChunks, KernelKey, RowsGroup};
-
-/// One kernel entry point of the fatbin.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Kernel {
-    /// Position in [`ALL`] (and in the backend's function table).
-    pub index: usize,
-    /// The extern "C" symbol.
-    pub name: &'static str,
-    /// The variant.
-    pub key: KernelKey,
-    /// The largest CTA the kernel was compiled for (`__launch_bounds__`).
-    pub max_threads: u32,
-    /// The least CTAs per SM it was compiled for (`__launch_bounds__`).
-    pub min_blocks: u32,
-    /// 16-byte accesses (the ALIGNED template argument).
-    pub aligned: bool,
-    /// Every tensor f16/bf16 (NARROW, or a 16-bit specialised kernel).
-    pub narrow: bool,
-    /// The integer SPEC of the specialised families; -1 for the NARROW ones.
-    pub spec: i32,
-    /// Takes `NkBwdParams` (else `NkFwdParams`).
-    pub bwd: bool,
-}
+pub use variants::{BwdChunks, Dt, Family, FwdChunks, Kernel, KernelKey, RowsGroup};
 
 #[allow(dead_code)]
 mod generated {

@@ -16,31 +16,7 @@ pub mod variants;
 pub mod list;
 
 pub use list::{NK_ROW_MAX_THREADS, NK_SPLIT_ELEMS, NK_SPLIT_THREADS, NK_WARP_WIDTH};
-pub use variants::{BwdChunks, Dt, Family, FwdChunks, KernelKey};
-
-/// One kernel of the list.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Kernel {
-    /// Position in [`KERNELS`].
-    pub index: usize,
-    /// The extern "C" symbol.
-    pub name: &'static str,
-    /// The variant.
-    pub key: KernelKey,
-    /// The workgroup-size bound it was compiled with.
-    pub max_threads: u32,
-    /// The `min_blocks` launch bound of the list (accepted for the CUDA spelling, unused on AMD).
-    pub min_blocks: u32,
-    /// 16-byte accesses (kernels-common's ALIGNED variants); else element by element.
-    pub aligned: bool,
-    /// Every tensor f16/bf16 (kernels-common's NARROW variants, or a 16-bit register kernel).
-    pub narrow: bool,
-    /// Register-resident kernels: SPEC = dtype code + 4·LayerNorm + 8·residual (+ chunk bits);
-    /// -1 otherwise.
-    pub spec: i32,
-    /// Takes `NkBwdParams` (else `NkFwdParams`).
-    pub bwd: bool,
-}
+pub use variants::{BwdChunks, Dt, Family, FwdChunks, Kernel, KernelKey};
 
 mod generated {
     use super::Kernel;
