@@ -4,7 +4,7 @@
 
 use crate::buffers::HipBuffer;
 use crate::ffi::Function;
-use crate::kernels::{self, Kernel};
+use crate::kernels::{self, Dt, Kernel};
 use crate::params::{self, BwdParams, FwdParams};
 use crate::plan::{self, align256, BwdLaunch, BwdPath, BwdShape, FwdLaunch, FwdShape};
 use crate::result::{self, device_error, lookup_error};
@@ -27,7 +27,7 @@ pub(crate) fn forward_args(desc: &NormDesc, a: &Forward<'_, HipBuffer>, plan: &F
     let nvec = usize::from(i.weight) + usize::from(i.bias);
     // The register-resident kernels: every tensor in x's dtype and Gemma casting.
     let uniform = d.y == d.x && (!i.residual || d.residual == d.x) && (!(i.weight || i.bias) || d.weight == d.x);
-    let reg = (uniform && i.gemma).then(|| (d.x.name(), i.ln));
+    let reg = if uniform && i.gemma { Dt::of(d.x).map(|dt| (dt, i.ln)) } else { None };
     let shape = FwdShape { m: i.m, n: i.n, aligned: i.aligned, all16, nvec, residual: i.residual, reg };
     (p, shape)
 }
@@ -46,7 +46,11 @@ pub(crate) fn backward_args(desc: &NormDesc, a: &Backward<'_, HipBuffer>, plan: 
         weight: i.weight,
         d_residual: i.d_residual,
         nacc: i.nacc(),
-        reg: (i.aligned && d.y == d.x && (!i.weight || d.weight == d.x) && (i.ln || !i.db)).then(|| (d.x.name(), i.ln)),
+        reg: if i.aligned && d.y == d.x && (!i.weight || d.weight == d.x) && (i.ln || !i.db) {
+            Dt::of(d.x).map(|dt| (dt, i.ln))
+        } else {
+            None
+        },
     };
     (p, shape)
 }

@@ -23,10 +23,6 @@ fn require(key: KernelKey) -> Result<Kernel> {
 }
 
 /// The kernels' dtype named `tag` (`DType::name`: "f32", "f16", "bf16").
-fn dt_named(tag: &str) -> Option<Dt> {
-    [Dt::F32, Dt::F16, Dt::Bf16].into_iter().find(|d| d.tag() == tag)
-}
-
 fn too_big() -> NormError {
     NormError::ResourceLimit { resource: "HIP workspace bytes", requested: u64::MAX, available: usize::MAX as u64 }
 }
@@ -60,8 +56,8 @@ pub struct FwdShape {
     /// The fused residual add.
     pub residual: bool,
     /// The register-resident kernels apply (every tensor in x's dtype, Gemma casting): x's dtype
-    /// name and whether this is LayerNorm.
-    pub reg: Option<(&'static str, bool)>,
+    /// and whether this is LayerNorm.
+    pub reg: Option<(Dt, bool)>,
 }
 
 /// How a forward call runs.
@@ -125,7 +121,7 @@ pub fn forward(cfg: &Tuning, cus: u32, s: &FwdShape, lds_limit: usize) -> Result
         let threads = rc.group * rc.rows_per_cta;
         // The register-resident kernels: chosen by N, dtypes and flags only; their 16-byte and
         // element-wise variants share one body (same chunks, same order).
-        if let Some((dtype, ln)) = s.reg.and_then(|(dt, ln)| Some((dt_named(dt)?, ln))) {
+        if let Some((dtype, ln)) = s.reg {
             let key = KernelKey::FwdReg { dtype, ln, residual: s.residual, chunks: FwdChunks::K4, aligned: s.aligned };
             let k_per_thread = s.n.div_ceil(8).div_ceil(rc.group as usize);
             let kernel = require(key)?;
@@ -184,8 +180,8 @@ pub struct BwdShape {
     /// dW and dB wanted (0, 1 or 2).
     pub nacc: usize,
     /// The register-resident kernel applies (16-byte layouts, every tensor in x's dtype, dB only
-    /// for LayerNorm): x's dtype name and whether this is LayerNorm.
-    pub reg: Option<(&'static str, bool)>,
+    /// for LayerNorm): x's dtype and whether this is LayerNorm.
+    pub reg: Option<(Dt, bool)>,
 }
 
 /// How the main pass of a backward call runs.
@@ -260,7 +256,7 @@ pub fn backward(cfg: &Tuning, cus: u32, s: &BwdShape, lds_limit: usize) -> Resul
     // 1 chunk per thread (f16 / f32, groups up to 1024) to 8192, and 4 chunks per thread (bf16,
     // the kernels that exist for it: kernels-hip/variants.rs) to 16384 — CUDA's choice, kept
     // until measured here.
-    if let Some((dtype, ln)) = s.reg.and_then(|(dt, ln)| Some((dt_named(dt)?, ln))) {
+    if let Some((dtype, ln)) = s.reg {
         let (table, kmax, chunks) = if s.n <= 4096 {
             (cfg.bwd_reg_rows, BREG_KMAX, Some(BwdChunks::K2))
         } else if s.n <= 8192 && dtype != Dt::Bf16 {
@@ -347,7 +343,7 @@ mod tests {
                 for all16 in [true, false] {
                     for nvec in 0..=2 {
                         for residual in [false, true] {
-                            let reg = if all16 { Some(("bf16", nvec == 2)) } else { None };
+                            let reg = if all16 { Some((Dt::Bf16, nvec == 2)) } else { None };
                             let shape = |m, aligned| FwdShape { m, n, aligned, all16, nvec, residual, reg };
                             let first = forward(&cfg, 304, &shape(1, false), lim).unwrap().row_shape();
                             for m in MS {
@@ -388,7 +384,7 @@ mod tests {
         assert!(matches!(forward(&cfg, 304, &s(70000, 0), lim).unwrap(), FwdLaunch::Split { .. }));
         // The register-resident kernels take uniform-dtype Gemma calls up to 4 chunks per thread,
         // whatever the LDS: 16384 bf16 with a weight runs in registers.
-        let r = |n, aligned| FwdShape { reg: Some(("bf16", false)), aligned, ..s(n, 1) };
+        let r = |n, aligned| FwdShape { reg: Some((Dt::Bf16, false)), aligned, ..s(n, 1) };
         assert!(
             matches!(forward(&cfg, 304, &r(16384, true), lim).unwrap(), FwdLaunch::Row { kernel, lds: 0, .. } if kernel.name == "nk_fwd_reg_bf16_rms_a")
         );
@@ -397,7 +393,7 @@ mod tests {
         );
         // f32 register kernels are bounded at 512 threads: 16384 (groups of 512) runs in them,
         // 32768 (groups of 1024) does not.
-        let f32r = |n| FwdShape { all16: false, reg: Some(("f32", true)), ..s(n, 2) };
+        let f32r = |n| FwdShape { all16: false, reg: Some((Dt::F32, true)), ..s(n, 2) };
         assert!(
             matches!(forward(&cfg, 304, &f32r(16384), lim).unwrap(), FwdLaunch::Row { kernel, .. } if kernel.name == "nk_fwd_reg_f32_ln_a")
         );
@@ -435,19 +431,19 @@ mod tests {
         let l = backward(&cfg, 304, &s(10, 512, 0), lim).unwrap();
         assert_eq!((l.finalize_blocks, l.ws_bytes), (0, 0));
         // Register-resident backward: 4096 bf16 LayerNorm with dW and dB, one group of 256.
-        let r = BwdShape { reg: Some(("bf16", true)), ..s(1000, 4096, 2) };
+        let r = BwdShape { reg: Some((Dt::Bf16, true)), ..s(1000, 4096, 2) };
         let l = backward(&cfg, 304, &r, limit(&cfg, "nk_bwd_r")).unwrap();
         assert!(matches!(l.path, BwdPath::Row { kernel, group: 256, lds: 0, .. } if kernel.name == "nk_bwd_reg_bf16_ln"), "{l:?}");
         assert!(l.finalize_blocks > 0 && l.ws_bytes > 0);
         // 8192 f16 → one chunk per thread in 1024-thread groups; 16384 bf16 → four per thread.
-        let r = BwdShape { all16: true, reg: Some(("f16", false)), ..s(1000, 8192, 1) };
+        let r = BwdShape { all16: true, reg: Some((Dt::F16, false)), ..s(1000, 8192, 1) };
         let l = backward(&cfg, 304, &r, limit(&cfg, "nk_bwd_r")).unwrap();
         assert!(matches!(l.path, BwdPath::Row { kernel, group: 1024, .. } if kernel.name == "nk_bwd_reg1_f16_rms"), "{l:?}");
-        let r = BwdShape { reg: Some(("bf16", true)), ..s(1000, 16384, 2) };
+        let r = BwdShape { reg: Some((Dt::Bf16, true)), ..s(1000, 16384, 2) };
         let l = backward(&cfg, 304, &r, limit(&cfg, "nk_bwd_r")).unwrap();
         assert!(matches!(l.path, BwdPath::Row { kernel, group: 512, .. } if kernel.name == "nk_bwd_reg4_bf16_ln"), "{l:?}");
         // f32 at 16384 has no register kernel: LDS row or split.
-        let r = BwdShape { all16: false, reg: Some(("f32", true)), ..s(1000, 16384, 2) };
+        let r = BwdShape { all16: false, reg: Some((Dt::F32, true)), ..s(1000, 16384, 2) };
         let l = backward(&cfg, 304, &r, limit(&cfg, "nk_bwd_r")).unwrap();
         assert!(!matches!(l.path, BwdPath::Row { kernel, .. } if kernel.spec >= 0), "{l:?}");
         // Huge shapes report a typed error rather than overflowing.
@@ -472,7 +468,7 @@ mod tests {
             let lim = cfg.lds_per_workgroup as usize - 1024;
             for n in ns {
                 for all16 in [true, false] {
-                    let tags: &[&'static str] = if all16 { &["f16", "bf16"] } else { &["f32"] };
+                    let tags: &[Dt] = if all16 { &[Dt::F16, Dt::Bf16] } else { &[Dt::F32] };
                     let mut regs = vec![None];
                     for &t in tags {
                         regs.extend([Some((t, false)), Some((t, true))]);
