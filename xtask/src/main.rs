@@ -35,7 +35,25 @@ usage: cargo xtask <task>
   kernels                      what the last release build's GPU kernels hold (archs, ISA), no device needed
   gpu-bundle [--out DIR]       package what a GPU host needs to build and test normkit (default gpu-bundle/)";
 
+/// Rust ignores SIGPIPE, so `println!` into a closed pipe (`cargo xtask bench --help | head`)
+/// panics; a command-line tool should end quietly instead, as with the default disposition.
+#[cfg(unix)]
+fn default_sigpipe() {
+    extern "C" {
+        fn signal(signum: i32, handler: usize) -> usize;
+    }
+    const SIGPIPE: i32 = 13;
+    const SIG_DFL: usize = 0;
+    // SAFETY: restores the default action of SIGPIPE before any other thread exists; `signal` is
+    // the C library's, which the standard library links on every unix target.
+    unsafe {
+        signal(SIGPIPE, SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
+    #[cfg(unix)]
+    default_sigpipe();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let rest = args.get(1..).unwrap_or(&[]);
     let result = match args.first().map(String::as_str) {
