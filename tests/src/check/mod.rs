@@ -4,8 +4,8 @@
 //! the case (op, dtypes, M, N, strides, options, seed), the worst element, what it got, what the
 //! oracle expected and the allowed range. The mutation tests call these functions directly.
 //!
-//! One file per kind of check: [`forward`] and [`backward`] (a case against the oracle),
-//! [`invariants`] (batch invariance, determinism), [`zero_rows`] (padding rows with a tiny eps);
+//! One file per kind of check: `forward.rs` and `backward.rs` (a case against the oracle),
+//! `invariants.rs` (batch invariance, determinism), `zero_rows.rs` (padding rows with a tiny eps);
 //! this module holds what they share (running a case, gap and untouched-input checks, the tally
 //! of the worst element).
 
