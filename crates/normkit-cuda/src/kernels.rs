@@ -5,10 +5,8 @@
 //! lacks is `None` (a `const` lookup of it fails the build, and the planner's walk over every
 //! reachable plan checks the computed ones).
 
-// Shared with the HIP crate and the build scripts: not every item is used by each.
-#[allow(dead_code)]
-#[path = "../../../kernels-common/variants.rs"]
-pub mod variants;
+// The list types, one definition for both backends (normkit-gpu-host).
+pub use normkit_gpu_host::variants;
 
 #[allow(dead_code)]
 #[path = "../../../kernels-cuda/variants.rs"]
@@ -25,18 +23,6 @@ mod generated {
     include!(concat!(env!("OUT_DIR"), "/kernels.rs"));
 }
 pub use generated::*;
-
-impl Dt {
-    /// The dtype specialised kernels are compiled for that is `d`, if any.
-    pub const fn of(d: normkit_core::DType) -> Option<Dt> {
-        match d {
-            normkit_core::DType::F32 => Some(Dt::F32),
-            normkit_core::DType::F16 => Some(Dt::F16),
-            normkit_core::DType::BF16 => Some(Dt::Bf16),
-            _ => None,
-        }
-    }
-}
 
 /// The kernel for `key`, if the list has it, as [`get`] — and in tests remembered, so the
 /// planner's walk can check every key it asked for.

@@ -22,6 +22,23 @@
 
 pub mod fill;
 pub mod params;
+// The types of the typed kernel lists (kernels-common/variants.rs, documented there), one
+// definition for both backends; their build scripts include the same file.
+#[allow(dead_code)]
+#[path = "../../../kernels-common/variants.rs"]
+pub mod variants;
+
+impl variants::Dt {
+    /// The dtype specialised kernels are compiled for that is `d`, if any.
+    pub const fn of(d: normkit_core::DType) -> Option<variants::Dt> {
+        match d {
+            normkit_core::DType::F32 => Some(variants::Dt::F32),
+            normkit_core::DType::F16 => Some(variants::Dt::F16),
+            normkit_core::DType::BF16 => Some(variants::Dt::Bf16),
+            _ => None,
+        }
+    }
+}
 
 pub use fill::{bwd_params, casting_code, dt_code, fwd_params, mat_vec_ok, span_vec_ok, BwdInfo, DeviceBuffer, FwdInfo};
 pub use params::{BwdParams, FwdParams};
