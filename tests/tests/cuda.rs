@@ -54,6 +54,11 @@ fn main() -> std::process::ExitCode {
         cluster::cluster_bitwise_invariance,
         rows::rows_backward_matches_cpu,
         eight_threads_share_one_backend,
+        stream::caller_stream_matches_own_stream,
+        stream::views_order_across_streams,
+        stream::caller_graph_capture,
+        stream::views_are_validated,
+        stream::one_backend_per_device,
         // Soak and faults: run alone (`run.sh soak`: `soak:: --test-threads=1`); see `mod soak`.
         soak::soak_memory_is_bounded,
         soak::injected_alloc_failure_is_a_typed_error,
@@ -61,6 +66,9 @@ fn main() -> std::process::ExitCode {
     ]);
     normkit_conformance::harness::run("cuda", normkit_conformance::harness::device_present(CudaBackend::new), trials)
 }
+
+#[path = "cuda/stream.rs"]
+mod stream;
 
 /// `CudaBackend` is `Send + Sync` (a compile-time check: this file does not build otherwise).
 const _: () = {

@@ -477,18 +477,16 @@ pub fn check_backward_owners<B: Buffer + ?Sized>(backend: &'static str, owner: O
 /// ownership of every operand ([`check_forward_owners`] against [`NormKernel::owner_id`]).
 /// Returns the plan a backend launches from.
 pub fn validate_forward_for<K: NormKernel + ?Sized>(k: &K, desc: &NormDesc, a: &Forward<'_, K::Buffer>) -> Result<ForwardPlan> {
-    let plan = validate_forward(desc, a)?;
     check_forward_owners(k.name(), k.owner_id(), a)?;
-    Ok(plan)
+    validate_forward(desc, a)
 }
 
 /// Validates a backward call made on backend `k`: every rule of [`validate_backward`], then the
 /// ownership of every operand ([`check_backward_owners`] against [`NormKernel::owner_id`]).
 /// Returns the plan a backend launches from.
 pub fn validate_backward_for<K: NormKernel + ?Sized>(k: &K, desc: &NormDesc, a: &Backward<'_, K::Buffer>) -> Result<BackwardPlan> {
-    let plan = validate_backward(desc, a)?;
     check_backward_owners(k.name(), k.owner_id(), a)?;
-    Ok(plan)
+    validate_backward(desc, a)
 }
 
 #[cfg(test)]

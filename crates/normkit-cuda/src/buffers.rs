@@ -190,6 +190,17 @@ impl Memory {
         }
         let mut ws = self.workspace.lock().unwrap_or_else(|p| p.into_inner());
         if ws.bytes < bytes {
+            // Growing synchronises the stream and allocates: neither may happen inside a graph
+            // capture (the capture would be invalidated), so refuse before touching anything.
+            let status = dev.stream.capture_status().map_err(dev_err("workspace growth"))?;
+            if status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
+                return Err(NormError::ResourceLimit {
+                    resource:
+                        "workspace bytes (it cannot grow during CUDA graph capture: reserve it first with CudaBackend::reserve_workspace)",
+                    requested: bytes as u64,
+                    available: ws.bytes as u64,
+                });
+            }
             dev.stream.synchronize().map_err(dev_err("workspace growth"))?;
             ws.alloc = None;
             ws.bytes = 0;
@@ -215,4 +226,100 @@ pub(crate) fn download(dev: &Device, buf: &CudaBuffer) -> Result<HostBuf> {
         dev.stream.synchronize().map_err(dev_err("download"))?;
     }
     Ok(h)
+}
+
+/// An element type a cudarc slice can hold for normkit: `f32`, `half::f16`, `half::bf16`.
+pub trait CudaElem: cudarc::driver::DeviceRepr + private::Sealed {
+    /// Its normkit dtype.
+    const DTYPE: DType;
+}
+impl CudaElem for f32 {
+    const DTYPE: DType = DType::F32;
+}
+impl CudaElem for half::f16 {
+    const DTYPE: DType = DType::F16;
+}
+impl CudaElem for half::bf16 {
+    const DTYPE: DType = DType::BF16;
+}
+mod private {
+    pub trait Sealed {}
+    impl Sealed for f32 {}
+    impl Sealed for half::f16 {}
+    impl Sealed for half::bf16 {}
+}
+
+/// A read-only [`CudaBuffer`] borrowing a cudarc `CudaSlice<T>` or `CudaView<T>` (no copy),
+/// made by [`CudaBackend::view`](crate::CudaBackend::view). It dereferences to the buffer, so it
+/// goes wherever a `&CudaBuffer` does (`MatRef::new(&x, m, n)`); the borrow it holds keeps the
+/// slice alive and unwritten by safe code until it is dropped.
+///
+/// cudarc's stream synchronisation is kept: making the view orders the backend's stream after
+/// the slice's last write (when cudarc tracks events, i.e. its context has several streams), and
+/// dropping it records the slice's read event after every call queued while it lived.
+#[derive(Debug)]
+pub struct CudaRef<'a> {
+    buf: CudaBuffer,
+    _sync: cudarc::driver::SyncOnDrop<'a>,
+}
+
+/// A writable [`CudaBuffer`] borrowing a cudarc `CudaSlice<T>` or `CudaViewMut<T>` mutably (no
+/// copy), made by [`CudaBackend::view_mut`](crate::CudaBackend::view_mut); it dereferences to
+/// the buffer mutably (`MatMut::new(&mut y, m, n)`). As [`CudaRef`], with the slice's write
+/// event recorded on drop.
+#[derive(Debug)]
+pub struct CudaMut<'a> {
+    buf: CudaBuffer,
+    _sync: cudarc::driver::SyncOnDrop<'a>,
+}
+
+impl std::ops::Deref for CudaRef<'_> {
+    type Target = CudaBuffer;
+    fn deref(&self) -> &CudaBuffer {
+        &self.buf
+    }
+}
+impl std::ops::Deref for CudaMut<'_> {
+    type Target = CudaBuffer;
+    fn deref(&self) -> &CudaBuffer {
+        &self.buf
+    }
+}
+impl std::ops::DerefMut for CudaMut<'_> {
+    fn deref_mut(&mut self) -> &mut CudaBuffer {
+        &mut self.buf
+    }
+}
+
+/// A read-only view of a cudarc slice (see [`CudaRef`]).
+///
+/// A slice of another context (another device) becomes a buffer owned by that context, with no
+/// address and no synchronisation (cudarc's events cannot be recorded on a stream of another
+/// context): the call that uses it fails with `ForeignBuffer`, naming the operand, before
+/// anything is written.
+pub(crate) fn view<'a, T: CudaElem, S: cudarc::driver::DevicePtr<T>>(dev: &'a Device, s: &'a S) -> CudaRef<'a> {
+    let ctx_id = s.stream().context().cu_ctx() as usize;
+    let len = s.len();
+    if ctx_id != dev.ctx_id() {
+        return CudaRef { buf: foreign::<T>(len, ctx_id), _sync: cudarc::driver::SyncOnDrop::Sync(None) };
+    }
+    let (ptr, sync) = s.device_ptr(&dev.stream);
+    CudaRef { buf: CudaBuffer { dtype: T::DTYPE, len, ptr, ctx_id, _owner: None }, _sync: sync }
+}
+
+/// A writable view of a cudarc slice (see [`CudaMut`] and [`view`]).
+pub(crate) fn view_mut<'a, T: CudaElem, S: cudarc::driver::DevicePtrMut<T>>(dev: &'a Device, s: &'a mut S) -> CudaMut<'a> {
+    let ctx_id = s.stream().context().cu_ctx() as usize;
+    let len = s.len();
+    if ctx_id != dev.ctx_id() {
+        return CudaMut { buf: foreign::<T>(len, ctx_id), _sync: cudarc::driver::SyncOnDrop::Sync(None) };
+    }
+    let (ptr, sync) = s.device_ptr_mut(&dev.stream);
+    CudaMut { buf: CudaBuffer { dtype: T::DTYPE, len, ptr, ctx_id, _owner: None }, _sync: sync }
+}
+
+/// The buffer standing for a slice of another context: never dereferenced, since every use
+/// checks its owner first.
+fn foreign<T: CudaElem>(len: usize, ctx_id: usize) -> CudaBuffer {
+    CudaBuffer { dtype: T::DTYPE, len, ptr: 0, ctx_id, _owner: None }
 }

@@ -60,23 +60,43 @@ mod raw;
 mod startup;
 pub mod tuning;
 
+use std::sync::Arc;
+
 use cudarc::driver::result as cu;
+use cudarc::driver::{CudaContext, CudaStream, DevicePtr, DevicePtrMut};
 use normkit_core::{
     validate_backward_for, validate_forward_for, Backward, DType, DTypes, Direction, Forward, HostBuf, NormDesc, NormKernel, Result,
 };
 
-pub use buffers::CudaBuffer;
+pub use buffers::{CudaBuffer, CudaElem, CudaMut, CudaRef};
+/// cudarc, re-exported: the version whose `CudaStream` and `CudaSlice` the backend takes.
+pub use cudarc;
 pub use tuning::{RowConfig, Tuning};
 
 use buffers::Memory;
 use startup::{dev_err, Device, BACKEND};
+
+/// The number of CUDA devices (0 when the driver sees none); `BackendUnavailable` without a
+/// driver. One backend per device: `CudaBackend::with_device(i)` for `i < device_count()?`.
+pub fn device_count() -> Result<usize> {
+    startup::device_count()
+}
 
 /// Names of the kernels in the embedded fatbin (for tests and tools).
 pub fn kernel_names() -> Vec<&'static str> {
     kernels::ALL.iter().map(|k| k.name).collect()
 }
 
-/// The CUDA backend: one device, one stream.
+/// The CUDA backend: one device, one stream — its own ([`CudaBackend::new`],
+/// [`CudaBackend::with_device`]) or the caller's ([`CudaBackend::from_stream`]).
+///
+/// # Threads and devices
+/// `CudaBackend` is `Send + Sync`: threads may share one backend, and each call's results are
+/// bitwise those of the same call made alone (calls share the stream, so they run in the order
+/// they were queued; the workspace is lent to one call at a time). For several GPUs make one
+/// backend per device; each binds its own context on the calling thread before it touches the
+/// driver, so one thread may drive several devices in turn. See the `multi_device` example of
+/// the `normkit` crate.
 ///
 /// # Workspace (device scratch memory)
 ///
@@ -130,6 +150,101 @@ impl CudaBackend {
     /// Opens device 0.
     pub fn new() -> Result<Self> {
         Self::with_device(0)
+    }
+
+    /// A backend on the caller's stream: every launch, workspace allocation and copy of this
+    /// backend is queued on `stream`, in its context (an engine's, candle's
+    /// `CudaDevice::cuda_stream()`), so normkit's calls are ordered with the engine's own work
+    /// without any synchronisation. The kernels are loaded into that context once, here; make one
+    /// backend per stream (or per device) and keep it.
+    ///
+    /// Nothing on the hot path synchronises: `forward` and `backward` only queue kernels, except
+    /// when the workspace has to grow (see [`CudaBackend::reserve_workspace`] to size it up
+    /// front, which also keeps a CUDA graph capture of the caller's stream working: growth
+    /// during a capture is refused with `ResourceLimit` instead of breaking the capture).
+    /// `upload`, `download` and `synchronize` synchronise `stream`, as their contracts say.
+    ///
+    /// ```no_run
+    /// use cudarc::driver::CudaContext;
+    /// use normkit_cuda::CudaBackend;
+    /// use normkit_core::{Forward, InOut, MatMut, MatRef, NormDesc, NormKernel, VecRef};
+    ///
+    /// let ctx = CudaContext::new(0)?;
+    /// let stream = ctx.new_stream()?; // the engine's stream
+    /// let nk = CudaBackend::from_stream(stream.clone())?;
+    /// let (m, n) = (4, 4096);
+    /// let x = stream.clone_htod(&vec![half::bf16::ONE; m * n])?;
+    /// let w = stream.clone_htod(&vec![half::bf16::ONE; n])?;
+    /// let mut y = stream.alloc_zeros::<half::bf16>(m * n)?;
+    /// {
+    ///     let (xv, wv, mut yv) = (nk.view(&x), nk.view(&w), nk.view_mut(&mut y));
+    ///     let args = Forward::new(InOut::separate(MatRef::new(&*xv, m, n), MatMut::new(&mut *yv, m, n))).weight(VecRef::new(&*wv));
+    ///     nk.forward(&NormDesc::rms(1e-6), args)?;
+    /// } // the views end: cudarc's events record normkit's use of x, w and y
+    /// let host = stream.clone_dtoh(&y)?; // ordered after the norm on the same stream
+    /// assert!((host[0].to_f32() - 1.0).abs() < 1e-2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn from_stream(stream: Arc<CudaStream>) -> Result<Self> {
+        // The driver was initialised by whoever made the stream's context.
+        let dev = Device::on_stream(stream)?;
+        let tuning = startup::tuning(dev.cc);
+        Ok(CudaBackend { dev, tuning, mem: Memory::default() })
+    }
+
+    /// The stream every call of this backend is queued on (its own, or the one given to
+    /// [`CudaBackend::from_stream`]).
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.dev.stream
+    }
+
+    /// The context the kernels are loaded in and buffers must belong to.
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.dev.ctx
+    }
+
+    /// The device's ordinal.
+    pub fn ordinal(&self) -> usize {
+        self.dev.ctx.ordinal()
+    }
+
+    /// A read-only normkit buffer over a cudarc `CudaSlice<T>` or `CudaView<T>` (`T`: `f32`,
+    /// `half::f16`, `half::bf16`), without copying. The view borrows the slice, so the slice
+    /// cannot be dropped or written by safe code while normkit may read it; pass `&*view` where a
+    /// `&CudaBuffer` goes. cudarc's stream synchronisation is honoured: the backend's stream waits
+    /// for the slice's last write, and the slice's read event is recorded when the view is dropped
+    /// (after the calls that used it were queued).
+    ///
+    /// A slice of another context (another device) gives a view that every call rejects with
+    /// [`NormError::ForeignBuffer`](normkit_core::NormError::ForeignBuffer), naming the operand,
+    /// before anything is written.
+    pub fn view<'a, T: CudaElem, S: DevicePtr<T>>(&'a self, slice: &'a S) -> CudaRef<'a> {
+        buffers::view(&self.dev, slice)
+    }
+
+    /// A writable normkit buffer over a cudarc `CudaSlice<T>` or `CudaViewMut<T>`, borrowed
+    /// mutably (no other borrow of the slice can exist while it lives); pass `&mut *view` where a
+    /// `&mut CudaBuffer` goes. As [`CudaBackend::view`], with the slice's write event recorded on
+    /// drop. Sub-ranges: `slice.slice_mut(a..b)` gives a `CudaViewMut` to view.
+    pub fn view_mut<'a, T: CudaElem, S: DevicePtrMut<T>>(&'a self, slice: &'a mut S) -> CudaMut<'a> {
+        buffers::view_mut(&self.dev, slice)
+    }
+
+    /// The most workspace bytes any call with at most `max_m` rows of at most `max_n` columns
+    /// can need on this device, whatever the op and dtypes (the bound in [`CudaBackend`]'s docs).
+    pub fn workspace_bound(&self, max_m: usize, max_n: usize) -> usize {
+        plan::workspace_bound(max_m, max_n, self.dev.facts.sms as usize)
+    }
+
+    /// Grows the workspace now to [`CudaBackend::workspace_bound`]`(max_m, max_n)`, so that no
+    /// later call up to that size allocates or synchronises: do this before capturing a CUDA
+    /// graph or entering a latency-sensitive loop. Synchronises the stream if it grows. Returns
+    /// the bytes the workspace holds. `ResourceLimit` when the memory cannot be had (the backend
+    /// stays usable and holds no workspace).
+    pub fn reserve_workspace(&self, max_m: usize, max_n: usize) -> Result<usize> {
+        let bytes = self.workspace_bound(max_m, max_n);
+        drop(self.mem.workspace(&self.dev, bytes)?);
+        Ok(self.mem.workspace_bytes())
     }
 
     /// Compute capability (major, minor).

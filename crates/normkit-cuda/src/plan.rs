@@ -437,6 +437,18 @@ fn forward_cluster(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall
 // ---------------------------------------------------------------------------------------------
 // Backward
 
+/// The workspace bound of `CudaBackend`'s docs for calls of at most `m` rows of at most `n`
+/// columns on a device of `sms` multiprocessors, whatever the op and dtypes:
+/// `max(1 MiB, 8·M·(⌈N/8192⌉ + 1) + 8·N·min(M, 32·S) + 768)` (statistics of the split path;
+/// two fp32 partial rows per resident CTA, at most 32 per SM; the 256-byte alignment of three
+/// regions), saturating. The planner's every launch stays within it (tested below over a grid
+/// of shapes, dtypes and ops).
+pub fn workspace_bound(m: usize, n: usize, sms: usize) -> usize {
+    let stats = m.saturating_mul(n.div_ceil(8192).saturating_add(1)).saturating_mul(8);
+    let parts = n.saturating_mul(m.min(sms.saturating_mul(32))).saturating_mul(8);
+    stats.saturating_add(parts).saturating_add(768).max(1 << 20)
+}
+
 /// Workspace of the paths that keep only partial rows: `[dW parts | dB parts]`.
 fn parts_workspace(c: &BwdCall, part_bytes: usize, bytes: usize) -> Workspace {
     Workspace { bytes, stats: None, dw: 0, db: if c.dw { align256(part_bytes) as u64 } else { 0 } }
@@ -1409,5 +1421,28 @@ mod tests {
             backward(&Tuning::for_sm90(), &h100(), &OCC, &plain).unwrap().steps().next().unwrap().kernel.name,
             "nk_bwd_clp_bf16_rms"
         );
+    }
+    /// `workspace_bound` covers every launch the planner makes up to its shape, for both ops,
+    /// every dtype and the LayerNorm/residual variants, on the H100 facts.
+    #[test]
+    fn workspace_bound_covers_every_plan() {
+        let t = Tuning::for_cc(9);
+        let d = h100();
+        let sms = OCC.sms as usize;
+        for &dt in &DType::ALL {
+            for &n in &[1usize, 7, 64, 1000, 4096, 8192, 12288, 65536, 131072, 262145, 1 << 20] {
+                for &m in &[1usize, 3, 128, 1000, 4096, 70000] {
+                    let bound = workspace_bound(m, n, sms);
+                    for c in [fwd(dt, n, m), ln_fwd(fwd(dt, n, m)), FwdCall { residual: true, ..fwd(dt, n, m) }] {
+                        let l = forward(&t, &d, &OCC, &c).unwrap();
+                        assert!(l.workspace.bytes <= bound, "fwd {dt} {m}x{n}: {} > {bound}", l.workspace.bytes);
+                    }
+                    for c in [bwd(dt, n, m), ln_bwd(bwd(dt, n, m)), BwdCall { d_residual: true, ..bwd(dt, n, m) }] {
+                        let l = backward(&t, &d, &OCC, &c).unwrap();
+                        assert!(l.workspace.bytes <= bound, "bwd {dt} {m}x{n}: {} > {bound}", l.workspace.bytes);
+                    }
+                }
+            }
+        }
     }
 }

@@ -53,23 +53,28 @@ pub(crate) struct Device {
 }
 
 impl Device {
-    /// Opens device `ordinal`. Errors, never panics: no driver library, no device, or a device
-    /// the fatbin has no code for.
+    /// Opens device `ordinal` (its primary context, the one cudarc's `CudaContext::new` and
+    /// candle use) with a stream of the backend's own. Errors, never panics: no driver library,
+    /// no device, or a device the fatbin has no code for.
     pub(crate) fn open(ordinal: usize) -> Result<Device> {
-        // SAFETY: only probes for the driver library (dlopen); cudarc panics on first use otherwise.
-        if !unsafe { sys::is_culib_present() } {
-            return Err(NormError::BackendUnavailable { backend: BACKEND, reason: "no CUDA driver (libcuda.so not found)".into() });
-        }
         let unavailable = |reason: String| NormError::BackendUnavailable { backend: BACKEND, reason };
-        cu::init().map_err(|e| unavailable(format!("cuInit failed: {e}")))?;
-        let count = CudaContext::device_count().map_err(|e| unavailable(format!("no CUDA device ({e})")))?;
-        if count <= 0 {
+        let count = device_count()?;
+        if count == 0 {
             return Err(unavailable("no CUDA device".into()));
         }
-        if ordinal >= count as usize {
+        if ordinal >= count {
             return Err(unavailable(format!("no CUDA device {ordinal} ({count} present)")));
         }
         let ctx = CudaContext::new(ordinal).map_err(dev_err("context creation"))?;
+        let stream = ctx.new_stream().map_err(dev_err("stream creation"))?;
+        Device::on_stream(stream)
+    }
+
+    /// Opens the device of `stream`'s context: the module is loaded into that context and every
+    /// launch and copy is queued on `stream`.
+    pub(crate) fn on_stream(stream: Arc<CudaStream>) -> Result<Device> {
+        let unavailable = |reason: String| NormError::BackendUnavailable { backend: BACKEND, reason };
+        let ctx = stream.context().clone();
         let cc = ctx.compute_capability().map_err(dev_err("device query"))?;
         if cc.0 < 9 {
             return Err(unavailable(format!("compute capability {}.{} is below 9.0 (the fatbin targets sm_90+)", cc.0, cc.1)));
@@ -77,7 +82,6 @@ impl Device {
         if FATBIN.is_empty() {
             return Err(unavailable("this build holds no kernels (built by clippy or with NORMKIT_KERNELS=skip)".into()));
         }
-        let stream = ctx.new_stream().map_err(dev_err("stream creation"))?;
         let module = ctx.load_module(cudarc::nvrtc::Ptx::from_binary(FATBIN.to_vec())).map_err(dev_err("module load"))?;
         let mut funcs = Vec::with_capacity(kernels::ALL.len());
         for k in kernels::ALL.iter() {
@@ -131,6 +135,32 @@ impl Device {
     /// [`normkit_core::Buffer::owner`]).
     pub(crate) fn owner_id(&self) -> Option<u64> {
         Some(self.ctx_id() as u64)
+    }
+}
+
+/// Whether the CUDA driver library can be loaded. Probed here rather than through cudarc, whose
+/// probe exists only when it loads the driver at run time (`dynamic-loading`); with candle's
+/// `cuda` feature the workspace's cudarc links it instead, and then the probe still answers.
+fn driver_present() -> bool {
+    ["libcuda.so.1", "libcuda.so", "nvcuda.dll"].iter().any(|name| {
+        // SAFETY: loading the CUDA driver library runs its initialisers, which have no
+        // preconditions; the handle is dropped at once.
+        unsafe { libloading::Library::new(name) }.is_ok()
+    })
+}
+
+/// The number of CUDA devices, 0 when there is none; `BackendUnavailable` when there is no
+/// driver or it cannot be initialised.
+pub(crate) fn device_count() -> Result<usize> {
+    let unavailable = |reason: String| NormError::BackendUnavailable { backend: BACKEND, reason };
+    if !driver_present() {
+        return Err(unavailable("no CUDA driver (libcuda.so not found)".into()));
+    }
+    cu::init().map_err(|e| unavailable(format!("cuInit failed: {e}")))?;
+    match CudaContext::device_count() {
+        Ok(n) => Ok(n.max(0) as usize),
+        Err(e) if e.0 == sys::CUresult::CUDA_ERROR_NO_DEVICE => Ok(0),
+        Err(e) => Err(unavailable(format!("no CUDA device ({e})"))),
     }
 }
 

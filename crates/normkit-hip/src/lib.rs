@@ -132,6 +132,20 @@ impl HipBackend {
     pub fn config(&self) -> &Tuning {
         &self.ctx.config
     }
+
+    /// The `hipStream_t` every call is queued on (the backend's own, or the caller's from
+    /// [`HipBackend::from_raw_stream`]). Valid while the backend lives; do not destroy it.
+    pub fn raw_stream(&self) -> *mut std::ffi::c_void {
+        self.ctx.stream
+    }
+
+    /// Grows the workspace now to at least `bytes` (synchronising the stream if it grows), so
+    /// later calls that need at most that much neither allocate nor synchronise. Returns the
+    /// bytes held. `ResourceLimit` when the memory cannot be had.
+    pub fn reserve_workspace(&self, bytes: usize) -> Result<usize> {
+        drop(self.workspace(bytes)?);
+        Ok(self.ctx.ws.lock().map_err(|_| poisoned())?.bytes)
+    }
 }
 
 /// A mutex of the backend was poisoned by a panic in an earlier call.

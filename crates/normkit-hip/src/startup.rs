@@ -152,6 +152,8 @@ pub(crate) struct Ctx {
     /// Device index (HIP's current device is per host thread; set before allocating).
     pub(crate) device: i32,
     pub(crate) stream: Stream,
+    /// Whether the stream was created here (and so is destroyed here), or is the caller's.
+    pub(crate) owns_stream: bool,
     pub(crate) module: Module,
     pub(crate) arch: &'static str,
     pub(crate) config: Tuning,
@@ -177,8 +179,8 @@ unsafe impl Sync for Ctx {}
 impl Drop for Ctx {
     fn drop(&mut self) {
         // Errors cannot be reported from drop and are ignored.
-        // SAFETY: the handles were created by this context and are released once, here; the
-        // stream is drained first so no queued kernel still uses the workspace or the module.
+        // SAFETY: the handles were created by this context (the stream unless it is the caller's,
+        // which is only synchronised) and are released once, here; the stream is drained first so no queued kernel still uses the workspace or the module.
         unsafe {
             let _ = result::stream_synchronize(&self.api, self.stream);
             if let Ok(ws) = self.ws.get_mut() {
@@ -187,12 +189,32 @@ impl Drop for Ctx {
                 }
             }
             let _ = result::module_unload(&self.api, self.module);
-            let _ = result::stream_destroy(&self.api, self.stream);
+            if self.owns_stream {
+                let _ = result::stream_destroy(&self.api, self.stream);
+            }
         }
     }
 }
 
 impl HipBackend {
+    /// A backend on the caller's HIP stream: every launch, workspace allocation and copy is
+    /// queued on `stream` (device `opts.device`), so normkit's calls are ordered with the
+    /// engine's own work without synchronisation. Nothing on the hot path synchronises except a
+    /// workspace growth (make one call of the largest shape first, or
+    /// [`HipBackend::reserve_workspace`], before capturing a graph). The backend never destroys
+    /// the stream; dropping its last clone synchronises it once (the workspace is freed after the
+    /// calls that use it).
+    ///
+    /// # Safety
+    /// `stream` must be a `hipStream_t` of device `opts.device` created by the HIP runtime this
+    /// backend loads (the same `libamdhip64.so` in this process: `opts.libraries`), or null for
+    /// that device's default stream, and it must stay valid until the last clone of the backend
+    /// (and of every buffer it made) is dropped. There is no shared Rust HIP stream type to
+    /// check this against.
+    pub unsafe fn from_raw_stream(stream: *mut std::ffi::c_void, opts: &HipOptions) -> std::result::Result<Self, InitError> {
+        Self::start(opts, Some(stream))
+    }
+
     /// Opens device 0 with the default library list.
     pub fn new() -> normkit_core::Result<Self> {
         Ok(Self::try_with_options(&HipOptions::default())?)
@@ -200,6 +222,11 @@ impl HipBackend {
 
     /// Opens the backend, reporting why it cannot start as an [`InitError`].
     pub fn try_with_options(opts: &HipOptions) -> std::result::Result<Self, InitError> {
+        Self::start(opts, None)
+    }
+
+    /// Starts the backend on `stream` (the caller's) or on a stream of its own (`None`).
+    fn start(opts: &HipOptions, stream: Option<Stream>) -> std::result::Result<Self, InitError> {
         let names: Vec<&str> = opts.libraries.iter().map(String::as_str).collect();
         let api = Api::load(&names).map_err(InitError::Library)?;
 
@@ -244,18 +271,22 @@ impl HipBackend {
                 "the {arch} code object was rejected by the runtime on {name} (compute capability {major}.{minor}): {e}"
             ))
         })?;
-        let stream = match result::stream_create(&api) {
-            Ok(s) => s,
-            Err(e) => {
-                // SAFETY: the module was loaded above and is not used elsewhere.
-                let _ = unsafe { result::module_unload(&api, module) };
-                return Err(InitError::Runtime(e));
-            }
+        let (stream, owns_stream) = match stream {
+            Some(s) => (s, false),
+            None => match result::stream_create(&api) {
+                Ok(s) => (s, true),
+                Err(e) => {
+                    // SAFETY: the module was loaded above and is not used elsewhere.
+                    let _ = unsafe { result::module_unload(&api, module) };
+                    return Err(InitError::Runtime(e));
+                }
+            },
         };
         let ctx = Ctx {
             api,
             device: dev,
             stream,
+            owns_stream,
             module,
             arch,
             config,
@@ -269,5 +300,26 @@ impl HipBackend {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
         };
         Ok(HipBackend { ctx: Arc::new(ctx) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The caller's-stream constructor fails like the plain one, before the stream is touched:
+    /// a missing runtime library is `Library`, no AMD GPU is `NoDevice`. (On a machine with one,
+    /// it starts on the device's null stream, which is valid, and drop only synchronises it.)
+    #[test]
+    fn caller_stream_start_errors() {
+        let missing = HipOptions { libraries: vec!["libnormkit-no-such-hip.so".into()], device: 0 };
+        // SAFETY: null is the default stream, valid for any device; and loading fails first.
+        let e = unsafe { HipBackend::from_raw_stream(std::ptr::null_mut(), &missing) }.unwrap_err();
+        assert!(matches!(e, InitError::Library(_)), "{e}");
+        // SAFETY: as above.
+        match unsafe { HipBackend::from_raw_stream(std::ptr::null_mut(), &HipOptions::default()) } {
+            Ok(b) => assert!(b.raw_stream().is_null()),
+            Err(e) => assert!(matches!(e, InitError::Library(_) | InitError::NoDevice), "{e}"),
+        }
     }
 }
