@@ -114,6 +114,7 @@ impl fmt::Display for AliasRule {
 /// |---|---|
 /// | `Shape`, `EmptyRows`, `Stride`, `OutOfBounds`, `Overflow`, `InvalidEps`, `InvalidOffset`, `Missing`, `Unexpected`, `DType` | `forward`/`backward` of every backend (the shared validation, `validate_forward`/`validate_backward`; `supports` for the dtype and descriptor rules) |
 /// | `Alignment` | CUDA and HIP only: a device buffer built from a raw pointer (`buffer_from_raw`) or a view whose offset is not a multiple of the element size |
+/// | `ReadOnly` | every backend's validation, for buffers that can be read-only: today the CPU backend's borrowed [`crate::HostView`]s (`CpuBackend::forward_view` / `backward_view`) made from a shared slice and passed as an output; owned buffers are always writable |
 /// | `Aliasing` | CUDA and HIP only, and only through their `unsafe` raw-pointer constructors (`buffer_from_raw`, `HipBuffer::from_raw`): the only buffers that expose an address. Safe borrows rule overlaps out on the CPU and through `AnyBackend`; `InOut::InPlace` is the one sanctioned overlap |
 /// | `Unsupported` | a backend declining a combination in `supports` (none does today: every backend implements the whole contract), `AnyBackend::download` of another backend's buffer, or a GPU backend's internal limits (a kernel missing from its code object, an empty captured graph in `time_calls`) |
 /// | `ForeignBuffer` | CUDA, HIP and `AnyBackend`: a buffer of another backend or device |
@@ -219,6 +220,15 @@ pub enum NormError {
         dtype: DType,
         /// The rule it breaks.
         rule: &'static str,
+    },
+
+    /// An output was given a buffer that may only be read ([`crate::Buffer::is_writable`] is
+    /// false: a [`crate::HostView`] made from a shared slice). Reported by validation, so
+    /// nothing has been written.
+    #[error("`{operand}` is an output, but its buffer is a read-only view: build it from a mutable slice (`HostView::new_mut`)")]
+    ReadOnly {
+        /// The output operand the error is about.
+        operand: Operand,
     },
 
     /// Two operands share memory in a way the op does not allow.
@@ -377,6 +387,7 @@ mod tests {
             | NormError::Missing { .. }
             | NormError::Unexpected { .. }
             | NormError::DType { .. }
+            | NormError::ReadOnly { .. }
             | NormError::Aliasing { .. }
             | NormError::Unsupported { .. }
             | NormError::ForeignBuffer { .. }
@@ -436,6 +447,7 @@ mod tests {
                 NormError::DType { operand: O::Db, dtype: DType::F16, rule: "the weight, `dw` and `db` must have one dtype" },
                 "`db` is f16, which is not allowed here: the weight, `dw` and `db` must have one dtype",
             ),
+            (NormError::ReadOnly { operand: O::Y }, "`y` is an output, but its buffer is a read-only view: build it from a mutable slice"),
             (NormError::Aliasing { operand: O::Dw, rule: AliasRule::Overlap }, "`dw` may not share memory this way"),
             (NormError::Unsupported { backend: "hip", what: "the fused add".into() }, "The `hip` backend does not support the fused add"),
             (
@@ -485,7 +497,7 @@ mod tests {
             }
             assert!(!msg.ends_with('.') && !msg.contains("  "), "{msg:?}");
         }
-        assert_eq!(seen.len(), 19, "one instance of every variant");
+        assert_eq!(seen.len(), 20, "one instance of every variant");
     }
 
     #[test]

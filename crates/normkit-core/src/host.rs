@@ -5,6 +5,7 @@ use crate::dtype::DType;
 use crate::error::{NormError, Result};
 use crate::tensor::Buffer;
 use half::{bf16, f16};
+use std::marker::PhantomData;
 use std::sync::OnceLock;
 
 /// The most bytes one host buffer allocated through the fallible paths ([`HostBuf::try_zeros`],
@@ -263,5 +264,154 @@ impl From<Vec<f16>> for HostBuf {
 impl From<Vec<bf16>> for HostBuf {
     fn from(v: Vec<bf16>) -> Self {
         HostBuf::BF16(v)
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for f32 {}
+    impl Sealed for half::f16 {}
+    impl Sealed for half::bf16 {}
+}
+
+/// An element type a [`HostView`] can borrow: `f32`, [`struct@f16`], [`struct@bf16`]. Sealed.
+pub trait HostElem: sealed::Sealed + Copy + Send + Sync + 'static {
+    /// The [`DType`] of this element type.
+    const DTYPE: DType;
+}
+
+impl HostElem for f32 {
+    const DTYPE: DType = DType::F32;
+}
+impl HostElem for f16 {
+    const DTYPE: DType = DType::F16;
+}
+impl HostElem for bf16 {
+    const DTYPE: DType = DType::BF16;
+}
+
+/// A borrowed host tensor: the CPU backend's way to run on memory it does not own (another
+/// library's tensor storage) without copying it. Pass views to
+/// [`CpuBackend::forward_view`](crate::cpu::CpuBackend::forward_view) and
+/// [`CpuBackend::backward_view`](crate::cpu::CpuBackend::backward_view).
+///
+/// A view made from a shared slice ([`HostView::new`]) is read-only: given as an output it is
+/// rejected by validation with [`NormError::ReadOnly`], before anything is written. A view made
+/// from a mutable slice ([`HostView::new_mut`]) holds the exclusive borrow for `'a` and may be
+/// an input or an output. So, as with [`HostBuf`], the borrow checker rules out an output that
+/// overlaps another operand.
+///
+/// ```
+/// use normkit_core::cpu::CpuBackend;
+/// use normkit_core::{Forward, HostView, InOut, MatMut, MatRef, NormDesc, NormError, Operand, VecRef};
+///
+/// let x = [1.0f32, 2.0, 3.0, 4.0];
+/// let w = [1.0f32, 1.0];
+/// let mut y = [0.0f32; 4];
+/// let (xv, wv) = (HostView::new(&x[..]), HostView::new(&w[..]));
+/// let mut yv = HostView::new_mut(&mut y[..]);
+/// let args = Forward::new(InOut::separate(MatRef::new(&xv, 2, 2), MatMut::new(&mut yv, 2, 2))).weight(VecRef::new(&wv));
+/// CpuBackend::new().forward_view(&NormDesc::rms(1e-6), args)?;
+/// assert!((y[0] - 1.0 / 2.5f32.sqrt()).abs() < 1e-6);
+///
+/// // A shared slice cannot be an output.
+/// let mut ro = HostView::new(&x[..]);
+/// let args = Forward::new(InOut::separate(MatRef::new(&xv, 2, 2), MatMut::new(&mut ro, 2, 2))).weight(VecRef::new(&wv));
+/// let err = CpuBackend::new().forward_view(&NormDesc::rms(1e-6), args).unwrap_err();
+/// assert!(matches!(err, NormError::ReadOnly { operand: Operand::Y }));
+/// # Ok::<(), NormError>(())
+/// ```
+pub struct HostView<'a> {
+    ptr: crate::cpu::convert::Ptr,
+    len: usize,
+    writable: bool,
+    /// The borrow the view was made from (shared or exclusive; the stricter is recorded).
+    _borrow: PhantomData<&'a mut [u8]>,
+}
+
+impl std::fmt::Debug for HostView<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostView").field("dtype", &self.dtype()).field("len", &self.len).field("writable", &self.writable).finish()
+    }
+}
+
+// SAFETY: a view is a `&'a [T]` or a `&'a mut [T]` of `T: Send + Sync` (f32, f16, bf16), both of
+// which are `Send` and `Sync`; nothing is written through a shared `&HostView` (the backend
+// writes only through `&mut HostView` operands that are writable).
+unsafe impl Send for HostView<'_> {}
+// SAFETY: as above.
+unsafe impl Sync for HostView<'_> {}
+
+impl<'a> HostView<'a> {
+    /// A read-only view of `s`: an input operand only.
+    pub fn new<T: HostElem>(s: &'a [T]) -> Self {
+        // Never written through: validation rejects a read-only view as an output.
+        HostView { ptr: typed(s.as_ptr().cast_mut()), len: s.len(), writable: false, _borrow: PhantomData }
+    }
+
+    /// A writable view of `s`: an input or an output operand.
+    pub fn new_mut<T: HostElem>(s: &'a mut [T]) -> Self {
+        HostView { ptr: typed(s.as_mut_ptr()), len: s.len(), writable: true, _borrow: PhantomData }
+    }
+
+    /// A read-only view of a whole [`HostBuf`].
+    pub fn of(buf: &'a HostBuf) -> Self {
+        match buf {
+            HostBuf::F32(v) => HostView::new(v),
+            HostBuf::F16(v) => HostView::new(v),
+            HostBuf::BF16(v) => HostView::new(v),
+        }
+    }
+
+    /// A writable view of a whole [`HostBuf`].
+    pub fn of_mut(buf: &'a mut HostBuf) -> Self {
+        match buf {
+            HostBuf::F32(v) => HostView::new_mut(v),
+            HostBuf::F16(v) => HostView::new_mut(v),
+            HostBuf::BF16(v) => HostView::new_mut(v),
+        }
+    }
+
+    /// The typed base pointer (the CPU kernels' handle on the memory).
+    pub(crate) fn raw(&self) -> crate::cpu::convert::Ptr {
+        self.ptr
+    }
+}
+
+/// The typed pointer of `p`. `HostElem` is sealed and implemented exactly for f32 (`F32`), f16
+/// (`F16`) and bf16 (`BF16`), so the cast names the type `p` already points to.
+fn typed<T: HostElem>(p: *mut T) -> crate::cpu::convert::Ptr {
+    use crate::cpu::convert::Ptr;
+    match T::DTYPE {
+        DType::F32 => Ptr::F32(p.cast()),
+        DType::F16 => Ptr::F16(p.cast()),
+        DType::BF16 => Ptr::BF16(p.cast()),
+    }
+}
+
+impl<'a, T: HostElem> From<&'a [T]> for HostView<'a> {
+    fn from(s: &'a [T]) -> Self {
+        HostView::new(s)
+    }
+}
+impl<'a, T: HostElem> From<&'a mut [T]> for HostView<'a> {
+    fn from(s: &'a mut [T]) -> Self {
+        HostView::new_mut(s)
+    }
+}
+
+impl Buffer for HostView<'_> {
+    fn dtype(&self) -> DType {
+        match self.ptr {
+            crate::cpu::convert::Ptr::F32(_) => DType::F32,
+            crate::cpu::convert::Ptr::F16(_) => DType::F16,
+            crate::cpu::convert::Ptr::BF16(_) => DType::BF16,
+        }
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn is_writable(&self) -> bool {
+        self.writable
     }
 }

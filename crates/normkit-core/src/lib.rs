@@ -43,7 +43,7 @@ pub use args::{Backward, Forward};
 pub use desc::{CastingMode, DTypes, Direction, NormDesc, NormKind, WeightSpec};
 pub use dtype::{round_to, DType};
 pub use error::{AliasRule, Dim, NormError, Operand, Result};
-pub use host::HostBuf;
+pub use host::{HostBuf, HostElem, HostView};
 pub use kernel::{BenchBackend, DeviceInfo, NormKernel, RawBuffers};
 pub use tensor::{Buffer, InOut, Layout, MatMut, MatRef, Span, VecMut, VecRef};
 pub use validate::{

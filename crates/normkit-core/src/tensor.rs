@@ -33,6 +33,12 @@ pub trait Buffer {
     fn owner(&self) -> Option<u64> {
         None
     }
+    /// Whether the buffer may be written. `false` only for buffers that borrow memory read-only
+    /// (a [`crate::HostView`] made from a shared slice); validation rejects such a buffer as an
+    /// output with [`NormError::ReadOnly`] before anything runs. `true` by default.
+    fn is_writable(&self) -> bool {
+        true
+    }
 }
 
 /// Where a 2-D operand lies in its buffer (all in elements).

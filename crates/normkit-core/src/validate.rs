@@ -208,6 +208,23 @@ fn io_regions<B: Buffer + ?Sized>(io: &InOut<'_, B>, in_op: Operand, out_op: Ope
     }
 }
 
+/// [`NormError::ReadOnly`] when an output's buffer may not be written.
+fn writable<B: Buffer + ?Sized>(operand: Operand, buf: &B) -> Result<()> {
+    if buf.is_writable() {
+        Ok(())
+    } else {
+        Err(NormError::ReadOnly { operand })
+    }
+}
+
+/// [`writable`] for the output of an [`InOut`] (the same buffer when in place).
+fn writable_io<B: Buffer + ?Sized>(io: &InOut<'_, B>, out_op: Operand) -> Result<()> {
+    match io {
+        InOut::Separate { output, .. } => writable(out_op, &*output.buf),
+        InOut::InPlace(m) => writable(out_op, &*m.buf),
+    }
+}
+
 /// Validates a forward call. Returns the plan a backend launches from.
 pub fn validate_forward<B: Buffer + ?Sized>(desc: &NormDesc, a: &Forward<'_, B>) -> Result<ForwardPlan> {
     check_desc(desc)?;
@@ -277,6 +294,17 @@ pub fn validate_forward<B: Buffer + ?Sized>(desc: &NormDesc, a: &Forward<'_, B>)
         .as_ref()
         .map(|v| check_vec(Operand::Rstd, &*v.buf, v.span, m, DType::F32, "`mean` and `rstd` are always f32"))
         .transpose()?;
+
+    writable_io(&a.x, Operand::Y)?;
+    if let Some(r) = &a.residual {
+        writable_io(r, Operand::ResidualOut)?;
+    }
+    if let Some(v) = &a.mean {
+        writable(Operand::Mean, &*v.buf)?;
+    }
+    if let Some(v) = &a.rstd {
+        writable(Operand::Rstd, &*v.buf)?;
+    }
 
     let mut regions = Vec::new();
     io_regions(&a.x, Operand::X, Operand::Y, &mut regions);
@@ -358,6 +386,14 @@ pub fn validate_backward<B: Buffer + ?Sized>(desc: &NormDesc, a: &Backward<'_, B
         a.db.as_ref()
             .map(|v| check_vec(Operand::Db, &*v.buf, v.span, n, wdt, "the weight, `dw` and `db` must have one dtype"))
             .transpose()?;
+
+    writable_io(&a.dy, Operand::Dx)?;
+    if let Some(v) = &a.dw {
+        writable(Operand::Dw, &*v.buf)?;
+    }
+    if let Some(v) = &a.db {
+        writable(Operand::Db, &*v.buf)?;
+    }
 
     let mut regions = Vec::new();
     regions.extend(mat_region(Operand::X, a.x.buf, &xl, false));

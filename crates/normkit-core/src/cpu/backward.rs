@@ -8,10 +8,11 @@
 //! of `dw`/`db` therefore depend on `M`, `N` and the data only. Memory stays bounded: a partial
 //! lives only until its parent adds it, so at most about `threads × depth` partials exist.
 
-use super::convert::{shift_for, stream_fence, Aligned, Ptr};
+use super::convert::{shift_for, stream_fence, Aligned};
 use super::forward::{in_out, out_chunks, read_span, store_row, Rows, Stat};
 use super::reduce;
-use crate::{Backward, BackwardPlan, HostBuf, NormDesc, NormKind, VecMut};
+use super::HostMem;
+use crate::{Backward, BackwardPlan, NormDesc, NormKind, VecMut};
 
 /// Rows per dW/dB block. Fixed: changing it changes the bits of dw/db (not of dx).
 pub(super) const BLOCK_ROWS: usize = 64;
@@ -52,19 +53,16 @@ fn add_into(acc: &mut [f32], other: &[f32]) {
 }
 
 /// Rounds `v` to the buffer's dtype and stores it at `span.offset`.
-fn write_span(out: &mut VecMut<'_, HostBuf>, v: &[f32]) {
-    let off = out.span.offset;
-    match &mut *out.buf {
-        HostBuf::F32(d) => d[off..off + v.len()].copy_from_slice(v),
-        HostBuf::F16(d) => d[off..off + v.len()].iter_mut().zip(v).for_each(|(d, &s)| *d = half::f16::from_f32(s)),
-        HostBuf::BF16(d) => {
-            d[off..off + v.len()].iter_mut().zip(v).for_each(|(d, &s)| *d = half::bf16::from_bits(super::convert::f32_to_bf16_bits(s)))
-        }
-    }
+fn write_span<B: HostMem + ?Sized>(out: &mut VecMut<'_, B>, v: &[f32]) {
+    debug_assert_eq!(v.len(), out.span.len);
+    // SAFETY: validation checked that the span lies in the buffer (`check_span`, with
+    // `span.len == v.len() == N`) and that the buffer is writable; `out` borrows it exclusively
+    // and the parallel part of the call has joined, so no other thread touches it.
+    unsafe { out.buf.ptr_mut().store(out.span.offset, v) };
 }
 
 /// Runs a validated backward call.
-pub(super) fn run(desc: &NormDesc, plan: &BackwardPlan, mut args: Backward<'_, HostBuf>) {
+pub(super) fn run<B: HostMem + ?Sized>(desc: &NormDesc, plan: &BackwardPlan, mut args: Backward<'_, B>) {
     let (m, n) = (plan.m, plan.n);
     let w = match (&args.weight, plan.weight, desc.weight) {
         (Some(w), Some(s), Some(spec)) => {
@@ -88,14 +86,14 @@ pub(super) fn run(desc: &NormDesc, plan: &BackwardPlan, mut args: Backward<'_, H
         kind: desc.kind,
         n,
         m,
-        x: Rows { ptr: Ptr::of(args.x.buf), layout: args.x.layout },
+        x: Rows { ptr: args.x.buf.ptr(), layout: args.x.layout },
         dy,
         dx,
-        d_residual_out: args.d_residual_out.map(|d| Rows { ptr: Ptr::of(d.buf), layout: d.layout }),
+        d_residual_out: args.d_residual_out.map(|d| Rows { ptr: d.buf.ptr(), layout: d.layout }),
         w,
         vec_shift,
-        mean: if desc.has_mean() { args.mean.map(|v| Stat { ptr: Ptr::of(v.buf), offset: v.span.offset }) } else { None },
-        rstd: Stat { ptr: Ptr::of(args.rstd.buf), offset: args.rstd.span.offset },
+        mean: if desc.has_mean() { args.mean.map(|v| Stat { ptr: v.buf.ptr(), offset: v.span.offset }) } else { None },
+        rstd: Stat { ptr: args.rstd.buf.ptr(), offset: args.rstd.span.offset },
         want_dw: args.dw.is_some(),
         want_db: args.db.is_some(),
         isa,

@@ -108,7 +108,7 @@ pub(crate) fn shift_for(lead: usize) -> usize {
     (16 - lead % 16) % 16
 }
 
-/// A typed base pointer into a [`crate::HostBuf`], shared between the rayon workers of one call.
+/// A typed base pointer into a [`crate::HostBuf`] or a [`crate::HostView`], shared between the rayon workers of one call.
 ///
 /// It carries no lifetime: the call that builds it holds the borrow of the buffer (shared for
 /// inputs, exclusive for outputs) for as long as any worker uses it, and every worker touches

@@ -5,7 +5,8 @@ use rayon::prelude::*;
 
 use super::convert::{round_slice, shift_for, stream_fence, Aligned, Ptr};
 use super::reduce;
-use crate::{CastingMode, DType, Forward, ForwardPlan, HostBuf, InOut, Layout, NormDesc, NormKind};
+use super::HostMem;
+use crate::{CastingMode, DType, Forward, ForwardPlan, InOut, Layout, NormDesc, NormKind};
 
 /// Rows per rayon task are chosen so that a task covers about this many elements: enough to
 /// amortise the task overhead, few enough to balance two to a few dozen threads on large `M`.
@@ -76,25 +77,25 @@ pub(super) unsafe fn store_row(ptr: Ptr, at: usize, src: &[f32], stream: bool) {
 }
 
 /// Splits an `InOut` into its input and output row views (the same memory when in place).
-pub(super) fn in_out(io: &mut InOut<'_, HostBuf>) -> (Rows, Rows) {
+pub(super) fn in_out<B: HostMem + ?Sized>(io: &mut InOut<'_, B>) -> (Rows, Rows) {
     match io {
         InOut::Separate { input, output } => {
-            (Rows { ptr: Ptr::of(input.buf), layout: input.layout }, Rows { ptr: Ptr::of_mut(output.buf), layout: output.layout })
+            (Rows { ptr: input.buf.ptr(), layout: input.layout }, Rows { ptr: output.buf.ptr_mut(), layout: output.layout })
         }
         InOut::InPlace(m) => {
-            let r = Rows { ptr: Ptr::of_mut(m.buf), layout: m.layout };
+            let r = Rows { ptr: m.buf.ptr_mut(), layout: m.layout };
             (r, r)
         }
     }
 }
 
-/// Widens `span` elements of a host buffer.
-pub(super) fn read_span(buf: &HostBuf, offset: usize, len: usize) -> Vec<f32> {
-    match buf {
-        HostBuf::F32(v) => v[offset..offset + len].to_vec(),
-        HostBuf::F16(v) => v[offset..offset + len].iter().map(|x| x.to_f32()).collect(),
-        HostBuf::BF16(v) => v[offset..offset + len].iter().map(|x| x.to_f32()).collect(),
-    }
+/// Widens `len` elements of a host buffer from element `offset` (a span checked by validation).
+pub(super) fn read_span<B: HostMem + ?Sized>(buf: &B, offset: usize, len: usize) -> Vec<f32> {
+    let mut v = vec![0.0; len];
+    // SAFETY: validation checked that `offset + len` elements lie in the buffer (`check_span`);
+    // the buffer is borrowed (shared) by the caller for the whole call, so nothing writes it.
+    unsafe { buf.ptr().load(offset, &mut v) };
+    v
 }
 
 /// Everything a row needs, shared by the workers.
@@ -129,7 +130,7 @@ struct Ctx {
 }
 
 /// Runs a validated forward call.
-pub(super) fn run(desc: &NormDesc, plan: &ForwardPlan, mut args: Forward<'_, HostBuf>) {
+pub(super) fn run<B: HostMem + ?Sized>(desc: &NormDesc, plan: &ForwardPlan, mut args: Forward<'_, B>) {
     let (m, n) = (plan.m, plan.n);
     if m == 0 {
         return;
@@ -165,7 +166,7 @@ pub(super) fn run(desc: &NormDesc, plan: &ForwardPlan, mut args: Forward<'_, Hos
         let (i, o) = in_out(r);
         (i, o, dt)
     });
-    let stat = |v: &mut Option<crate::VecMut<'_, HostBuf>>| v.as_mut().map(|v| Stat { ptr: Ptr::of_mut(v.buf), offset: v.span.offset });
+    let stat = |v: &mut Option<crate::VecMut<'_, B>>| v.as_mut().map(|v| Stat { ptr: v.buf.ptr_mut(), offset: v.span.offset });
     let mean = if desc.has_mean() { stat(&mut args.mean) } else { None };
     let rstd = stat(&mut args.rstd);
     let isa = super::Isa::detect();

@@ -15,7 +15,7 @@
 
 mod backward;
 mod bench;
-mod convert;
+pub(crate) mod convert;
 mod forward;
 #[cfg(target_arch = "x86_64")]
 mod fused;
@@ -24,9 +24,39 @@ mod reduce;
 mod tests;
 
 use crate::{
-    check_desc, check_dtypes, validate_backward, validate_forward, Backward, DType, DTypes, Direction, Forward, HostBuf, NormDesc,
-    NormKernel, Result,
+    check_desc, check_dtypes, validate_backward, validate_forward, Backward, Buffer, DType, DTypes, Direction, Forward, HostBuf, HostView,
+    NormDesc, NormKernel, Result,
 };
+use convert::Ptr;
+
+/// Host memory the row kernels run on: owned [`HostBuf`]s and borrowed [`HostView`]s. The kernels
+/// work through the typed base pointer only, so both take the same code path, bit for bit.
+pub(crate) trait HostMem: Buffer {
+    /// The base pointer, for reading.
+    fn ptr(&self) -> Ptr;
+    /// The base pointer, for writing. Only called on an output operand that validation accepted,
+    /// so on a writable buffer ([`Buffer::is_writable`]).
+    fn ptr_mut(&mut self) -> Ptr;
+}
+
+impl HostMem for HostBuf {
+    fn ptr(&self) -> Ptr {
+        Ptr::of(self)
+    }
+    fn ptr_mut(&mut self) -> Ptr {
+        Ptr::of_mut(self)
+    }
+}
+
+impl HostMem for HostView<'_> {
+    fn ptr(&self) -> Ptr {
+        self.raw()
+    }
+    fn ptr_mut(&mut self) -> Ptr {
+        debug_assert!(self.is_writable(), "validation lets only writable views be outputs");
+        self.raw()
+    }
+}
 
 /// Outputs of at least this many bytes (per call) are written with streaming stores, which skip
 /// the read-for-ownership of each destination line (a third of the traffic of a forward pass) and
@@ -106,7 +136,8 @@ fn has_avx2() -> bool {
     Isa::detect().has_avx2()
 }
 
-/// The CPU backend: every op, forward and backward, on [`HostBuf`]s, parallel over the current
+/// The CPU backend: every op, forward and backward, on [`HostBuf`]s (or, through
+/// [`CpuBackend::forward_view`] / [`CpuBackend::backward_view`], on borrowed [`HostView`]s), parallel over the current
 /// rayon pool (run it inside `ThreadPool::install` to choose the pool).
 ///
 /// # Threads
@@ -130,6 +161,27 @@ impl CpuBackend {
     /// The CPU backend (it holds nothing; creating one is free).
     pub fn new() -> Self {
         CpuBackend {}
+    }
+}
+
+impl CpuBackend {
+    /// [`NormKernel::forward`] on borrowed host memory ([`HostView`]s), without copying it: the
+    /// same validation, the same kernels, bitwise the same results as on [`HostBuf`]s holding the
+    /// same values. Every output operand (`y`, `residual_out`, `mean`, `rstd`) must be a writable
+    /// view ([`HostView::new_mut`]); a read-only one is [`crate::NormError::ReadOnly`], returned
+    /// before anything is written.
+    pub fn forward_view(&self, desc: &NormDesc, args: Forward<'_, HostView<'_>>) -> Result<()> {
+        let plan = validate_forward(desc, &args)?;
+        forward::run(desc, &plan, args);
+        Ok(())
+    }
+
+    /// [`NormKernel::backward`] on borrowed host memory, as [`CpuBackend::forward_view`]: the
+    /// outputs `dx`, `dw`, `db` must be writable views.
+    pub fn backward_view(&self, desc: &NormDesc, args: Backward<'_, HostView<'_>>) -> Result<()> {
+        let plan = validate_backward(desc, &args)?;
+        backward::run(desc, &plan, args);
+        Ok(())
     }
 }
 

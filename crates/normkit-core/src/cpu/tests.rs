@@ -573,3 +573,197 @@ fn zero_row_with_tiny_eps_is_finite_in_every_casting_mode() {
         }
     }
 }
+
+/// Borrowed views ([`crate::HostView`]) against owned buffers: the same kernels through the same
+/// typed pointer, so the results must be bitwise equal.
+mod views {
+    use super::data;
+    use crate::cpu::CpuBackend;
+    use crate::{
+        Backward, Buffer, DType, Forward, HostBuf, HostView, InOut, Layout, MatMut, MatRef, NormDesc, NormError, NormKernel, Operand,
+        Result, VecMut, VecRef,
+    };
+
+    /// Rows, columns, row stride, element offset.
+    const SHAPES: [(usize, usize, usize, usize); 5] =
+        [(3, 1, 1, 0), (7, 333, 333, 0), (5, 129, 160, 3), (69, 1000, 1024, 16), (9, 4096, 4096, 0)];
+
+    /// The operands of one case, in one order: x, residual, weight, bias, y, mean, rstd, and for the
+    /// backward dy, dx, d_residual_out, dw, db.
+    fn operands(dt: DType, l: Layout, seed: u64) -> Vec<HostBuf> {
+        let (span, n, m) = (l.span().unwrap(), l.cols, l.rows);
+        let nan = |len| HostBuf::filled(dt, len, f32::NAN);
+        vec![
+            HostBuf::from_f32(dt, &data(span, seed)),
+            HostBuf::from_f32(dt, &data(span, seed + 1)),
+            HostBuf::from_f32(dt, &data(n, seed + 2)),
+            HostBuf::from_f32(dt, &data(n, seed + 3)),
+            nan(span),
+            HostBuf::filled(DType::F32, m, f32::NAN),
+            HostBuf::filled(DType::F32, m, f32::NAN),
+            HostBuf::from_f32(dt, &data(span, seed + 4)),
+            nan(span),
+            HostBuf::from_f32(dt, &data(span, seed + 5)),
+            nan(n),
+            nan(n),
+        ]
+    }
+
+    /// Runs the forward then the backward of `desc` over `bufs` through `fwd` / `bwd`.
+    fn run_case<B: Buffer>(
+        desc: &NormDesc,
+        l: Layout,
+        in_place: bool,
+        bufs: &mut [B],
+        fwd: impl FnOnce(&NormDesc, Forward<'_, B>) -> Result<()>,
+        bwd: impl FnOnce(&NormDesc, Backward<'_, B>) -> Result<()>,
+    ) -> Result<()> {
+        let [x, res, w, b, y, mean, rstd, dy, dx, dres, dw, db] = bufs else { unreachable!("12 operands") };
+        let (m, n) = (l.rows, l.cols);
+        let io = if in_place {
+            InOut::in_place(MatMut::with_layout(x, l))
+        } else {
+            InOut::separate(MatRef::with_layout(x, l), MatMut::with_layout(y, l))
+        };
+        let mut f = Forward::new(io).weight(VecRef::new(w)).rstd(VecMut::with_span(rstd, 0, m));
+        if desc.residual {
+            f = f.residual(InOut::in_place(MatMut::with_layout(res, l)));
+        }
+        if desc.bias {
+            f = f.bias(VecRef::new(b));
+        }
+        if desc.has_mean() {
+            f = f.mean(VecMut::new(mean));
+        }
+        fwd(desc, f)?;
+        // The backward reads what the forward normalised: residual_out with the fused add, else x
+        // (or y over x in place: any M × N values do for a bitwise comparison).
+        let xin: &B = if desc.residual { res } else { x };
+        let io = if in_place {
+            InOut::in_place(MatMut::with_layout(dy, l))
+        } else {
+            InOut::separate(MatRef::with_layout(dy, l), MatMut::with_layout(dx, l))
+        };
+        let mut g =
+            Backward::new(MatRef::with_layout(xin, l), io, VecRef::new(rstd)).weight(VecRef::new(w)).dw(VecMut::with_span(dw, 0, n));
+        if desc.residual {
+            g = g.d_residual_out(MatRef::with_layout(dres, l));
+        }
+        if desc.bias {
+            g = g.db(VecMut::new(db));
+        }
+        if desc.has_mean() {
+            g = g.mean(VecRef::new(mean));
+        }
+        bwd(desc, g)
+    }
+
+    #[test]
+    fn views_give_the_bits_of_owned_buffers() {
+        let cpu = CpuBackend::new();
+        let mut cases = 0;
+        for (m, n, stride, offset) in SHAPES {
+            let l = Layout::strided(m, n, stride).with_offset(offset);
+            for dt in DType::ALL {
+                for (desc, in_place) in [
+                    (NormDesc::rms(1e-6), false),
+                    (NormDesc::rms(1e-6).with_weight_offset(1.0), true),
+                    (NormDesc::rms(1e-5).with_residual(true), false),
+                    (NormDesc::layer(1e-5), false),
+                    (NormDesc::layer(1e-5).with_residual(true), true),
+                ] {
+                    let desc = desc.with_save_stats(true);
+                    let mut owned = operands(dt, l, (m * n + cases) as u64);
+                    let mut borrowed = owned.clone();
+                    run_case(&desc, l, in_place, &mut owned, |d, a| cpu.forward(d, a), |d, a| cpu.backward(d, a)).unwrap();
+                    let mut views: Vec<HostView<'_>> = borrowed.iter_mut().map(HostView::of_mut).collect();
+                    run_case(&desc, l, in_place, &mut views, |d, a| cpu.forward_view(d, a), |d, a| cpu.backward_view(d, a)).unwrap();
+                    drop(views);
+                    for (i, (a, b)) in owned.iter().zip(&borrowed).enumerate() {
+                        assert!(a.bits_eq(b), "{dt} {m}x{n} stride {stride} {desc:?} in_place={in_place}: operand {i} differs");
+                    }
+                    // The outputs were written (not left at their NaN poison).
+                    assert!(!borrowed[6].get_f32(0).is_nan() && !borrowed[10].get_f32(0).is_nan());
+                    cases += 1;
+                }
+            }
+        }
+        assert_eq!(cases, 75);
+    }
+
+    #[test]
+    fn a_read_only_output_is_an_error_and_nothing_is_written() {
+        let cpu = CpuBackend::new();
+        let (m, n) = (4, 8);
+        let x = HostBuf::from_f32(DType::BF16, &data(m * n, 7));
+        let w = HostBuf::filled(DType::BF16, n, 1.0);
+        let (xv, wv) = (HostView::of(&x), HostView::of(&w));
+        let desc = NormDesc::rms(1e-6).with_save_stats(true);
+
+        // y read-only.
+        let y = HostBuf::filled(DType::BF16, m * n, f32::NAN);
+        let mut rstd = HostBuf::filled(DType::F32, m, f32::NAN);
+        let mut yv = HostView::of(&y);
+        let mut rv = HostView::of_mut(&mut rstd);
+        let a = Forward::new(InOut::separate(MatRef::new(&xv, m, n), MatMut::new(&mut yv, m, n)))
+            .weight(VecRef::new(&wv))
+            .rstd(VecMut::new(&mut rv));
+        assert!(matches!(cpu.forward_view(&desc, a), Err(NormError::ReadOnly { operand: Operand::Y })));
+        assert!(rstd.to_f32_vec().iter().all(|v| v.is_nan()), "rstd written despite the error");
+
+        // x overwritten in place, read-only.
+        let mut xro = HostView::of(&x);
+        let mut rv = HostView::of_mut(&mut rstd);
+        let a = Forward::new(InOut::in_place(MatMut::new(&mut xro, m, n))).weight(VecRef::new(&wv)).rstd(VecMut::new(&mut rv));
+        assert!(matches!(cpu.forward_view(&desc, a), Err(NormError::ReadOnly { operand: Operand::Y })));
+
+        // rstd read-only, y writable: y stays untouched.
+        let mut y2 = HostBuf::filled(DType::BF16, m * n, f32::NAN);
+        let mut yv = HostView::of_mut(&mut y2);
+        let r_ro = HostBuf::filled(DType::F32, m, f32::NAN);
+        let mut rv = HostView::of(&r_ro);
+        let a = Forward::new(InOut::separate(MatRef::new(&xv, m, n), MatMut::new(&mut yv, m, n)))
+            .weight(VecRef::new(&wv))
+            .rstd(VecMut::new(&mut rv));
+        assert!(matches!(cpu.forward_view(&desc, a), Err(NormError::ReadOnly { operand: Operand::Rstd })));
+        assert!(y2.to_f32_vec().iter().all(|v| v.is_nan()), "y written despite the error");
+
+        // Backward: dx read-only, then dw read-only.
+        let rstd = HostBuf::filled(DType::F32, m, 1.0);
+        let rsv = HostView::of(&rstd);
+        let dy = HostBuf::from_f32(DType::BF16, &data(m * n, 8));
+        let dyv = HostView::of(&dy);
+        let mut dx_ro = HostView::of(&dy);
+        let mut dw = HostBuf::filled(DType::BF16, n, f32::NAN);
+        let mut dwv = HostView::of_mut(&mut dw);
+        let a = Backward::new(MatRef::new(&xv, m, n), InOut::in_place(MatMut::new(&mut dx_ro, m, n)), VecRef::new(&rsv))
+            .weight(VecRef::new(&wv))
+            .dw(VecMut::new(&mut dwv));
+        assert!(matches!(cpu.backward_view(&desc, a), Err(NormError::ReadOnly { operand: Operand::Dx })));
+        assert!(dw.to_f32_vec().iter().all(|v| v.is_nan()), "dw written despite the error");
+        let mut dx = HostBuf::filled(DType::BF16, m * n, f32::NAN);
+        let mut dxv = HostView::of_mut(&mut dx);
+        let mut dw_ro = HostView::of(&w);
+        let a =
+            Backward::new(MatRef::new(&xv, m, n), InOut::separate(MatRef::new(&dyv, m, n), MatMut::new(&mut dxv, m, n)), VecRef::new(&rsv))
+                .weight(VecRef::new(&wv))
+                .dw(VecMut::new(&mut dw_ro));
+        assert!(matches!(cpu.backward_view(&desc, a), Err(NormError::ReadOnly { operand: Operand::Dw })));
+        assert!(dx.to_f32_vec().iter().all(|v| v.is_nan()), "dx written despite the error");
+    }
+
+    #[test]
+    fn views_of_slices_know_their_dtype_and_length() {
+        let (a, b, c) = ([1.0f32; 3], [half::f16::ONE; 5], [half::bf16::ONE; 7]);
+        for (v, dt, len) in
+            [(HostView::new(&a[..]), DType::F32, 3), (HostView::from(&b[..]), DType::F16, 5), (HostView::new(&c[..]), DType::BF16, 7)]
+        {
+            assert_eq!((v.dtype(), v.len(), v.is_writable()), (dt, len, false));
+        }
+        let mut d = [half::bf16::ZERO; 2];
+        let v = HostView::from(&mut d[..]);
+        assert_eq!((v.dtype(), v.len(), v.is_writable()), (DType::BF16, 2, true));
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<HostView<'static>>();
+    }
+}
