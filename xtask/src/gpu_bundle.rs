@@ -65,16 +65,18 @@ fn copy_stripped(from: &Path, to: &Path) -> Result<(), String> {
 
 const RUN_SH: &str = r#"#!/usr/bin/env bash
 # normkit GPU bundle: tests, soak, sanitizers, benchmark, peers. Results under $OUT (default ./out).
-# Usage: run.sh [tests] [soak] [sanitize] [bench] [peers]   (default: all five)
+# Usage: run.sh [tests] [soak] [sanitize] [bench] [peers] [candle]   (default: all)
 #   tests: every test of bin/cuda-tests except the soak:: ones, in parallel        -> tests.log
 #   soak:  the soak:: tests alone, --test-threads=1 (they take most of the device's
 #          memory, one of them all of it for a moment): 100,000 calls with device
 #          memory measured before and after, injected and real out-of-memory      -> soak.log
+#   candle: normkit-candle with candle's CUDA build (bundles made with --candle): its tests,
+#          the `train` example and the candle bench                  -> candle-*.log
 set -u
 HERE="$(cd "$(dirname "$0")" && pwd)"
 OUT="${OUT:-$HERE/out}"
 mkdir -p "$OUT"
-STEPS="${*:-tests soak sanitize bench peers}"
+STEPS="${*:-tests soak sanitize bench peers candle}"
 status=0
 has() { case " $STEPS " in *" $1 "*) return 0;; esac; return 1; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv 2>&1 | tee "$OUT/device.txt"
@@ -98,6 +100,17 @@ fi
 if has bench; then
   echo "== normkit-bench"
   "$HERE/bin/normkit-bench" run --backend cuda ${BENCH_ARGS:-} --out "$OUT/bench" 2>&1 | tail -n 60
+fi
+if has candle && [ -x "$HERE/bin/candle-tests" ]; then
+  # candle's CUDA build links cuBLAS, cuRAND, NVRTC and the CUDA runtime: the GPU host has them in
+  # PyTorch's environment (CUDA 13 wheels); the bundle was linked against stubs of the same names.
+  libdir="$(dirname "$(find / -name 'libcublas.so.13' -path '*site-packages*' 2>/dev/null | head -n 1)")"
+  export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  echo "== normkit-candle on CUDA (libraries from $libdir)"
+  "$HERE/bin/candle-tests" 2>&1 | tee "$OUT/candle-tests.log" | grep -E "^test |test result|FAIL|panicked|error" || true
+  grep -q "test result: ok" "$OUT/candle-tests.log" || status=1
+  "$HERE/bin/candle-train" --steps ${CANDLE_STEPS:-300} 2>&1 | tee "$OUT/candle-train.log" | tail -n 8
+  "$HERE/bin/candle-bench" --bench ${CANDLE_BENCH_ARGS:-} 2>&1 | tee "$OUT/candle-bench.log" | grep -v "^$" | tail -n 60
 fi
 if has peers && [ -f "$HERE/peers/bench_peers.py" ]; then
   echo "== peers"
@@ -161,4 +174,102 @@ fn dir_size(p: &Path) -> u64 {
             }
         })
         .sum()
+}
+
+/// The libraries candle's CUDA build links (cudarc's `dynamic-linking`, candle-kernels' runtime):
+/// link name, the SONAME it has in CUDA 13 (what the GPU host's PyTorch wheels and driver
+/// provide), and the prefix of the symbols it exports.
+const CANDLE_CUDA_LIBS: [(&str, &str, &str); 5] = [
+    ("cuda", "libcuda.so.1", "cu"),
+    ("nvrtc", "libnvrtc.so.13", "nvrtc"),
+    ("curand", "libcurand.so.10", "curand"),
+    ("cublasLt", "libcublasLt.so.13", "cublasLt"),
+    ("cublas", "libcublas.so.13", "cublas"),
+];
+
+/// `--candle`: normkit-candle's tests, `train` example and bench built with candle's CUDA
+/// feature, into `bin/candle-tests`, `bin/candle-train`, `bin/candle-bench`.
+///
+/// This machine has nvcc but neither the CUDA driver nor cuBLAS, cuRAND or NVRTC, which candle's
+/// CUDA build links at build time. The binaries are linked against stubs: shared libraries with
+/// the real SONAMEs that define every symbol cudarc references (listed by `nm` from the cudarc
+/// rlib of this very build) as an empty function, plus nvcc's own `libcudart`. At run time the
+/// GPU host's real libraries (the driver, PyTorch's CUDA 13 wheels) are loaded in their place:
+/// the stubs' code never runs. The binaries can only run there.
+pub fn candle(root: &Path, out: &Path) -> Result<(), String> {
+    let target = crate::util::target_dir();
+    let stubs = target.join("cuda-stubs");
+    let lib = stubs.join("lib");
+    fs::create_dir_all(&lib).map_err(|e| format!("create {}: {e}", lib.display()))?;
+    let env = |c: &mut Command| {
+        crate::util::with_tools_env(c);
+        c.env("CUDA_COMPUTE_CAP", "90").env("CUDA_HOME", &stubs);
+    };
+    // 1. The crate's rlibs (cudarc with candle's features): no link yet.
+    let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    c.current_dir(root).args(["build", "--release", "-p", "normkit-candle", "--features", "cuda", "--lib"]);
+    env(&mut c);
+    crate::util::run(&mut c)?;
+    // 2. Every symbol the cudarc rlibs leave undefined, sorted into the stub libraries.
+    let deps = target.join("release/deps");
+    let mut symbols: Vec<String> = Vec::new();
+    for e in fs::read_dir(&deps).map_err(|e| format!("read {}: {e}", deps.display()))?.flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        if name.starts_with("libcudarc-") && name.ends_with(".rlib") {
+            let text = crate::util::output(Command::new("nm").args(["--undefined-only", "--format=posix"]).arg(e.path())).unwrap_or_default();
+            symbols.extend(text.lines().filter_map(|l| l.split_whitespace().next()).map(str::to_string));
+        }
+    }
+    symbols.sort();
+    symbols.dedup();
+    for (link, soname, prefix) in CANDLE_CUDA_LIBS {
+        let mine: Vec<&String> = symbols
+            .iter()
+            .filter(|s| s.starts_with(prefix) && s[prefix.len()..].starts_with(|c: char| c.is_ascii_uppercase() || c == '_'))
+            .filter(|s| prefix != "cublas" || !s.starts_with("cublasLt"))
+            .collect();
+        let src = stubs.join(format!("{link}.c"));
+        let body: String = mine.iter().map(|s| format!("void {s}(void) {{}}\n")).collect();
+        fs::write(&src, format!("/* generated by cargo xtask gpu-bundle --candle: link-time stand-ins */\n{body}"))
+            .map_err(|e| format!("write {}: {e}", src.display()))?;
+        crate::util::run(
+            Command::new("cc")
+                .args(["-shared", "-fPIC", "-o"])
+                .arg(lib.join(format!("lib{link}.so")))
+                .arg(format!("-Wl,-soname,{soname}"))
+                .arg(&src),
+        )?;
+        println!("stub {soname}: {} symbols", mine.len());
+    }
+    let cudart = crate::toolchains::nvcc_path().parent().and_then(Path::parent).map(|p| p.join("lib/libcudart.so.13")).unwrap_or_default();
+    let link = lib.join("libcudart.so");
+    let _ = fs::remove_file(&link);
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(&cudart, &link).map_err(|e| format!("link {}: {e}", link.display()))?;
+    // 3. The binaries, linked against the stubs.
+    let bin = out.join("bin");
+    let build = |args: &[&str]| -> Result<Vec<(String, PathBuf)>, String> {
+        let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+        c.current_dir(root).args(args).arg("--message-format=json-render-diagnostics");
+        env(&mut c);
+        let o = c.output().map_err(|e| format!("cannot run cargo: {e}"))?;
+        if !o.status.success() {
+            return Err(format!("cargo {} failed:\n{}", args.join(" "), String::from_utf8_lossy(&o.stderr)));
+        }
+        Ok(String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter_map(|l| Some((json_target_name(l)?, PathBuf::from(json_str(l, "\"executable\":")?))))
+            .collect())
+    };
+    let tests = build(&["test", "--release", "-p", "normkit-candle", "--features", "cuda", "--tests", "--no-run"])?;
+    let (_, t) = tests.iter().find(|(n, _)| n == "cuda").ok_or("cargo reported no normkit-candle `cuda` test executable")?;
+    copy_stripped(t, &bin.join("candle-tests"))?;
+    let ex = build(&["build", "--release", "-p", "normkit-candle", "--features", "cuda", "--example", "train"])?;
+    let (_, e) = ex.iter().find(|(n, _)| n == "train").ok_or("cargo reported no `train` example")?;
+    copy_stripped(e, &bin.join("candle-train"))?;
+    let be = build(&["bench", "--no-run", "-p", "normkit-candle", "--features", "cuda", "--bench", "candle"])?;
+    let (_, b) = be.iter().find(|(n, _)| n == "candle").ok_or("cargo reported no `candle` bench executable")?;
+    copy_stripped(b, &bin.join("candle-bench"))?;
+    println!("gpu bundle: bin/candle-tests, bin/candle-train, bin/candle-bench (run.sh candle)");
+    Ok(())
 }

@@ -6,7 +6,7 @@
 //! cargo xtask bench [ARGS]      provision, build and run the benchmark runner (`cargo xtask bench --help`)
 //! cargo xtask report merge A.json B.json ... [--peers peers.json] --out DIR
 //! cargo xtask kernels         inspect the GPU kernels of the last release build (no GPU needed)
-//! cargo xtask gpu-bundle [--out DIR]   the bundle of files to run the GPU suite on a GPU host
+//! cargo xtask gpu-bundle [--out DIR] [--candle]   the bundle of files to run the GPU suite on a GPU host
 //! ```
 //! Standard library only: the tasks shell out to cargo, pip, apt and the built tools.
 
@@ -33,7 +33,9 @@ usage: cargo xtask <task>
   report merge A.json [B.json ...] [--peers peers.json] --out DIR
                                one report from several machines' results and bench_peers.py output
   kernels                      what the last release build's GPU kernels hold (archs, ISA), no device needed
-  gpu-bundle [--out DIR]       package what a GPU host needs to build and test normkit (default gpu-bundle/)";
+  gpu-bundle [--out DIR] [--candle]
+                               package what a GPU host needs to build and test normkit (default gpu-bundle/);
+                               --candle adds normkit-candle's CUDA tests, example and bench (bin/candle-*)";
 
 /// Rust ignores SIGPIPE, so `println!` into a closed pipe (`cargo xtask bench --help | head`)
 /// panics; a command-line tool should end quietly instead, as with the default disposition.
@@ -91,10 +93,19 @@ fn main() -> ExitCode {
 }
 
 fn gpu_bundle_cmd(args: &[String]) -> Result<(), String> {
-    let out = match args {
-        [] => util::root().join("gpu-bundle"),
-        [flag, dir] if flag == "--out" => PathBuf::from(dir),
-        _ => return Err("usage: cargo xtask gpu-bundle [--out DIR]".into()),
-    };
-    gpu_bundle::run(&util::root(), &out)
+    let mut out = util::root().join("gpu-bundle");
+    let mut candle = false;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--out" => out = PathBuf::from(it.next().ok_or("--out needs a folder")?),
+            "--candle" => candle = true,
+            _ => return Err("usage: cargo xtask gpu-bundle [--out DIR] [--candle]".into()),
+        }
+    }
+    gpu_bundle::run(&util::root(), &out)?;
+    if candle {
+        gpu_bundle::candle(&util::root(), &out)?;
+    }
+    Ok(())
 }

@@ -163,6 +163,10 @@ impl CudaBackend {
     /// front, which also keeps a CUDA graph capture of the caller's stream working: growth
     /// during a capture is refused with `ResourceLimit` instead of breaking the capture).
     /// `upload`, `download` and `synchronize` synchronise `stream`, as their contracts say.
+    /// To capture normkit's calls in a graph along with cudarc's, allocate the captured slices
+    /// with cudarc's event tracking off (`CudaContext::disable_event_tracking`; candle:
+    /// `CudaDevice::disable_event_tracking`): otherwise their views wait on events recorded before
+    /// the capture, which invalidates it — as it does cudarc's own launches.
     ///
     /// ```no_run
     /// use cudarc::driver::CudaContext;

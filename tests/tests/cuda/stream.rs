@@ -207,6 +207,12 @@ pub fn caller_graph_capture() {
     use normkit::cuda::cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
     let own = CudaBackend::new().unwrap();
     let ctx = CudaContext::new(0).unwrap();
+    // cudarc's event tracking makes every use of a slice wait for its last write — an event
+    // recorded outside the capture, which a capture may not wait on (the capture is invalidated:
+    // true of cudarc's own launches too). A caller that captures turns it off for the slices it
+    // captures (cudarc: for slices made afterwards; candle: `CudaDevice::disable_event_tracking`).
+    // SAFETY: every slice of this context is used on this one stream, in stream order.
+    unsafe { ctx.disable_event_tracking() };
     let stream = ctx.new_stream().unwrap();
     let k = CudaBackend::from_stream(stream.clone()).unwrap();
 
