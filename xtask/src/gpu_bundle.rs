@@ -216,7 +216,8 @@ pub fn candle(root: &Path, out: &Path) -> Result<(), String> {
     for e in fs::read_dir(&deps).map_err(|e| format!("read {}: {e}", deps.display()))?.flatten() {
         let name = e.file_name().to_string_lossy().to_string();
         if name.starts_with("libcudarc-") && name.ends_with(".rlib") {
-            let text = crate::util::output(Command::new("nm").args(["--undefined-only", "--format=posix"]).arg(e.path())).unwrap_or_default();
+            let text =
+                crate::util::output(Command::new("nm").args(["--undefined-only", "--format=posix"]).arg(e.path())).unwrap_or_default();
             symbols.extend(text.lines().filter_map(|l| l.split_whitespace().next()).map(str::to_string));
         }
     }
