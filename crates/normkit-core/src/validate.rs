@@ -509,16 +509,20 @@ pub fn check_backward_owners<B: Buffer + ?Sized>(backend: &'static str, owner: O
     Ok(())
 }
 
-/// Validates a forward call made on backend `k`: every rule of [`validate_forward`], then the
-/// ownership of every operand ([`check_forward_owners`] against [`NormKernel::owner_id`]).
+/// Validates a forward call made on backend `k`: the ownership of every operand
+/// ([`check_forward_owners`] against [`NormKernel::owner_id`]), then every rule of
+/// [`validate_forward`].
 /// Returns the plan a backend launches from.
 pub fn validate_forward_for<K: NormKernel + ?Sized>(k: &K, desc: &NormDesc, a: &Forward<'_, K::Buffer>) -> Result<ForwardPlan> {
+    // Ownership first: a foreign buffer's address means nothing here (a view of another
+    // context's memory carries none), so no overlap or bounds verdict should be drawn from it.
     check_forward_owners(k.name(), k.owner_id(), a)?;
     validate_forward(desc, a)
 }
 
-/// Validates a backward call made on backend `k`: every rule of [`validate_backward`], then the
-/// ownership of every operand ([`check_backward_owners`] against [`NormKernel::owner_id`]).
+/// Validates a backward call made on backend `k`: the ownership of every operand
+/// ([`check_backward_owners`] against [`NormKernel::owner_id`]), then every rule of
+/// [`validate_backward`].
 /// Returns the plan a backend launches from.
 pub fn validate_backward_for<K: NormKernel + ?Sized>(k: &K, desc: &NormDesc, a: &Backward<'_, K::Buffer>) -> Result<BackwardPlan> {
     check_backward_owners(k.name(), k.owner_id(), a)?;
