@@ -1,1 +1,108 @@
-fn main() {}
+//! normkit-candle against candle 0.11 on the CPU: RMSNorm and LayerNorm, forward alone (against
+//! candle's fused `candle_nn::ops::rms_norm` / `layer_norm`, which have no backward, and its
+//! unfused `rms_norm_slow` / `layer_norm_slow`) and forward + backward (against the unfused ops,
+//! the only candle path with gradients).
+//!
+//! `cargo bench -p normkit-candle --bench candle` (add `-- rms_fwd/` etc. to filter; set
+//! `NORMKIT_CANDLE_BENCH_LARGE=0` to skip the 8192×4096 shape).
+//!
+//! Throughput counts the bytes a fused implementation must move, the same for every contender:
+//! forward `x` read + `y` written (`2·M·N` elements); forward + backward adds `x` and `dy` read
+//! and `dx` written (`5·M·N`). Weight, bias and statistics are `O(N + M)` and left out. The
+//! forward + backward runs `sum(y · g).backward()` for a fixed `g`, so both sides also pay one
+//! candle multiply, one sum and their backward; the `loss_only` group times that part alone
+//! (on the input itself), to be subtracted for the cost of the norm's forward + backward.
+
+use candle_core::{DType, Device, Result, Tensor, Var};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use std::time::Duration;
+
+fn shapes() -> Vec<(usize, usize)> {
+    let mut s = vec![(1024, 4096)];
+    if std::env::var("NORMKIT_CANDLE_BENCH_LARGE").as_deref() != Ok("0") {
+        s.push((8192, 4096));
+    }
+    s
+}
+
+fn rand(shape: (usize, usize), dt: DType) -> Result<Tensor> {
+    Tensor::randn(0f32, 1.0, shape, &Device::Cpu)?.to_dtype(dt)
+}
+
+type Fwd = fn(&Tensor, &Tensor, &Tensor) -> Result<Tensor>;
+
+fn rms_normkit(x: &Tensor, w: &Tensor, _: &Tensor) -> Result<Tensor> {
+    normkit_candle::rms_norm(x, w, 1e-6)
+}
+fn rms_candle_fused(x: &Tensor, w: &Tensor, _: &Tensor) -> Result<Tensor> {
+    candle_nn::ops::rms_norm(x, w, 1e-6)
+}
+fn rms_candle_unfused(x: &Tensor, w: &Tensor, _: &Tensor) -> Result<Tensor> {
+    candle_nn::ops::rms_norm_slow(x, w, 1e-6)
+}
+fn ln_normkit(x: &Tensor, w: &Tensor, b: &Tensor) -> Result<Tensor> {
+    normkit_candle::layer_norm(x, w, b, 1e-5)
+}
+fn ln_candle_fused(x: &Tensor, w: &Tensor, b: &Tensor) -> Result<Tensor> {
+    candle_nn::ops::layer_norm(x, w, b, 1e-5)
+}
+fn ln_candle_unfused(x: &Tensor, w: &Tensor, b: &Tensor) -> Result<Tensor> {
+    candle_nn::ops::layer_norm_slow(x, w, b, 1e-5)
+}
+
+/// The loss machinery alone: `y` is the input itself, so this times `sum(x · g).backward()`, which
+/// the forward + backward figures include; the report subtracts it.
+fn loss_only(x: &Tensor, _: &Tensor, _: &Tensor) -> Result<Tensor> {
+    Ok(x.clone())
+}
+
+fn bench(c: &mut Criterion) {
+    let ops: [(&str, [(&str, Fwd); 3]); 2] = [
+        ("rms", [("normkit", rms_normkit), ("candle_fused", rms_candle_fused), ("candle_unfused", rms_candle_unfused)]),
+        ("ln", [("normkit", ln_normkit), ("candle_fused", ln_candle_fused), ("candle_unfused", ln_candle_unfused)]),
+    ];
+    for (m, n) in shapes() {
+        for dt in [DType::F32, DType::BF16] {
+            let es = dt.size_in_bytes() as u64;
+            let x = Var::from_tensor(&rand((m, n), dt).unwrap()).unwrap();
+            let w = Var::from_tensor(&rand((1, n), dt).unwrap().squeeze(0).unwrap().affine(0.1, 1.0).unwrap()).unwrap();
+            let b = Var::from_tensor(&rand((1, n), dt).unwrap().squeeze(0).unwrap()).unwrap();
+            let g = rand((m, n), dt).unwrap();
+            let case = format!("{dt:?}/{m}x{n}").to_lowercase();
+            for (op, impls) in &ops {
+                let mut group = c.benchmark_group(format!("{op}_fwd"));
+                group.throughput(Throughput::Bytes(2 * (m * n) as u64 * es));
+                for (name, f) in impls {
+                    group.bench_with_input(BenchmarkId::new(*name, &case), &(), |bch, _| bch.iter(|| f(&x, &w, &b).unwrap()));
+                }
+                group.finish();
+
+                let mut group = c.benchmark_group(format!("{op}_fwd_bwd"));
+                group.throughput(Throughput::Bytes(5 * (m * n) as u64 * es));
+                // candle's fused ops have no backward: only normkit and the unfused chain.
+                for (name, f) in impls.iter().filter(|(name, _)| *name != "candle_fused") {
+                    group.bench_with_input(BenchmarkId::new(*name, &case), &(), |bch, _| {
+                        bch.iter(|| {
+                            let y = f(&x, &w, &b).unwrap();
+                            (y * &g).unwrap().sum_all().unwrap().backward().unwrap()
+                        })
+                    });
+                }
+                group.finish();
+            }
+            let mut group = c.benchmark_group("loss_only");
+            group.throughput(Throughput::Bytes(5 * (m * n) as u64 * es));
+            group.bench_with_input(BenchmarkId::new("candle", &case), &(), |bch, _| {
+                bch.iter(|| (loss_only(&x, &w, &b).unwrap() * &g).unwrap().sum_all().unwrap().backward().unwrap())
+            });
+            group.finish();
+        }
+    }
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(10).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2));
+    targets = bench
+}
+criterion_main!(benches);

@@ -48,3 +48,40 @@ pub(crate) fn rowable(t: &Tensor) -> candle_core::Result<Tensor> {
         t.contiguous()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::rows_of;
+    use candle_core::{DType, Device, Tensor};
+
+    fn rows(t: &Tensor) -> Option<(usize, usize, usize, usize)> {
+        rows_of(t.layout()).map(|l| (l.rows, l.cols, l.stride, l.offset))
+    }
+
+    #[test]
+    fn evenly_spaced_rows_are_read_in_place() -> candle_core::Result<()> {
+        let t = Tensor::zeros((2, 3, 50), DType::F32, &Device::Cpu)?;
+        assert_eq!(rows(&t), Some((6, 50, 50, 0)));
+        // A narrow of the last dimension: rows 50 apart, from element 5.
+        assert_eq!(rows(&t.narrow(2, 5, 40)?), Some((6, 40, 50, 5)));
+        // A slice of rows of a rank-3 tensor, and a leading dimension of 1.
+        assert_eq!(rows(&t.narrow(1, 1, 2)?), None, "rows 1..3 of each batch are not evenly spaced");
+        assert_eq!(rows(&t.narrow(0, 1, 1)?), Some((3, 50, 50, 150)));
+        assert_eq!(rows(&t.get(1)?.narrow(0, 1, 2)?), Some((2, 50, 50, 200)));
+        // A rank-1 tensor is one row; a scalar one element.
+        assert_eq!(rows(&Tensor::zeros(7, DType::F32, &Device::Cpu)?), Some((1, 7, 7, 0)));
+        assert_eq!(rows(&Tensor::new(1f32, &Device::Cpu)?), Some((1, 1, 1, 0)));
+        Ok(())
+    }
+
+    #[test]
+    fn transposes_and_broadcasts_are_not_rows() -> candle_core::Result<()> {
+        let t = Tensor::zeros((4, 8), DType::F32, &Device::Cpu)?;
+        assert_eq!(rows(&t.t()?), None);
+        // A broadcast along the rows has stride 0: rows_of reports it, rowable copies it.
+        let b = Tensor::zeros(8, DType::F32, &Device::Cpu)?.broadcast_as((4, 8))?;
+        assert_eq!(rows(&b), Some((4, 8, 0, 0)));
+        assert!(super::rowable(&b)?.is_contiguous());
+        Ok(())
+    }
+}
