@@ -22,6 +22,9 @@ use normkit::{Backward, Forward, HostElem, HostView, InOut, MatMut, MatRef, Norm
 
 use crate::rows::{rowable, rows_of};
 
+#[cfg(feature = "cuda")]
+mod cuda;
+
 /// What a forward op computes.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Spec {
@@ -56,7 +59,12 @@ impl Spec {
 pub(crate) enum Saved {
     /// Host vectors of `M` floats (`mean` is empty for RMSNorm).
     Cpu { mean: Vec<f32>, rstd: Vec<f32> },
-    // CUDA: a device variant added by the GPU work.
+    /// Device vectors of `M` floats on the forward's device (`mean` only for LayerNorm).
+    #[cfg(feature = "cuda")]
+    Cuda {
+        mean: Option<candle_core::cuda_backend::cudarc::driver::CudaSlice<f32>>,
+        rstd: candle_core::cuda_backend::cudarc::driver::CudaSlice<f32>,
+    },
 }
 
 /// The forward op: RMSNorm (`CustomOp2` over `x, w`), LayerNorm (`CustomOp3` over `x, w, b`) or
@@ -143,6 +151,23 @@ impl NormOp {
         Ok((T::to_cpu_storage_owned(out), Shape::from(shape)))
     }
 
+    /// The CUDA forward over `x` and the other inputs (see `cuda.rs`).
+    #[cfg(feature = "cuda")]
+    fn cuda(
+        &self,
+        x: (&candle_core::CudaStorage, &Layout),
+        rest: &[(&candle_core::CudaStorage, &Layout)],
+    ) -> candle_core::Result<(candle_core::CudaStorage, Shape)> {
+        let (out, shape, saved) = match x.0.dtype() {
+            DType::F32 => cuda::forward::<f32>(self.spec, x, rest)?,
+            DType::F16 => cuda::forward::<half::f16>(self.spec, x, rest)?,
+            DType::BF16 => cuda::forward::<half::bf16>(self.spec, x, rest)?,
+            dt => return Err(candle_core::Error::UnsupportedDTypeForOp(dt, self.spec.name()).bt()),
+        };
+        self.save(saved);
+        Ok((out, shape))
+    }
+
     /// The gradients `(dx, dw, db)` from `dy` (for the fused add: the stacked gradient of `y`
     /// and `h`), the normalised input `x` (for the fused add: the stacked output, whose second
     /// half is `h`) and the weight.
@@ -169,7 +194,16 @@ impl CustomOp2 for NormOp {
         self.cpu((s1, l1), &[(s2, l2)])
     }
 
-    // CUDA: cuda_fwd added by the GPU work.
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        s1: &candle_core::CudaStorage,
+        l1: &Layout,
+        s2: &candle_core::CudaStorage,
+        l2: &Layout,
+    ) -> candle_core::Result<(candle_core::CudaStorage, Shape)> {
+        self.cuda((s1, l1), &[(s2, l2)])
+    }
 
     fn bwd(&self, x: &Tensor, w: &Tensor, _res: &Tensor, grad: &Tensor) -> candle_core::Result<(Option<Tensor>, Option<Tensor>)> {
         let (dx, dw, _) = self.grads(grad, x, w)?;
@@ -194,7 +228,18 @@ impl CustomOp3 for NormOp {
         self.cpu((s1, l1), &[(s2, l2), (s3, l3)])
     }
 
-    // CUDA: cuda_fwd added by the GPU work.
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        s1: &candle_core::CudaStorage,
+        l1: &Layout,
+        s2: &candle_core::CudaStorage,
+        l2: &Layout,
+        s3: &candle_core::CudaStorage,
+        l3: &Layout,
+    ) -> candle_core::Result<(candle_core::CudaStorage, Shape)> {
+        self.cuda((s1, l1), &[(s2, l2), (s3, l3)])
+    }
 
     fn bwd(
         &self,
@@ -234,7 +279,11 @@ impl BwdOp {
     ) -> candle_core::Result<(CpuStorage, Shape)> {
         let spec = self.spec;
         let name = "normkit-norm-backward";
-        let Saved::Cpu { mean, rstd } = &*self.saved;
+        #[allow(irrefutable_let_patterns)] // refutable with the `cuda` feature
+        let Saved::Cpu { mean, rstd } = &*self.saved
+        else {
+            return Err(candle_core::Error::msg(format!("{name}: the forward ran on another device than the backward")));
+        };
         let (mut xr, mut dyr) = (rows(xl, name, "x")?, rows(dyl, name, "dy")?);
         // With the fused add both are `[2, …]` stacks: dy then dh; y then h.
         let mut dhr = None;
@@ -297,7 +346,24 @@ impl CustomOp3 for BwdOp {
         }
     }
 
-    // CUDA: cuda_fwd added by the GPU work.
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        s1: &candle_core::CudaStorage,
+        l1: &Layout,
+        s2: &candle_core::CudaStorage,
+        l2: &Layout,
+        s3: &candle_core::CudaStorage,
+        l3: &Layout,
+    ) -> candle_core::Result<(candle_core::CudaStorage, Shape)> {
+        let (dy, x, w) = ((s1, l1), (s2, l2), (s3, l3));
+        match s1.dtype() {
+            DType::F32 => cuda::backward::<f32>(self.spec, &self.saved, dy, x, w),
+            DType::F16 => cuda::backward::<half::f16>(self.spec, &self.saved, dy, x, w),
+            DType::BF16 => cuda::backward::<half::bf16>(self.spec, &self.saved, dy, x, w),
+            dt => Err(candle_core::Error::UnsupportedDTypeForOp(dt, self.name()).bt()),
+        }
+    }
 }
 
 /// A read-only normkit view of candle's storage, without a copy: an error when the storage is

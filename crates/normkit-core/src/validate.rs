@@ -711,11 +711,18 @@ mod tests {
     }
 
     #[test]
-    fn the_contract_rules_are_checked_before_ownership() {
+    /// Ownership comes first: a foreign buffer's address and length mean nothing to this backend
+    /// (a CUDA view of another context's slice carries no address), so no bounds or overlap
+    /// verdict is drawn from it.
+    fn ownership_is_checked_before_the_contract_rules() {
         let k = Fake { id: MINE };
         let x = FakeBuf { dtype: DType::F32, len: M * N, owner: OTHER };
         let mut y = FakeBuf { dtype: DType::F32, len: M * N - 1, owner: MINE };
         let desc = NormDesc::rms(1e-6).without_weight();
+        let r = k.forward(&desc, Forward::new(InOut::separate(MatRef::new(&x, M, N), MatMut::new(&mut y, M, N))));
+        assert_eq!(foreign(r), Some(Operand::X));
+        // With every buffer its own, the contract's error.
+        let x = FakeBuf { dtype: DType::F32, len: M * N, owner: MINE };
         let r = k.forward(&desc, Forward::new(InOut::separate(MatRef::new(&x, M, N), MatMut::new(&mut y, M, N))));
         assert!(matches!(r, Err(NormError::OutOfBounds { operand: Operand::Y, .. })), "{r:?}");
     }
