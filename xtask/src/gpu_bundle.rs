@@ -109,8 +109,8 @@ if has candle && [ -x "$HERE/bin/candle-tests" ]; then
   echo "== normkit-candle on CUDA (libraries from $libdir)"
   "$HERE/bin/candle-tests" 2>&1 | tee "$OUT/candle-tests.log" | grep -E "^test |test result|FAIL|panicked|error" || true
   grep -q "test result: ok" "$OUT/candle-tests.log" || status=1
-  "$HERE/bin/candle-train" --steps ${CANDLE_STEPS:-300} 2>&1 | tee "$OUT/candle-train.log" | tail -n 8
-  "$HERE/bin/candle-bench" --bench ${CANDLE_BENCH_ARGS:-} 2>&1 | tee "$OUT/candle-bench.log" | grep -v "^$" | tail -n 60
+  "$HERE/bin/candle-train" ${CANDLE_STEPS:-300} 2>&1 | tee "$OUT/candle-train.log" | tail -n 8
+  NORMKIT_CANDLE_BENCH_DEVICE=cuda "$HERE/bin/candle-bench" --bench ${CANDLE_BENCH_ARGS:-} 2>&1 | tee "$OUT/candle-bench.log" | grep -v "^$" | tail -n 60
 fi
 if has peers && [ -f "$HERE/peers/bench_peers.py" ]; then
   echo "== peers"

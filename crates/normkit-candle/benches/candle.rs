@@ -4,7 +4,9 @@
 //! the only candle path with gradients).
 //!
 //! `cargo bench -p normkit-candle --bench candle` (add `-- rms_fwd/` etc. to filter; set
-//! `NORMKIT_CANDLE_BENCH_LARGE=0` to skip the 8192×4096 shape).
+//! `NORMKIT_CANDLE_BENCH_LARGE=0` to skip the 8192×4096 shape). On a GPU (`--features cuda`,
+//! `NORMKIT_CANDLE_BENCH_DEVICE=cuda`; the GPU bundle's `run.sh candle`) the same groups run on
+//! GPU 0, plus an 8×4096 decode shape.
 //!
 //! Throughput counts the bytes a fused implementation must move, the same for every contender:
 //! forward `x` read + `y` written (`2·M·N` elements); forward + backward adds `x` and `dy` read
@@ -17,16 +19,27 @@ use candle_core::{DType, Device, Result, Tensor, Var};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::time::Duration;
 
-fn shapes() -> Vec<(usize, usize)> {
-    let mut s = vec![(1024, 4096)];
+fn shapes(dev: &Device) -> Vec<(usize, usize)> {
+    // On the GPU also a decode shape, where launch and dispatch overhead dominate.
+    let mut s = if dev.is_cuda() { vec![(8, 4096), (1024, 4096)] } else { vec![(1024, 4096)] };
     if std::env::var("NORMKIT_CANDLE_BENCH_LARGE").as_deref() != Ok("0") {
         s.push((8192, 4096));
     }
     s
 }
 
-fn rand(shape: (usize, usize), dt: DType) -> Result<Tensor> {
-    Tensor::randn(0f32, 1.0, shape, &Device::Cpu)?.to_dtype(dt)
+/// The device: the CPU, or GPU 0 with `NORMKIT_CANDLE_BENCH_DEVICE=cuda` (a `--features cuda`
+/// build; the GPU bundle's `run.sh candle`). On the GPU every timed iteration ends with a
+/// synchronisation, so each contender's time includes its launches and the wait for its kernels.
+fn device() -> Device {
+    match std::env::var("NORMKIT_CANDLE_BENCH_DEVICE").as_deref() {
+        Ok("cuda") => Device::new_cuda(0).expect("NORMKIT_CANDLE_BENCH_DEVICE=cuda needs a --features cuda build and a GPU"),
+        _ => Device::Cpu,
+    }
+}
+
+fn rand(shape: (usize, usize), dt: DType, dev: &Device) -> Result<Tensor> {
+    Tensor::randn(0f32, 1.0, shape, &Device::Cpu)?.to_dtype(dt)?.to_device(dev)
 }
 
 type Fwd = fn(&Tensor, &Tensor, &Tensor) -> Result<Tensor>;
@@ -61,19 +74,27 @@ fn bench(c: &mut Criterion) {
         ("rms", [("normkit", rms_normkit), ("candle_fused", rms_candle_fused), ("candle_unfused", rms_candle_unfused)]),
         ("ln", [("normkit", ln_normkit), ("candle_fused", ln_candle_fused), ("candle_unfused", ln_candle_unfused)]),
     ];
-    for (m, n) in shapes() {
+    let dev = device();
+    let sync = |d: &Device| d.synchronize().unwrap();
+    for (m, n) in shapes(&dev) {
         for dt in [DType::F32, DType::BF16] {
             let es = dt.size_in_bytes() as u64;
-            let x = Var::from_tensor(&rand((m, n), dt).unwrap()).unwrap();
-            let w = Var::from_tensor(&rand((1, n), dt).unwrap().squeeze(0).unwrap().affine(0.1, 1.0).unwrap()).unwrap();
-            let b = Var::from_tensor(&rand((1, n), dt).unwrap().squeeze(0).unwrap()).unwrap();
-            let g = rand((m, n), dt).unwrap();
-            let case = format!("{dt:?}/{m}x{n}").to_lowercase();
+            let x = Var::from_tensor(&rand((m, n), dt, &dev).unwrap()).unwrap();
+            let w = Var::from_tensor(&rand((1, n), dt, &dev).unwrap().squeeze(0).unwrap().affine(0.1, 1.0).unwrap()).unwrap();
+            let b = Var::from_tensor(&rand((1, n), dt, &dev).unwrap().squeeze(0).unwrap()).unwrap();
+            let g = rand((m, n), dt, &dev).unwrap();
+            let case = format!("{}/{dt:?}/{m}x{n}", if dev.is_cuda() { "cuda" } else { "cpu" }).to_lowercase();
             for (op, impls) in &ops {
                 let mut group = c.benchmark_group(format!("{op}_fwd"));
                 group.throughput(Throughput::Bytes(2 * (m * n) as u64 * es));
                 for (name, f) in impls {
-                    group.bench_with_input(BenchmarkId::new(*name, &case), &(), |bch, _| bch.iter(|| f(&x, &w, &b).unwrap()));
+                    group.bench_with_input(BenchmarkId::new(*name, &case), &(), |bch, _| {
+                        bch.iter(|| {
+                            let y = f(&x, &w, &b).unwrap();
+                            sync(&dev);
+                            y
+                        })
+                    });
                 }
                 group.finish();
 
@@ -84,7 +105,9 @@ fn bench(c: &mut Criterion) {
                     group.bench_with_input(BenchmarkId::new(*name, &case), &(), |bch, _| {
                         bch.iter(|| {
                             let y = f(&x, &w, &b).unwrap();
-                            (y * &g).unwrap().sum_all().unwrap().backward().unwrap()
+                            let grads = (y * &g).unwrap().sum_all().unwrap().backward().unwrap();
+                            sync(&dev);
+                            grads
                         })
                     });
                 }
@@ -93,7 +116,11 @@ fn bench(c: &mut Criterion) {
             let mut group = c.benchmark_group("loss_only");
             group.throughput(Throughput::Bytes(5 * (m * n) as u64 * es));
             group.bench_with_input(BenchmarkId::new("candle", &case), &(), |bch, _| {
-                bch.iter(|| (loss_only(&x, &w, &b).unwrap() * &g).unwrap().sum_all().unwrap().backward().unwrap())
+                bch.iter(|| {
+                    let grads = (loss_only(&x, &w, &b).unwrap() * &g).unwrap().sum_all().unwrap().backward().unwrap();
+                    sync(&dev);
+                    grads
+                })
             });
             group.finish();
         }

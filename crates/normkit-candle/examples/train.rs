@@ -1,7 +1,8 @@
 //! Trains a tiny pre-norm model with normkit-candle's fused norms on synthetic data:
 //! embedding → 2 × (add + RMSNorm → linear → GELU) → add + RMSNorm → logits, AdamW.
 //!
-//! `cargo run --release -p normkit-candle --example train [-- STEPS]` (300 steps by default; CPU).
+//! `cargo run --release -p normkit-candle --example train [-- STEPS]` (300 steps by default; CPU;
+//! `--features cuda` trains on GPU 0).
 //!
 //! The task: each sequence follows `t[k+1] = (5·t[k] + 3) mod V` from a random start, so the
 //! next token is a function of the current one and the loss falls towards 0.
@@ -18,9 +19,12 @@ const SEQ: usize = 32;
 const BATCH: usize = 16;
 const HIDDEN: usize = 128;
 
-/// The device the example trains on.
+/// The device the example trains on: GPU 0 when built with `--features cuda` (normkit's CUDA
+/// kernels then run on candle's own stream), the CPU otherwise.
 fn device() -> Result<Device> {
-    // CUDA: with `--features cuda`, the GPU work returns `Device::new_cuda(0)` here.
+    #[cfg(feature = "cuda")]
+    return Device::new_cuda(0);
+    #[cfg(not(feature = "cuda"))]
     Ok(Device::Cpu)
 }
 

@@ -24,9 +24,7 @@ mod common;
 use candle_core::{DType, Device, Module, Result, Tensor, Var, D};
 use candle_nn::ops::{layer_norm_slow, rms_norm_slow};
 use candle_nn::{Optimizer, VarBuilder, VarMap, SGD};
-use common::{rel_err, tensor};
-
-const EPS: f32 = 1e-5;
+use common::{batch, rel_err, tensor, Model, EPS};
 
 fn tol(dt: DType) -> f64 {
     match dt {
@@ -35,79 +33,11 @@ fn tol(dt: DType) -> f64 {
     }
 }
 
-/// The parameters of the small model: an embedding, a position table, three norm weights, two
-/// linear layers and an output projection.
-struct Model {
-    vocab: usize,
-    hidden: usize,
-    emb: Var,
-    pos: Var,
-    norms: Vec<Var>,
-    lins: Vec<(Var, Var)>,
-    out: Var,
-}
-
-impl Model {
-    fn new(vocab: usize, seq: usize, hidden: usize, dt: DType) -> Result<Model> {
-        let var = |shape: &[usize], seed: u64, scale: f32, shift: f32| Var::from_tensor(&tensor(shape, seed, scale, shift, dt)?);
-        let lin_scale = 1.0 / (hidden as f32).sqrt();
-        Ok(Model {
-            vocab,
-            hidden,
-            emb: var(&[vocab, hidden], 1, 1.0, 0.0)?,
-            pos: var(&[seq, hidden], 2, 0.5, 0.0)?,
-            norms: (0..3).map(|i| var(&[hidden], 10 + i, 0.2, 1.0)).collect::<Result<_>>()?,
-            lins: (0..2)
-                .map(|i| Ok((var(&[hidden, hidden], 20 + i, lin_scale, 0.0)?, var(&[hidden], 30 + i, 0.1, 0.0)?)))
-                .collect::<Result<_>>()?,
-            out: var(&[vocab, hidden], 40, lin_scale, 0.0)?,
-        })
-    }
-
-    fn vars(&self) -> Vec<Var> {
-        let mut v = vec![self.emb.clone(), self.pos.clone(), self.out.clone()];
-        v.extend(self.norms.iter().cloned());
-        v.extend(self.lins.iter().flat_map(|(w, b)| [w.clone(), b.clone()]));
-        v
-    }
-
-    /// Embedding → 2 × (add + RMSNorm → linear) → add + RMSNorm → logits → cross-entropy (f32).
-    /// `fused` picks normkit-candle or candle's unfused ops for every norm.
-    fn loss(&self, tokens: &Tensor, targets: &Tensor, fused: bool) -> Result<Tensor> {
-        let (b, t) = tokens.dims2()?;
-        let emb = candle_nn::Embedding::new(self.emb.as_tensor().clone(), self.hidden);
-        let mut x = emb.forward(tokens)?;
-        // A broadcast (stride 0 along the batch): normkit-candle makes it contiguous first.
-        let mut r = self.pos.as_tensor().unsqueeze(0)?.broadcast_as((b, t, self.hidden))?;
-        let add_norm = |x: &Tensor, r: &Tensor, w: &Var| -> Result<(Tensor, Tensor)> {
-            if fused {
-                normkit_candle::add_rms_norm(x, r, w.as_tensor(), EPS)
-            } else {
-                let h = (x + r)?;
-                Ok((rms_norm_slow(&h, w.as_tensor(), EPS)?, h))
-            }
-        };
-        for (l, (w, bias)) in self.lins.iter().enumerate() {
-            let (y, h) = add_norm(&x, &r, &self.norms[l])?;
-            x = candle_nn::Linear::new(w.as_tensor().clone(), Some(bias.as_tensor().clone())).forward(&y)?;
-            r = h;
-        }
-        let (y, _) = add_norm(&x, &r, &self.norms[2])?;
-        let logits = y.broadcast_matmul(&self.out.as_tensor().t()?)?.reshape((b * t, self.vocab))?.to_dtype(DType::F32)?;
-        candle_nn::loss::cross_entropy(&logits, targets)
-    }
-}
-
-fn batch(vocab: usize, b: usize, t: usize, seed: u64) -> Result<(Tensor, Tensor)> {
-    let ids = |s| -> Vec<u32> { common::data(b * t, s).iter().map(|v| ((v + 1.0) * 0.5 * vocab as f32) as u32 % vocab as u32).collect() };
-    Ok((Tensor::from_vec(ids(seed), (b, t), &Device::Cpu)?, Tensor::from_vec(ids(seed + 1), b * t, &Device::Cpu)?))
-}
-
 #[test]
 fn model_gradients_match_candles_unfused_ops() -> Result<()> {
     for dt in [DType::F32, DType::BF16] {
-        let model = Model::new(50, 12, 64, dt)?;
-        let (tokens, targets) = batch(50, 4, 12, 7)?;
+        let model = Model::new(50, 12, 64, dt, &Device::Cpu)?;
+        let (tokens, targets) = batch(50, 4, 12, 7, &Device::Cpu)?;
         let (lf, lu) = (model.loss(&tokens, &targets, true)?, model.loss(&tokens, &targets, false)?);
         let (gf, gu) = (lf.backward()?, lu.backward()?);
         let loss_err = rel_err(&lf, &lu)?;
@@ -124,9 +54,9 @@ fn model_gradients_match_candles_unfused_ops() -> Result<()> {
 
 #[test]
 fn sgd_steps_give_the_same_losses() -> Result<()> {
-    let (tokens, targets) = batch(50, 4, 12, 9)?;
+    let (tokens, targets) = batch(50, 4, 12, 9, &Device::Cpu)?;
     let losses = |fused: bool| -> Result<Vec<f32>> {
-        let model = Model::new(50, 12, 64, DType::F32)?;
+        let model = Model::new(50, 12, 64, DType::F32, &Device::Cpu)?;
         let mut opt = SGD::new(model.vars(), 0.5)?;
         (0..5)
             .map(|_| {

@@ -24,7 +24,9 @@ impl<T: WithDType + CudaDType + CudaElem + DeviceRepr> Elem for T {}
 /// normkit's kernels into the context takes milliseconds) and kept for the life of the process,
 /// with the stream it holds (so a stream handle is never reused under a cached backend).
 fn backend(dev: &CudaDevice) -> candle_core::Result<Arc<CudaBackend>> {
-    static BACKENDS: OnceLock<Mutex<Vec<(usize, Arc<CudaBackend>)>>> = OnceLock::new();
+    /// (stream handle, its backend).
+    type Cache = Mutex<Vec<(usize, Arc<CudaBackend>)>>;
+    static BACKENDS: OnceLock<Cache> = OnceLock::new();
     let stream = dev.cuda_stream();
     let key = stream.cu_stream() as usize;
     let mut all = BACKENDS.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
