@@ -109,3 +109,26 @@ fn gpu_bundle_cmd(args: &[String]) -> Result<(), String> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod readme_tests {
+    /// Every README code block marked `<!-- example: PATH -->` is exactly the file at PATH (an
+    /// example that CI compiles), so the README cannot show code that does not build.
+    #[test]
+    fn readme_examples_are_the_example_files() {
+        let root = crate::util::root();
+        let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md");
+        let mut found = 0;
+        for (i, _) in readme.match_indices("<!-- example: ") {
+            let rest = &readme[i + "<!-- example: ".len()..];
+            let path = &rest[..rest.find(" -->").expect("closed marker")];
+            let body = &rest[rest.find("```").expect("a code block after the marker")..];
+            let body = &body[body.find('\n').expect("fence line") + 1..];
+            let body = &body[..body.find("```").expect("closing fence")];
+            let file = std::fs::read_to_string(root.join(path)).unwrap_or_else(|e| panic!("{path}: {e}"));
+            assert_eq!(body, file, "README's block for {path} differs from the file");
+            found += 1;
+        }
+        assert!(found >= 2, "the README's engine examples are marked ({found} found)");
+    }
+}
