@@ -33,4 +33,18 @@ fn main() {
         _ => String::new(),
     };
     println!("cargo:rustc-env=NORMKIT_BUILD_GIT={stamp}");
+
+    // The candle version the runner links (the candle peer's reports name it), from the lock file.
+    let lock = root.join("Cargo.lock");
+    println!("cargo:rerun-if-changed={}", lock.display());
+    let candle = std::fs::read_to_string(&lock).ok().and_then(|l| locked_version(&l, "candle-core")).unwrap_or_default();
+    println!("cargo:rustc-env=NORMKIT_CANDLE_VERSION={candle}");
+}
+
+/// The version of package `name` in a `Cargo.lock` (`name = "…"` followed by `version = "…"`).
+fn locked_version(lock: &str, name: &str) -> Option<String> {
+    let mut lines = lock.lines();
+    lines.find(|l| l.trim() == format!("name = \"{name}\""))?;
+    let v = lines.next()?.trim().strip_prefix("version = \"")?.strip_suffix('"')?;
+    Some(v.to_string())
 }

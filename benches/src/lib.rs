@@ -7,12 +7,17 @@
 //! - [`runner`]: generic over core's [`normkit_core::BenchBackend`]: rotated input sets that
 //!   exceed the last-level cache, the backend's own timing, median of repetitions, GB/s and % of
 //!   the copy ceiling measured in the same run.
-//! - [`schema`]: `results.json` (schema version 1) and the layouts it accepts when merging.
+//! - [`schema`]: `results.json` (schema version 2) and the layouts it accepts when merging.
 //! - [`peers`]: the JSON of `peers/bench_peers.py`, as runs beside normkit's.
+//! - [`candle_peer`]: candle (`candle_nn::ops`) timed in the same run on the CPU, as two peer
+//!   runs: its fused forward and its unfused forward + backward (feature `candle`, default on).
+//! - [`compare`]: normkit against each peer on the same device, case by case (the speedup).
 //! - [`report`]: `report.md` and a self-contained `report.html` with inline SVG charts.
 //! - [`backends`]: the backends compiled in (cpu always; cuda, hip behind features), by name.
 
 pub mod backends;
+pub mod candle_peer;
+pub mod compare;
 pub mod grid;
 mod inputs;
 pub mod ops;

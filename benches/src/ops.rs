@@ -110,6 +110,67 @@ impl Op {
     }
 }
 
+/// A forward and its backward timed as one unit, for implementations that have no separate
+/// backward call: candle's unfused chain (`rms_norm_slow` then autograd) and the peer script's
+/// `*_fwdbwd` ops (`torch.autograd.grad` of the forward). normkit's figure for a chain is the sum
+/// of its two calls' times, and its bytes are the sum of their bytes (the peer script's count
+/// too), so GB/s and time ratios compare alike.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Chain {
+    RmsFwdBwd,
+    LnFwdBwd,
+}
+
+impl Chain {
+    pub const ALL: [Chain; 2] = [Chain::RmsFwdBwd, Chain::LnFwdBwd];
+
+    pub const fn name(self) -> &'static str {
+        match self {
+            Chain::RmsFwdBwd => "rms_fwdbwd",
+            Chain::LnFwdBwd => "ln_fwdbwd",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Chain> {
+        Chain::ALL.into_iter().find(|c| c.name() == s)
+    }
+
+    /// The forward and the backward op.
+    pub const fn parts(self) -> [Op; 2] {
+        match self {
+            Chain::RmsFwdBwd => [Op::RmsFwd, Op::RmsBwd],
+            Chain::LnFwdBwd => [Op::LnFwd, Op::LnBwd],
+        }
+    }
+
+    pub const fn describe(self) -> &'static str {
+        match self {
+            Chain::RmsFwdBwd => "RMSNorm forward then backward (dx, dw); bytes = rms_fwd + rms_bwd",
+            Chain::LnFwdBwd => "LayerNorm forward then backward (dx, dw, db); bytes = ln_fwd + ln_bwd",
+        }
+    }
+
+    /// The bytes of the forward call plus those of the backward call.
+    pub fn bytes(self, m: usize, n: usize, dtype: DType) -> u64 {
+        self.parts().iter().map(|op| op.bytes(m, n, dtype)).sum()
+    }
+}
+
+impl std::fmt::Display for Chain {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The bytes of the op or chain called `name`; `None` for a name neither knows.
+pub fn bytes_of(name: &str, m: usize, n: usize, dtype: DType) -> Option<u64> {
+    match (Op::parse(name), Chain::parse(name)) {
+        (Some(op), _) => Some(op.bytes(m, n, dtype)),
+        (_, Some(chain)) => Some(chain.bytes(m, n, dtype)),
+        _ => None,
+    }
+}
+
 impl std::fmt::Display for Op {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
@@ -158,6 +219,23 @@ mod tests {
         assert_eq!(Op::LnBwd.bytes(m, n, DType::BF16), 3 * xs + 3 * w + 2 * st);
         // the fused add also saves rstd (training mode), which the peer script does not count
         assert_eq!(Op::AddRmsFwd.bytes(m, n, DType::BF16), 4 * xs + w + st);
+    }
+
+    #[test]
+    fn a_chain_counts_its_two_calls() {
+        // bench_peers.py: rms_fwdbwd = rms_fwd + rms_bwd, ln_fwdbwd = ln_fwd + ln_bwd
+        let (m, n) = (4096usize, 4096usize);
+        for (chain, fwd, bwd) in [(Chain::RmsFwdBwd, Op::RmsFwd, Op::RmsBwd), (Chain::LnFwdBwd, Op::LnFwd, Op::LnBwd)] {
+            for dt in [DType::BF16, DType::F32] {
+                assert_eq!(chain.bytes(m, n, dt), fwd.bytes(m, n, dt) + bwd.bytes(m, n, dt));
+                assert_eq!(bytes_of(chain.name(), m, n, dt), Some(chain.bytes(m, n, dt)));
+            }
+            assert_eq!(Chain::parse(chain.name()), Some(chain));
+            assert_eq!(Op::parse(chain.name()), None, "a chain is not a measured op");
+        }
+        // 4096×4096 bf16 RMSNorm: x, y, x, dy, dx (5 matrices) + w, w, dw + rstd twice
+        assert_eq!(Chain::RmsFwdBwd.bytes(m, n, DType::BF16), 5 * (m * n * 2) as u64 + 3 * (n * 2) as u64 + 2 * (m * 4) as u64);
+        assert_eq!(bytes_of("softmax", 1, 1, DType::F32), None);
     }
 
     #[test]

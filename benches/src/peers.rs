@@ -6,9 +6,11 @@
 //! `op|impl|MxN|dtype` whose values hold `op`, `impl`, `M`, `N`, `dtype` (`bfloat16`, `float16`,
 //! `float32`), `status`, `GBps`, `time_us`, `bytes`. Its GB/s is the same unit as normkit's
 //! (1e9 bytes/s of minimal traffic, weights at x's element size); only `status == "ok"` cells
-//! are taken. Ops normkit does not have (`rms_fwdbwd`, `ln_fwdbwd`) are left out.
+//! are taken. The script's `rms_fwdbwd` and `ln_fwdbwd` (forward and backward as one unit,
+//! bytes = forward + backward) are kept as [`Chain`] rows, which reports compare with normkit's
+//! forward + backward ([`crate::compare`]).
 
-use crate::ops::Op;
+use crate::ops::{Chain, Op};
 use crate::schema::{Machine, ResultRow, Run};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -120,14 +122,15 @@ fn row_of(cell: &Value, copy_gbps: f64) -> Option<(String, ResultRow)> {
     if cell.get("status").and_then(Value::as_str) != Some("ok") {
         return None;
     }
-    let op = Op::parse(cell.get("op")?.as_str()?)?;
+    let name = cell.get("op")?.as_str()?;
+    let op = Op::parse(name).map(Op::name).or_else(|| Chain::parse(name).map(Chain::name))?;
     let imp = cell.get("impl")?.as_str()?.to_string();
     let dtype = dtype_name(cell.get("dtype")?.as_str()?)?;
     let (m, n) = (cell.get("M")?.as_u64()?, cell.get("N")?.as_u64()?);
     let gbps = num(cell, "GBps")?;
     let us = num(cell, "time_us")?;
     let row = ResultRow {
-        op: op.name().into(),
+        op: op.into(),
         m,
         n,
         dtype: dtype.into(),
@@ -140,6 +143,7 @@ fn row_of(cell: &Value, copy_gbps: f64) -> Option<(String, ResultRow)> {
         n_sets: cell.get("n_sets").and_then(Value::as_u64),
         calls: cell.get("per_graph").and_then(Value::as_u64),
         reps: None,
+        us_baseline: None,
     };
     Some((imp, row))
 }
@@ -179,7 +183,8 @@ mod tests {
         let runs = parse(FIXTURE).unwrap();
         assert_eq!(runs.len(), 2);
         let quack = runs.iter().find(|r| r.label.starts_with("QuACK")).unwrap();
-        assert_eq!(quack.results.len(), 2, "fwdbwd left out");
+        assert_eq!(quack.results.len(), 3, "fwdbwd kept as a chain row");
+        assert!(quack.results.iter().any(|r| r.op == "rms_fwdbwd"));
         assert_eq!(quack.driver, "580.159.04");
         assert_eq!(quack.copy_gbps, 3019.2);
         assert_eq!(quack.results[0].dtype, "bf16");

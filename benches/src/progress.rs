@@ -42,6 +42,11 @@ impl Progress {
 
     /// A case starts (redraws the bar on a terminal).
     pub fn start(&mut self, i: usize, case: &Case) {
+        self.start_label(i, &case.label());
+    }
+
+    /// A case named `label` starts (the candle peer's cases are not [`Case`]s).
+    pub fn start_label(&mut self, i: usize, label: &str) {
         if self.quiet || !self.tty {
             return;
         }
@@ -49,18 +54,23 @@ impl Progress {
         let width = 24;
         let filled = (done * width).checked_div(self.total).unwrap_or(0).min(width);
         let bar: String = "#".repeat(filled) + &"-".repeat(width - filled);
-        eprint!("\r\x1b[2K[{bar}] {}/{} {}  {}", done + 1, self.total, case.label(), self.eta(done));
+        eprint!("\r\x1b[2K[{bar}] {}/{} {label}  {}", done + 1, self.total, self.eta(done));
         let _ = std::io::stderr().flush();
     }
 
     /// A case ended with `outcome` (a line of its own).
     pub fn done(&mut self, i: usize, case: &Case, outcome: &str) {
+        self.done_label(i, &case.label(), outcome);
+    }
+
+    /// A case named `label` ended with `outcome`.
+    pub fn done_label(&mut self, i: usize, label: &str, outcome: &str) {
         if self.quiet {
             return;
         }
         let done = self.offset + i + 1;
         let clear = if self.tty { "\r\x1b[2K" } else { "" };
-        eprintln!("{clear}[{done}/{}] {}: {outcome}  ({})", self.total, case.label(), self.eta(done));
+        eprintln!("{clear}[{done}/{}] {label}: {outcome}  ({})", self.total, self.eta(done));
     }
 
     /// A line of its own (phase changes, warnings).

@@ -242,6 +242,7 @@ fn row(case: &Case, bytes: u64, times: &[f64], n_sets: usize, calls: usize, copy
         n_sets: Some(n_sets as u64),
         calls: Some(calls as u64),
         reps: Some(times.len() as u64),
+        us_baseline: None,
     }
 }
 

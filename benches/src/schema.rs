@@ -1,27 +1,39 @@
 //! The results file and how it is read back.
 //!
-//! # Layout of `results.json` (schema version 1)
+//! # Layout of `results.json` (schema version 2)
 //! ```text
-//! { "schema_version": 1, "units": {"gbps": "1e9 B/s", "us": "us", "bytes": "B"},
+//! { "schema_version": 2, "units": {"gbps": "1e9 B/s", "us": "us", "bytes": "B"},
 //!   "tool": "normkit-bench 0.1.0", "date": "2026-11-21T23:40:00Z",
 //!   "runs":  [ RUN, ... ],      // normkit runs, one per backend/device
-//!   "peers": [ RUN, ... ] }     // other implementations (bench_peers.py), only after a merge
+//!   "peers": [ RUN, ... ],      // other implementations: candle (measured in the same run on
+//!                               // the CPU), bench_peers.py (after a merge)
+//!   "comparisons": [ CMP, ... ] } // normkit against each peer on the same device (derived)
 //! RUN = { "device": str, "driver": str, "copy_gbps": num,
-//!         "results": [ {"op": "rms_fwd"|..., "m": int, "n": int, "dtype": "bf16"|"f16"|"f32",
-//!                       "gbps": num, "us": num, ...more}, ... ],
+//!         "results": [ {"op": "rms_fwd"|...|"rms_fwdbwd"|"ln_fwdbwd", "m": int, "n": int,
+//!                       "dtype": "bf16"|"f16"|"f32", "gbps": num, "us": num, ...more}, ... ],
 //!         "backend", "label", "machine", "versions", "date", "schema_version", "units", "errors", ... }
+//! CMP = { "normkit": label, "peer": label, "op", "m", "n", "dtype", "normkit_us", "peer_us",
+//!         "normkit_gbps", "peer_gbps", "speedup" }   // speedup = peer_us / normkit_us
 //! ```
+//! Version 2 adds to version 1 the chain ops `rms_fwdbwd` and `ln_fwdbwd` (a forward and its
+//! backward timed as one unit by a peer; see [`crate::ops::Chain`]), a result's `us_baseline`
+//! and the `comparisons` list; a version 1 file is a valid version 2 file and is read as one.
+//! `comparisons` are recomputed from the runs whenever a file is read or built, never trusted.
+//!
 //! Everything beyond `device`, `driver`, `copy_gbps` and the six keys of a result is optional when
 //! reading. A file holding one bare `RUN` object (what other tools write), a JSON list of them, or
-//! the layout above are all accepted. A `schema_version` other than 1, or `units` other than the
-//! ones above, anywhere in the input, is an error: numbers in different units are never mixed.
+//! the layout above are all accepted. A `schema_version` other than 1 or 2, or `units` other than
+//! the ones above, anywhere in the input, is an error: numbers in different units are never mixed.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-pub const SCHEMA_VERSION: u32 = 1;
+/// The version written.
+pub const SCHEMA_VERSION: u32 = 2;
+/// The oldest version read (version 1 is a subset of version 2).
+pub const OLDEST_READ_VERSION: u32 = 1;
 
 /// Units of the numeric fields. Compared as strings when files are merged.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -79,6 +91,11 @@ pub struct ResultRow {
     pub calls: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reps: Option<u64>,
+    /// µs already subtracted from `us` (and from `us_min`, `us_max`): a separately timed part of
+    /// the measured call that is not the op itself (candle's gradient seeding, see
+    /// [`crate::candle_peer`]). `us + us_baseline` is the time of the whole call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub us_baseline: Option<f64>,
 }
 
 /// A case that did not produce a number, and why.
@@ -154,6 +171,10 @@ pub struct ResultsFile {
     /// Backends that were not measured in this run, and why (no device, not built, …).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skipped_backends: Vec<SkippedBackend>,
+    /// normkit against each peer on the same device, per case ([`crate::compare`]); derived
+    /// from `runs` and `peers` by [`ResultsFile::new`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub comparisons: Vec<crate::compare::Comparison>,
 }
 
 /// A backend the run did not measure.
@@ -165,6 +186,7 @@ pub struct SkippedBackend {
 
 impl ResultsFile {
     pub fn new(runs: Vec<Run>, peers: Vec<Run>) -> Self {
+        let comparisons = crate::compare::compare(&runs, &peers);
         ResultsFile {
             schema_version: SCHEMA_VERSION,
             units: Units::default(),
@@ -173,6 +195,7 @@ impl ResultsFile {
             runs,
             peers,
             skipped_backends: Vec::new(),
+            comparisons,
         }
     }
 
@@ -238,8 +261,9 @@ fn units_of(v: &Value) -> Result<Units, String> {
 
 fn check_version(v: Option<u32>) -> Result<(), String> {
     match v {
-        Some(v) if v != SCHEMA_VERSION => Err(format!(
-            "schema_version {v} is not supported (this tool reads and writes version {SCHEMA_VERSION}); refusing to mix versions"
+        Some(v) if !(OLDEST_READ_VERSION..=SCHEMA_VERSION).contains(&v) => Err(format!(
+            "schema_version {v} is not supported (this tool reads versions {OLDEST_READ_VERSION} to {SCHEMA_VERSION} and writes \
+             {SCHEMA_VERSION}); refusing to mix versions"
         )),
         _ => Ok(()),
     }
@@ -270,7 +294,7 @@ fn run_of(v: Value) -> Result<Run, String> {
 }
 
 fn check_row(r: &ResultRow) -> Result<(), String> {
-    if crate::ops::Op::parse(&r.op).is_none() {
+    if crate::ops::Op::parse(&r.op).is_none() && crate::ops::Chain::parse(&r.op).is_none() {
         return Err(format!("unknown op `{}`", r.op));
     }
     if !matches!(r.dtype.as_str(), "bf16" | "f16" | "f32") {
@@ -302,8 +326,10 @@ mod tests {
 
     #[test]
     fn refuses_other_versions_and_units() {
-        let v2 = SINGLE.replacen('{', r#"{"schema_version": 2, "#, 1);
-        assert!(parse(&v2).unwrap_err().contains("schema_version 2"));
+        let v3 = SINGLE.replacen('{', r#"{"schema_version": 3, "#, 1);
+        assert!(parse(&v3).unwrap_err().contains("schema_version 3"));
+        let v1 = SINGLE.replacen('{', r#"{"schema_version": 1, "#, 1);
+        assert_eq!(parse(&v1).unwrap().runs.len(), 1, "version 1 is read as version 2");
         let tb = r#"{"schema_version": 1, "units": {"gbps": "TB/s", "us": "us", "bytes": "B"}, "runs": []}"#;
         assert!(parse(tb).unwrap_err().contains("refusing to mix units"));
         let bad_op = SINGLE.replace("rms_fwd", "softmax");

@@ -3,6 +3,7 @@
 //! ```text
 //! normkit-bench [run] [--backend cpu,cuda,hip] [--ops rms_fwd,...] [--dtypes bf16,f32]
 //!                     [--shapes MxN,...] [--quick|--full] [--reps N] [--label NAME] [--out DIR]
+//!                     [--no-candle] [--candle-all-shapes]
 //! normkit-bench probe
 //! normkit-bench merge A.json [B.json ...] [--peers peers.json] --out DIR
 //! ```
@@ -13,7 +14,7 @@ use normkit_benches::ops::{self, Op};
 use normkit_benches::progress::Progress;
 use normkit_benches::report::{self, fmt_gbps, fmt_us};
 use normkit_benches::schema::{self, ResultsFile, Run, SkippedBackend};
-use normkit_benches::{peers, runner};
+use normkit_benches::{candle_peer, peers, runner};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -34,6 +35,12 @@ run options:
   --reps N         timed repetitions per case (median reported)
   --label NAME     name of the run in reports
   --out DIR        output folder (default: report)
+  --no-candle      leave out candle, which the cpu backend's run otherwise times beside normkit:
+                   its fused forward (rms_fwd, ln_fwd) and its unfused forward + backward
+                   (rms_fwdbwd, ln_fwdbwd, against normkit's forward + backward), f32 and bf16
+  --candle-all-shapes
+                   time candle's unfused forward + backward on every shape of the grid (default:
+                   the first shape and the latency-bound ones; it takes ~2 s a call in bf16)
   --not-built NAME=REASON
                    a backend this binary was built without, and why (cargo xtask bench passes
                    it): listed in the summary and the report's notes";
@@ -74,6 +81,10 @@ struct RunArgs {
     not_built: Vec<SkippedBackend>,
     req: Request,
     out: PathBuf,
+    /// Time candle beside the cpu backend (`--no-candle` turns it off).
+    candle: bool,
+    /// `--candle-all-shapes`.
+    candle_all_shapes: bool,
 }
 
 fn value<'a>(it: &mut impl Iterator<Item = &'a String>, flag: &str) -> Result<&'a String, String> {
@@ -86,6 +97,8 @@ fn parse_run(args: &[String]) -> Result<RunArgs, String> {
         not_built: Vec::new(),
         req: Request { ops: Op::ALL.to_vec(), shapes: None, dtypes: None, size: Size::Default, reps: None, label: None },
         out: PathBuf::from("report"),
+        candle: true,
+        candle_all_shapes: false,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -108,6 +121,8 @@ fn parse_run(args: &[String]) -> Result<RunArgs, String> {
             "--reps" => r.req.reps = Some(value(&mut it, a)?.parse().map_err(|_| "--reps needs a positive integer".to_string())?),
             "--label" => r.req.label = Some(value(&mut it, a)?.clone()),
             "--out" => r.out = PathBuf::from(value(&mut it, a)?),
+            "--no-candle" => r.candle = false,
+            "--candle-all-shapes" => r.candle_all_shapes = true,
             "--not-built" => {
                 let v = value(&mut it, a)?;
                 let (backend, reason) = v.split_once('=').ok_or_else(|| format!("--not-built needs NAME=REASON, got `{v}`"))?;
@@ -143,7 +158,9 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
             })
             .collect(),
     };
-    let total: usize = names.iter().map(|n| a.req.cases(runner::device_kind(n)).len()).sum();
+    let with_candle = a.candle && names.iter().any(|n| n == "cpu");
+    let candle_cases = if with_candle && candle_peer::BUILT { candle_peer::cases(&a.req, a.candle_all_shapes) } else { Vec::new() };
+    let total: usize = names.iter().map(|n| a.req.cases(runner::device_kind(n)).len()).sum::<usize>() + candle_cases.len();
     let mut progress = Progress::new(total);
     let mut runs: Vec<Run> = Vec::new();
     for name in &names {
@@ -173,7 +190,23 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
         let why: Vec<String> = skipped.iter().map(|b| format!("{}: {}", b.backend, b.reason)).collect();
         return Err(format!("no backend ran ({})", why.join("; ")));
     }
-    let mut file = ResultsFile::new(runs, Vec::new());
+    let mut candle_runs = Vec::new();
+    if let (true, Some(cpu)) = (with_candle, runs.iter().find(|r| r.backend == "cpu")) {
+        let mut save = |peers: &[Run]| {
+            if let Err(e) = report::write_json(&a.out, &ResultsFile::new(runs.clone(), peers.to_vec())) {
+                eprintln!("normkit-bench: warning: {e}");
+            }
+        };
+        progress.note(&format!("candle {}: {} cases beside the cpu backend", candle_peer::version(), candle_cases.len()));
+        match candle_peer::run(&candle_cases, &a.req.plan(runner::device_kind("cpu")), cpu, &mut progress, &mut save) {
+            Ok(r) => {
+                failed |= r.iter().any(|r| !r.errors.is_empty());
+                candle_runs = r;
+            }
+            Err(e) => skipped.push(SkippedBackend { backend: "candle".into(), reason: e }),
+        }
+    }
+    let mut file = ResultsFile::new(runs, candle_runs);
     file.skipped_backends = skipped;
     report::write(&a.out, &file)?;
     print_summary(&file);
@@ -204,6 +237,22 @@ fn print_summary(file: &ResultsFile) {
             r.device,
             r.errors.len(),
             r.skipped.len()
+        );
+    }
+    for p in &file.peers {
+        println!("{:<8} {}: {} cases, {} errors", "peer", p.display_label(), p.results.len(), p.errors.len());
+    }
+    for c in &file.comparisons {
+        println!(
+            "{:<8} {:<11} {:>13} {:<5} normkit {} µs, {} {} µs: {:.2}×",
+            "vs peer",
+            c.op,
+            format!("{}x{}", c.m, c.n),
+            c.dtype,
+            fmt_us(c.normkit_us),
+            c.peer.split(" · ").next().unwrap_or(&c.peer),
+            fmt_us(c.peer_us),
+            c.speedup
         );
     }
     for b in &file.skipped_backends {
@@ -271,6 +320,9 @@ mod tests {
         let nb = parse_run(&args("--not-built cuda=no_driver")).unwrap();
         assert_eq!(nb.not_built, vec![SkippedBackend { backend: "cuda".into(), reason: "no_driver".into() }]);
         let ok = parse_run(&args("--backend cpu --ops ln_bwd --shapes 8x4096 --dtypes f32 --quick --out x")).unwrap();
+        assert!(ok.candle && !ok.candle_all_shapes, "candle is on by default");
+        let no = parse_run(&args("--no-candle --candle-all-shapes")).unwrap();
+        assert!(!no.candle && no.candle_all_shapes);
         assert_eq!(ok.req.cases(normkit_benches::grid::DeviceKind::Cpu).len(), 1);
     }
 

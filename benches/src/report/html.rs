@@ -11,7 +11,7 @@ const STYLE: &str = r#"
 *{box-sizing:border-box}
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;color:#1d2433;margin:0;background:#f6f7f9}
 main{max-width:1360px;margin:0 auto;padding:18px 20px 40px}
-h1{font-size:24px;margin:4px 0 6px}h2{font-size:19px;margin:0 0 4px}
+h1{font-size:24px;margin:4px 0 6px}h2{font-size:19px;margin:0 0 4px}h3{font-size:16px;margin:14px 0 2px}
 p.meta,p.desc{color:#5b6475;margin:2px 0 10px}
 section{background:#fff;border:1px solid #e3e6eb;border-radius:8px;padding:14px 16px;margin:14px 0}
 nav a{margin-right:12px;color:#2456a6;text-decoration:none;font-weight:600}
@@ -47,8 +47,15 @@ document.body.setAttribute('data-scroll-width', String(document.documentElement.
 document.body.setAttribute('data-measured', 'yes');
 "#;
 
-const PEER_COLORS: [(&str, &str); 5] =
-    [("torch eager", "#8a8f98"), ("torch.compile", "#9467bd"), ("Liger", "#ff7f0e"), ("QuACK", "#8c564b"), ("FlashInfer", "#17becf")];
+const PEER_COLORS: [(&str, &str); 7] = [
+    ("torch eager", "#8a8f98"),
+    ("torch.compile", "#9467bd"),
+    ("Liger", "#ff7f0e"),
+    ("QuACK", "#8c564b"),
+    ("FlashInfer", "#17becf"),
+    ("candle fused", "#e6550d"),
+    ("candle unfused", "#a55194"),
+];
 const EXTRA_COLORS: [&str; 6] = ["#e377c2", "#bcbd22", "#393b79", "#637939", "#17a2b8", "#843c39"];
 
 /// A color per run: cpu blue, cuda green, hip red, peers by implementation, then extras.
@@ -92,6 +99,9 @@ pub fn render(file: &ResultsFile) -> String {
     for op in &ops {
         let _ = write!(s, "<a href=\"#op-{op}\">{op}</a>");
     }
+    if !file.comparisons.is_empty() {
+        s.push_str("<a href=\"#speedup\">speedup</a>");
+    }
     if !file.peers.is_empty() {
         s.push_str("<a href=\"#peers\">peers</a>");
     }
@@ -99,6 +109,7 @@ pub fn render(file: &ResultsFile) -> String {
     for &op in &ops {
         op_section(&mut s, op, &runs, &colors);
     }
+    speedups(&mut s, file);
     peers(&mut s, file);
     machines(&mut s, &runs);
     problems(&mut s, &runs, &file.skipped_backends);
@@ -288,6 +299,72 @@ fn problems(s: &mut String, runs: &[&Run], skipped_backends: &[SkippedBackend]) 
     s.push_str("</ul></section>");
 }
 
+/// normkit against each peer on the same device, per op and chain (see the Markdown twin).
+fn speedups(s: &mut String, file: &ResultsFile) {
+    let tables = super::speedup_tables(file);
+    if tables.is_empty() {
+        return;
+    }
+    let _ = write!(
+        s,
+        "<section id=\"speedup\"><h2>Speedup over the peers on the same device</h2><p class=\"desc\">{}</p>",
+        esc(&super::speedup_intro(file))
+    );
+    for t in tables {
+        let _ = write!(
+            s,
+            "<h3 id=\"speedup-{}\">{} · {}</h3><p class=\"desc\">{}</p><div class=\"scroll\"><table class=\"speedup\"><thead><tr>\
+             <th rowspan=\"2\">shape (M×N)</th><th rowspan=\"2\">dtype</th><th class=\"run\" colspan=\"2\">normkit</th>",
+            t.op,
+            t.op,
+            esc(t.normkit),
+            esc(t.what)
+        );
+        for p in &t.peers {
+            let _ = write!(s, "<th class=\"run\" colspan=\"3\">{}</th>", esc(p));
+        }
+        s.push_str("</tr><tr><th class=\"run\">µs</th><th>GB/s</th>");
+        for _ in &t.peers {
+            s.push_str("<th class=\"run\">µs</th><th>GB/s</th><th>speedup</th>");
+        }
+        s.push_str("</tr></thead><tbody>");
+        for r in &t.rows {
+            let lat = if r.latency { " lat" } else { "" };
+            let _ = write!(
+                s,
+                "<tr><td>{}×{}</td><td>{}</td><td class=\"num first\" data-v=\"{}\">{}</td><td class=\"num{lat}\" data-v=\"{}\">{}</td>",
+                r.key.1,
+                r.key.0,
+                esc(&r.key.2),
+                r.normkit_us,
+                fmt_us(r.normkit_us),
+                r.normkit_gbps,
+                fmt_gbps(r.normkit_gbps)
+            );
+            for c in &r.cells {
+                match c {
+                    Some(c) => {
+                        let _ = write!(
+                            s,
+                            "<td class=\"num first\" data-v=\"{}\">{}</td><td class=\"num{lat}\" data-v=\"{}\">{}</td><td class=\"num us-main\" data-v=\"{}\">{}</td>",
+                            c.peer_us,
+                            fmt_us(c.peer_us),
+                            c.peer_gbps,
+                            fmt_gbps(c.peer_gbps),
+                            c.speedup,
+                            super::fmt_speedup(c.speedup)
+                        );
+                    }
+                    None => s.push_str("<td class=\"num first\">–</td><td class=\"num\">–</td><td class=\"num\">–</td>"),
+                }
+            }
+            s.push_str("</tr>");
+        }
+        s.push_str("</tbody></table></div>");
+    }
+    s.push_str("</section>");
+}
+
 /// The fastest peer per case beside normkit on the same device (peers also appear in every chart).
 fn peers(s: &mut String, file: &ResultsFile) {
     let rows = super::peer_rows(file);
@@ -295,8 +372,8 @@ fn peers(s: &mut String, file: &ResultsFile) {
         return;
     }
     s.push_str(
-        "<section id=\"peers\"><h2>Peers</h2><p class=\"desc\">Measured by <code>peers/bench_peers.py</code> \
-        (CUDA-graph replay, the same byte model); they are drawn in the charts above. Below: the fastest peer per case and \
+        "<section id=\"peers\"><h2>Peers</h2><p class=\"desc\">GPU peers measured by <code>peers/bench_peers.py</code> \
+        (CUDA-graph replay), CPU peers (candle) in the same run as normkit; the same byte model. They are drawn in the charts above. Below: the fastest peer per case and \
         normkit on the same device (µs for latency-bound shapes, GB/s otherwise).</p>",
     );
     s.push_str("<div class=\"scroll\"><table class=\"peers\"><thead><tr><th>op</th><th>shape (M×N)</th><th>dtype</th><th>fastest peer</th><th></th><th>normkit</th></tr></thead><tbody>");

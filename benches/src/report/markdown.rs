@@ -46,9 +46,42 @@ pub fn render(file: &ResultsFile) -> String {
             s.push('\n');
         }
     }
+    speedups(&mut s, file);
     peers(&mut s, file);
     problems(&mut s, &runs, &file.skipped_backends);
     s
+}
+
+/// normkit against each peer on the same device: µs, GB/s and the speedup, per op and chain.
+fn speedups(s: &mut String, file: &ResultsFile) {
+    let tables = super::speedup_tables(file);
+    if tables.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "\n## Speedup over the peers on the same device\n\n{}", super::speedup_intro(file));
+    for t in tables {
+        let _ = writeln!(s, "\n### {} · {}\n\n{}\n", t.op, t.normkit, t.what);
+        let mut header = String::from("| shape | dtype | normkit µs | normkit GB/s |");
+        let mut rule = String::from("|---|---|---:|---:|");
+        for p in &t.peers {
+            let _ = write!(header, " {p} µs | GB/s | speedup |");
+            rule.push_str("---:|---:|---:|");
+        }
+        let _ = writeln!(s, "{header}\n{rule}");
+        for r in &t.rows {
+            let gbps = |g: f64| if r.latency { format!("({})", fmt_gbps(g)) } else { fmt_gbps(g) };
+            let _ = write!(s, "| {}x{} | {} | {} | {} |", r.key.1, r.key.0, r.key.2, fmt_us(r.normkit_us), gbps(r.normkit_gbps));
+            for c in &r.cells {
+                match c {
+                    Some(c) => {
+                        let _ = write!(s, " {} | {} | **{}** |", fmt_us(c.peer_us), gbps(c.peer_gbps), super::fmt_speedup(c.speedup));
+                    }
+                    None => s.push_str(" – | – | – |"),
+                }
+            }
+            s.push('\n');
+        }
+    }
 }
 
 /// The fastest peer per case beside normkit on the same device.
@@ -60,7 +93,8 @@ fn peers(s: &mut String, file: &ResultsFile) {
     let _ = writeln!(s, "\n## Peers: the fastest per case, and normkit on the same device\n");
     let _ = writeln!(
         s,
-        "Peers measured by `peers/bench_peers.py` (CUDA-graph replay, the same byte model). µs for latency-bound shapes, GB/s otherwise.\n"
+        "GPU peers measured by `peers/bench_peers.py` (CUDA-graph replay), CPU peers (candle) in the same run as normkit; the same \
+         byte model. µs for latency-bound shapes, GB/s otherwise.\n"
     );
     let _ = writeln!(s, "| op | shape | dtype | fastest peer | normkit |\n|---|---|---|---|---|");
     for r in rows {

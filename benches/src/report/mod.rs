@@ -7,8 +7,9 @@ mod svg;
 #[cfg(test)]
 mod tests;
 
+use crate::compare::Comparison;
 use crate::grid::LATENCY_BYTES;
-use crate::ops::Op;
+use crate::ops::{Chain, Op};
 use crate::schema::{ResultRow, ResultsFile, Run};
 use normkit_core::DType;
 use std::path::Path;
@@ -61,12 +62,7 @@ pub(crate) type RowKey = (u64, u64, String);
 pub(crate) fn row_keys(op: Op, runs: &[&Run]) -> Vec<RowKey> {
     let mut keys: Vec<RowKey> =
         runs.iter().flat_map(|r| r.results.iter()).filter(|x| x.op == op.name()).map(|x| (x.n, x.m, x.dtype.clone())).collect();
-    let rank = |d: &str| match d {
-        "bf16" => 0,
-        "f16" => 1,
-        _ => 2,
-    };
-    keys.sort_by_key(|k| (rank(&k.2), k.0, k.1));
+    keys.sort_by_key(|k| (dtype_rank(&k.2), k.0, k.1));
     keys.dedup();
     keys
 }
@@ -79,7 +75,7 @@ pub(crate) fn find<'a>(run: &'a Run, op: Op, key: &RowKey) -> Option<&'a ResultR
 pub(crate) fn row_bytes(r: &ResultRow) -> u64 {
     r.bytes.unwrap_or_else(|| {
         let dt = DType::parse(&r.dtype).unwrap_or(DType::BF16);
-        Op::parse(&r.op).map_or(0, |op| op.bytes(r.m as usize, r.n as usize, dt))
+        crate::ops::bytes_of(&r.op, r.m as usize, r.n as usize, dt).unwrap_or(0)
     })
 }
 
@@ -107,6 +103,17 @@ pub fn fmt_gbps(v: f64) -> String {
 /// Microseconds: `3512`, `18.2`, `1.75`.
 pub fn fmt_us(v: f64) -> String {
     fmt_gbps(v)
+}
+
+/// `2.4×`, `0.93×`, `31×`.
+pub fn fmt_speedup(v: f64) -> String {
+    if v >= 10.0 {
+        format!("{v:.0}×")
+    } else if v >= 1.0 {
+        format!("{v:.1}×")
+    } else {
+        format!("{v:.2}×")
+    }
 }
 
 pub fn fmt_pct(v: f64) -> String {
@@ -163,4 +170,94 @@ pub(crate) fn peer_rows(file: &ResultsFile) -> Vec<PeerRow> {
         }
     }
     rows
+}
+
+/// One table of the speedup section: one normkit run and one op (or chain), a column per peer.
+#[derive(Debug)]
+pub(crate) struct SpeedupTable<'a> {
+    pub normkit: &'a str,
+    pub op: &'static str,
+    pub what: &'static str,
+    /// Peer labels without the device (the same as normkit's).
+    pub peers: Vec<&'a str>,
+    pub rows: Vec<SpeedupRow<'a>>,
+}
+
+#[derive(Debug)]
+pub(crate) struct SpeedupRow<'a> {
+    pub key: RowKey,
+    pub normkit_us: f64,
+    pub normkit_gbps: f64,
+    /// Moves fewer than [`LATENCY_BYTES`]: read the µs.
+    pub latency: bool,
+    /// The comparison with each peer of the table, if that peer measured the case.
+    pub cells: Vec<Option<&'a Comparison>>,
+}
+
+/// The file's comparisons as tables: per normkit run, per op (the six ops, then the chains).
+pub(crate) fn speedup_tables(file: &ResultsFile) -> Vec<SpeedupTable<'_>> {
+    let names = Op::ALL.map(|o| (o.name(), o.describe())).into_iter().chain(Chain::ALL.map(|c| (c.name(), c.describe())));
+    let mut normkits: Vec<&str> = file.comparisons.iter().map(|c| c.normkit.as_str()).collect();
+    normkits.dedup();
+    let mut tables = Vec::new();
+    for nk in normkits {
+        for (op, what) in names.clone() {
+            let cs: Vec<&Comparison> = file.comparisons.iter().filter(|c| c.normkit == nk && c.op == op).collect();
+            if cs.is_empty() {
+                continue;
+            }
+            let mut peers: Vec<&str> = Vec::new();
+            for c in &cs {
+                if !peers.contains(&c.peer.as_str()) {
+                    peers.push(&c.peer);
+                }
+            }
+            let mut keys: Vec<RowKey> = cs.iter().map(|c| (c.n, c.m, c.dtype.clone())).collect();
+            keys.sort_by_key(|k| (dtype_rank(&k.2), k.0, k.1));
+            keys.dedup();
+            let rows = keys
+                .into_iter()
+                .filter_map(|key| {
+                    let cells: Vec<Option<&Comparison>> = peers
+                        .iter()
+                        .map(|p| cs.iter().copied().find(|c| c.peer == *p && c.n == key.0 && c.m == key.1 && c.dtype == key.2))
+                        .collect();
+                    let first = cells.iter().flatten().next()?;
+                    let dt = DType::parse(&key.2).unwrap_or(DType::BF16);
+                    let latency = crate::ops::bytes_of(op, key.1 as usize, key.0 as usize, dt).unwrap_or(0) < LATENCY_BYTES;
+                    Some(SpeedupRow { normkit_us: first.normkit_us, normkit_gbps: first.normkit_gbps, latency, key, cells })
+                })
+                .collect();
+            tables.push(SpeedupTable { normkit: nk, op, what, peers: peers.iter().map(|p| short_label(p)).collect(), rows });
+        }
+    }
+    tables
+}
+
+/// A peer's label without its device (`candle fused · Intel Xeon` → `candle fused`).
+pub(crate) fn short_label(label: &str) -> &str {
+    label.split(" · ").next().unwrap_or(label)
+}
+
+fn dtype_rank(d: &str) -> u8 {
+    match d {
+        "bf16" => 0,
+        "f16" => 1,
+        _ => 2,
+    }
+}
+
+/// The speedup section's introduction (Markdown; the HTML escapes it).
+pub(crate) fn speedup_intro(file: &ResultsFile) -> String {
+    let mut s = String::from(
+        "speedup = the peer's µs / normkit's µs on the same case and device, which is also normkit's GB/s / the peer's \
+         (both count normkit's bytes); above 1×, normkit is faster. `*_fwdbwd`: a forward and its backward timed as one \
+         unit by the peer, against normkit's forward µs + backward µs (two calls, the forward saving the statistics the \
+         backward reads; bytes = those of the two calls).",
+    );
+    if file.peers.iter().any(|p| p.label.starts_with("candle")) {
+        s.push(' ');
+        s.push_str(crate::candle_peer::METHOD);
+    }
+    s
 }

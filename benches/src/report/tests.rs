@@ -89,10 +89,60 @@ fn html_carries_the_input_numbers_and_is_self_contained() {
 #[test]
 fn merge_refuses_mixed_versions() {
     let d = tmp_dir("versions");
-    let p = d.join("v2.json");
-    std::fs::write(&p, RUNS.replace("\"schema_version\": 1", "\"schema_version\": 2")).unwrap();
+    let p = d.join("v3.json");
+    std::fs::write(&p, RUNS.replace("\"schema_version\": 1", "\"schema_version\": 3")).unwrap();
     let e = schema::load(&p).unwrap_err();
-    assert!(e.contains("v2.json") && e.contains("schema_version 2"), "{e}");
+    assert!(e.contains("v3.json") && e.contains("schema_version 3"), "{e}");
+}
+
+/// A CPU run and the two candle peers of the same run, as `normkit-bench run` writes them.
+const WITH_CANDLE: &str = r#"{"schema_version": 2, "units": {"gbps": "1e9 B/s", "us": "us", "bytes": "B"},
+ "tool": "normkit-bench 0.1.0", "date": "2026-11-24T23:10:00Z", "runs": [
+ {"backend": "cpu", "device": "Xeon", "driver": "", "copy_gbps": 20.0, "results": [
+   {"op": "rms_fwd", "m": 4096, "n": 4096, "dtype": "bf16", "gbps": 17.0, "us": 4000.0},
+   {"op": "rms_bwd", "m": 4096, "n": 4096, "dtype": "bf16", "gbps": 8.0, "us": 12000.0},
+   {"op": "rms_fwd", "m": 8, "n": 4096, "dtype": "bf16", "gbps": 2.0, "us": 40.0},
+   {"op": "ln_fwd", "m": 4096, "n": 4096, "dtype": "f32", "gbps": 16.0, "us": 8400.0}]}],
+ "peers": [
+ {"backend": "peer", "label": "candle fused · Xeon", "device": "Xeon", "driver": "", "copy_gbps": 20.0, "results": [
+   {"op": "rms_fwd", "m": 4096, "n": 4096, "dtype": "bf16", "gbps": 2.0, "us": 34000.0},
+   {"op": "rms_fwd", "m": 8, "n": 4096, "dtype": "bf16", "gbps": 0.5, "us": 160.0},
+   {"op": "ln_fwd", "m": 4096, "n": 4096, "dtype": "f32", "gbps": 12.0, "us": 11000.0}]},
+ {"backend": "peer", "label": "candle unfused · Xeon", "device": "Xeon", "driver": "", "copy_gbps": 20.0, "results": [
+   {"op": "rms_fwdbwd", "m": 4096, "n": 4096, "dtype": "bf16", "gbps": 0.1, "us": 1600000.0, "us_baseline": 30000.0}]}]}"#;
+
+#[test]
+fn candle_columns_and_speedups_reach_every_output() {
+    let d = tmp_dir("candle");
+    let p = d.join("candle.json");
+    std::fs::write(&p, WITH_CANDLE).unwrap();
+    let file = schema::load(&p).unwrap();
+    // results.json: the comparisons derived from the runs (the chain against fwd + bwd)
+    assert_eq!(file.comparisons.len(), 4, "{:?}", file.comparisons);
+    let chain = file.comparisons.iter().find(|c| c.op == "rms_fwdbwd").unwrap();
+    assert_eq!((chain.normkit_us, chain.peer_us, chain.speedup), (16000.0, 1600000.0, 100.0));
+    let json = file.to_json();
+    assert!(json.contains("\"comparisons\"") && json.contains("\"speedup\": 100.0") && json.contains("\"us_baseline\": 30000.0"));
+    assert_eq!(schema::parse(&json).unwrap().comparisons, file.comparisons, "read back the same");
+
+    let md = report::render_markdown(&file);
+    assert!(md.contains("## Speedup over the peers on the same device"), "{md}");
+    assert!(md.contains("### rms_fwd · cpu · Xeon") && md.contains("### rms_fwdbwd · cpu · Xeon") && md.contains("### ln_fwd · cpu · Xeon"));
+    assert!(md.contains("| shape | dtype | normkit µs | normkit GB/s | candle fused µs | GB/s | speedup |"), "{md}");
+    // 34000 / 4000 = 8.5×; the tiny shape's GB/s in brackets; the chain: 1.6 s against 4 + 12 ms
+    assert!(md.contains("| 4096x4096 | bf16 | 4000 | 17.0 | 34000 | 2.00 | **8.5×** |"), "{md}");
+    assert!(md.contains("| 8x4096 | bf16 | 40.0 | (2.00) | 160 | (0.50) | **4.0×** |"), "{md}");
+    assert!(md.contains("| 4096x4096 | f32 | 8400 | 16.0 | 11000 | 12.0 | **1.3×** |"), "{md}");
+    assert!(md.contains("| 4096x4096 | bf16 | 16000 | "), "normkit's fwd + bwd µs: {md}");
+    assert!(md.contains("| 1600000 | 0.10 | **100×** |"), "{md}");
+    assert!(md.contains("seeded with dy directly"), "the candle method is said");
+    // candle's fused forward is also a column of the rms_fwd table
+    assert!(md.contains("candle fused · Xeon GB/s"));
+
+    let html = report::render_html(&file);
+    assert!(html.contains("<section id=\"speedup\">") && html.contains("href=\"#speedup\""));
+    assert!(html.contains("data-v=\"8.5\">8.5×</td>") && html.contains("data-v=\"100\">100×</td>"), "speedups in the HTML");
+    assert!(html.contains("<th class=\"run\" colspan=\"3\">candle unfused</th>"));
 }
 
 /// The target folder of this build (tests run from `target/<profile>/deps/`).
