@@ -127,7 +127,9 @@ fn candle_columns_and_speedups_reach_every_output() {
 
     let md = report::render_markdown(&file);
     assert!(md.contains("## Speedup over the peers on the same device"), "{md}");
-    assert!(md.contains("### rms_fwd · cpu · Xeon") && md.contains("### rms_fwdbwd · cpu · Xeon") && md.contains("### ln_fwd · cpu · Xeon"));
+    assert!(
+        md.contains("### rms_fwd · cpu · Xeon") && md.contains("### rms_fwdbwd · cpu · Xeon") && md.contains("### ln_fwd · cpu · Xeon")
+    );
     assert!(md.contains("| shape | dtype | normkit µs | normkit GB/s | candle fused µs | GB/s | speedup |"), "{md}");
     // 34000 / 4000 = 8.5×; the tiny shape's GB/s in brackets; the chain: 1.6 s against 4 + 12 ms
     assert!(md.contains("| 4096x4096 | bf16 | 4000 | 17.0 | 34000 | 2.00 | **8.5×** |"), "{md}");
