@@ -18,7 +18,7 @@
 //! part of what is timed: a candle user pays them.
 //!
 //! **The gradient** of the unfused chain starts from a given `dy`, as normkit's backward does:
-//! the loss is a custom op ([`Seed`]) whose value is a scalar that reads nothing and whose
+//! the loss is a custom op (`Seed`) whose value is a scalar that reads nothing and whose
 //! gradient is `dy` itself, so no `sum(y · dy)` multiply and reduction are timed. What remains of
 //! the seeding is candle's accumulation of `dy` into `y`'s gradient (a zero tensor, then an
 //! add); it is timed alone on `x` (the **baseline**, the same op on the input) and its median is

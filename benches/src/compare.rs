@@ -160,7 +160,7 @@ mod tests {
             vec![row("rms_fwdbwd", 64, 4096, "bf16", 2000.0), row("ln_fwdbwd", 64, 4096, "bf16", 900.0)],
         );
         let elsewhere = run("peer", "QuACK", "H100", vec![row("rms_fwd", 64, 4096, "bf16", 1.0)]);
-        let c = compare(&[nk.clone()], &[fused, unfused, elsewhere]);
+        let c = compare(std::slice::from_ref(&nk), &[fused, unfused, elsewhere]);
         assert_eq!(c.len(), 2, "{c:?}");
         assert_eq!((c[0].op.as_str(), c[0].peer.as_str(), c[0].normkit_us, c[0].speedup), ("rms_fwd", "candle fused", 100.0, 2.5));
         assert_eq!((c[1].op.as_str(), c[1].normkit_us, c[1].peer_us, c[1].speedup), ("rms_fwdbwd", 400.0, 2000.0, 5.0));
