@@ -44,7 +44,9 @@ use normkit_core::DType;
 pub const METHOD: &str = "candle is timed in the same run as normkit's CPU backend, with the same repetitions, median and byte \
 count. candle fused = candle_nn::ops::rms_norm / layer_norm (no statistics saved, no backward). candle unfused = rms_norm_slow / \
 layer_norm_slow on Vars then candle's backward, against normkit's forward + backward; the gradient is seeded with dy directly (a \
-custom op, no multiply or sum), and candle's accumulation of that seed (zeros + add, timed alone on x) is subtracted (us_baseline).";
+custom op, no multiply or sum), and candle's accumulation of that seed (zeros + add, timed alone on x) is subtracted (us_baseline). \
+candle's times include allocating its outputs on every call (above glibc's 32 MiB mmap threshold: a fresh mapping and its page \
+faults), which its API requires; normkit's are its kernels writing into buffers allocated once.";
 
 /// What one candle case runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
