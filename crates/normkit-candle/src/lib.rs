@@ -96,7 +96,8 @@ pub fn rms_norm(x: &Tensor, w: &Tensor, eps: f32) -> Result<Tensor> {
 /// identity scale); otherwise as [`rms_norm`]. The gradient of `w` is that of the scale.
 pub fn rms_norm_offset(x: &Tensor, w: &Tensor, offset: f32, eps: f32) -> Result<Tensor> {
     check("rms_norm", x, &[("weight", w, true)])?;
-    let op = NormOp::new(Spec { layer: false, residual: false, offset, eps });
+    let save = x.track_op() || w.track_op();
+    let op = NormOp::new(Spec { layer: false, residual: false, offset, eps, save });
     rowable(x)?.apply_op2(&rowable(w)?, op)
 }
 
@@ -105,7 +106,8 @@ pub fn rms_norm_offset(x: &Tensor, w: &Tensor, offset: f32, eps: f32) -> Result<
 /// [`rms_norm`].
 pub fn layer_norm(x: &Tensor, w: &Tensor, b: &Tensor, eps: f32) -> Result<Tensor> {
     check("layer_norm", x, &[("weight", w, true), ("bias", b, true)])?;
-    let op = NormOp::new(Spec { layer: true, residual: false, offset: 0.0, eps });
+    let save = x.track_op() || w.track_op() || b.track_op();
+    let op = NormOp::new(Spec { layer: true, residual: false, offset: 0.0, eps, save });
     rowable(x)?.apply_op3(&rowable(w)?, &rowable(b)?, op)
 }
 
@@ -122,7 +124,8 @@ pub fn add_rms_norm(x: &Tensor, residual: &Tensor, w: &Tensor, eps: f32) -> Resu
 /// [`add_rms_norm`] with the weight applied as `offset + w` (Gemma: 1).
 pub fn add_rms_norm_offset(x: &Tensor, residual: &Tensor, w: &Tensor, offset: f32, eps: f32) -> Result<(Tensor, Tensor)> {
     check("add_rms_norm", x, &[("residual", residual, false), ("weight", w, true)])?;
-    let op = NormOp::new(Spec { layer: false, residual: true, offset, eps });
+    let save = x.track_op() || residual.track_op() || w.track_op();
+    let op = NormOp::new(Spec { layer: false, residual: true, offset, eps, save });
     // One op, one output: `y` and `h` stacked along a new leading dimension, split here as views.
     let both = rowable(x)?.apply_op3(&rowable(residual)?, &rowable(w)?, op)?;
     Ok((both.get(0)?, both.get(1)?))

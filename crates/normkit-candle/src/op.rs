@@ -35,6 +35,10 @@ pub(crate) struct Spec {
     /// The weight is used as `w + offset` (1.0 for Gemma).
     pub offset: f32,
     pub eps: f32,
+    /// Whether the forward saves `rstd` (and the mean) for a backward: only when an input is
+    /// tracked by candle's autograd. Inference calls skip the statistics (on CUDA one
+    /// allocation and one operand fewer, which shows at decode sizes).
+    pub save: bool,
 }
 
 impl Spec {
@@ -42,7 +46,7 @@ impl Spec {
     /// (normkit's default `Gemma` casting, as candle's own fused kernels do).
     fn desc(&self) -> NormDesc {
         let d = if self.layer { NormDesc::layer(self.eps) } else { NormDesc::rms(self.eps) };
-        d.with_weight_offset(self.offset).with_residual(self.residual).with_save_stats(true)
+        d.with_weight_offset(self.offset).with_residual(self.residual).with_save_stats(self.save)
     }
 
     fn name(&self) -> &'static str {
@@ -124,8 +128,8 @@ impl NormOp {
 
         let mn = m.checked_mul(n).ok_or_else(|| candle_core::Error::msg(format!("{name}: M × N overflows")))?;
         let mut out = vec![T::zero(); if spec.residual { 2 * mn } else { mn }];
-        let mut rstd = vec![0.0f32; m];
-        let mut mean = vec![0.0f32; if spec.layer { m } else { 0 }];
+        let mut rstd = vec![0.0f32; if spec.save { m } else { 0 }];
+        let mut mean = vec![0.0f32; if spec.layer && spec.save { m } else { 0 }];
         {
             let (y_part, h_part) = out.split_at_mut(mn);
             let mut yv = HostView::new_mut(y_part);
@@ -133,17 +137,24 @@ impl NormOp {
             let mut rv = HostView::new_mut(&mut rstd[..]);
             let mut mv = HostView::new_mut(&mut mean[..]);
             let mut args = Forward::new(InOut::separate(MatRef::with_layout(&x, xr), MatMut::new(&mut yv, m, n)))
-                .weight(VecRef::with_span(&w, ws.0, ws.1))
-                .rstd(VecMut::new(&mut rv));
+                .weight(VecRef::with_span(&w, ws.0, ws.1));
+            if spec.save {
+                args = args.rstd(VecMut::new(&mut rv));
+            }
             if let Some((r, rl)) = &residual {
                 args = args.residual(InOut::separate(MatRef::with_layout(r, *rl), MatMut::new(&mut hv, m, n)));
             }
             if let Some((b, bs)) = &b {
-                args = args.bias(VecRef::with_span(b, bs.0, bs.1)).mean(VecMut::new(&mut mv));
+                args = args.bias(VecRef::with_span(b, bs.0, bs.1));
+                if spec.save {
+                    args = args.mean(VecMut::new(&mut mv));
+                }
             }
             CpuBackend::new().forward_view(&spec.desc(), args).map_err(candle_core::Error::wrap)?;
         }
-        self.save(Saved::Cpu { mean, rstd });
+        if spec.save {
+            self.save(Saved::Cpu { mean, rstd });
+        }
         let mut shape = xl.dims().to_vec();
         if spec.residual {
             shape.insert(0, 2);
@@ -164,7 +175,9 @@ impl NormOp {
             DType::BF16 => cuda::forward::<half::bf16>(self.spec, x, rest)?,
             dt => return Err(candle_core::Error::UnsupportedDTypeForOp(dt, self.spec.name()).bt()),
         };
-        self.save(saved);
+        if let Some(saved) = saved {
+            self.save(saved);
+        }
         Ok((out, shape))
     }
 

@@ -200,3 +200,23 @@ fn empty_batch_gives_empty_outputs_and_zero_weight_gradients() -> Result<()> {
     assert_eq!(g.get(&w).unwrap().abs()?.max(D::Minus1)?.to_scalar::<f32>()?, 0.0);
     Ok(())
 }
+
+#[test]
+fn inference_calls_skip_the_statistics_and_give_the_same_bits() -> Result<()> {
+    // Plain tensors (nothing tracked): the forward saves no statistics; the outputs are those of
+    // the tracked call bit for bit, for every op.
+    for dt in [DType::F32, DType::BF16] {
+        let (x, w, b) = (tensor(&[6, 40], 1, 2.0, 0.1, dt)?, tensor(&[40], 2, 0.5, 1.0, dt)?, tensor(&[40], 3, 0.5, 0.0, dt)?);
+        let r = tensor(&[6, 40], 4, 1.0, 0.0, dt)?;
+        let (xv, wv, bv, rv) = (Var::from_tensor(&x)?, Var::from_tensor(&w)?, Var::from_tensor(&b)?, Var::from_tensor(&r)?);
+        let bits = |t: &Tensor| -> Result<Vec<f32>> { t.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>() };
+        assert_eq!(bits(&normkit_candle::rms_norm(&x, &w, EPS)?)?, bits(&normkit_candle::rms_norm(&xv, &wv, EPS)?)?);
+        assert_eq!(bits(&normkit_candle::layer_norm(&x, &w, &b, EPS)?)?, bits(&normkit_candle::layer_norm(&xv, &wv, &bv, EPS)?)?);
+        let (y0, h0) = normkit_candle::add_rms_norm(&x, &r, &w, EPS)?;
+        let (y1, h1) = normkit_candle::add_rms_norm(&xv, &rv, &wv, EPS)?;
+        assert_eq!((bits(&y0)?, bits(&h0)?), (bits(&y1)?, bits(&h1)?));
+        // Tracked calls still have their backward.
+        assert!(probe(&normkit_candle::rms_norm(&xv, &w, EPS)?, 5)?.backward()?.get(&xv).is_some());
+    }
+    Ok(())
+}

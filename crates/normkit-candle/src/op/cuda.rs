@@ -51,7 +51,7 @@ pub(crate) fn forward<T: Elem>(
     spec: Spec,
     (xs, xl): (&CudaStorage, &Layout),
     rest: &[(&CudaStorage, &Layout)],
-) -> candle_core::Result<(CudaStorage, Shape, Saved)> {
+) -> candle_core::Result<(CudaStorage, Shape, Option<Saved>)> {
     let name = spec.name();
     let dev = xs.device.clone();
     let nk = backend(&dev)?;
@@ -70,23 +70,32 @@ pub(crate) fn forward<T: Elem>(
 
     let mn = m.checked_mul(n).ok_or_else(|| candle_core::Error::msg(format!("{name}: M × N overflows")))?;
     let mut out = alloc::<T>(&dev, if spec.residual { 2 * mn } else { mn })?;
-    let mut rstd = alloc::<f32>(&dev, m)?;
-    let mut mean = if spec.layer { Some(alloc::<f32>(&dev, m)?) } else { None };
+    // Statistics only for a backward (see `Spec::save`): each operand is a view, and each view
+    // costs cudarc an event wait and an event record.
+    let mut rstd = if spec.save { Some(alloc::<f32>(&dev, m)?) } else { None };
+    let mut mean = if spec.layer && spec.save { Some(alloc::<f32>(&dev, m)?) } else { None };
     {
         let (mut y_part, mut h_part) = out.split_at_mut(mn);
         let (xv, wv) = (nk.view(x), nk.view(w));
-        let (mut yv, mut hv, mut rv) = (nk.view_mut(&mut y_part), nk.view_mut(&mut h_part), nk.view_mut(&mut rstd));
+        let mut yv = nk.view_mut(&mut y_part);
+        let mut hv = if spec.residual { Some(nk.view_mut(&mut h_part)) } else { None };
+        let mut rv = rstd.as_mut().map(|s| nk.view_mut(s));
+        let mut mv = mean.as_mut().map(|s| nk.view_mut(s));
         let rviews = residual.map(|(r, rl)| (nk.view(r), rl));
         let bviews = b.map(|(b, bs)| (nk.view(b), bs));
-        let mut mv = mean.as_mut().map(|s| nk.view_mut(s));
         let mut args = Forward::new(InOut::separate(MatRef::with_layout(&*xv, xr), MatMut::new(&mut *yv, m, n)))
-            .weight(VecRef::with_span(&*wv, wspan.0, wspan.1))
-            .rstd(VecMut::new(&mut *rv));
-        if let Some((r, rl)) = &rviews {
-            args = args.residual(InOut::separate(MatRef::with_layout(&**r, *rl), MatMut::new(&mut *hv, m, n)));
+            .weight(VecRef::with_span(&*wv, wspan.0, wspan.1));
+        if let Some(rv) = rv.as_mut() {
+            args = args.rstd(VecMut::new(&mut **rv));
         }
-        if let (Some((b, bs)), Some(mv)) = (&bviews, mv.as_mut()) {
-            args = args.bias(VecRef::with_span(&**b, bs.0, bs.1)).mean(VecMut::new(&mut **mv));
+        if let (Some((r, rl)), Some(hv)) = (&rviews, hv.as_mut()) {
+            args = args.residual(InOut::separate(MatRef::with_layout(&**r, *rl), MatMut::new(&mut **hv, m, n)));
+        }
+        if let Some((b, bs)) = &bviews {
+            args = args.bias(VecRef::with_span(&**b, bs.0, bs.1));
+        }
+        if let Some(mv) = mv.as_mut() {
+            args = args.mean(VecMut::new(&mut **mv));
         }
         nk.forward(&spec.desc(), args).map_err(candle_core::Error::wrap)?;
     }
@@ -94,7 +103,8 @@ pub(crate) fn forward<T: Elem>(
     if spec.residual {
         shape.insert(0, 2);
     }
-    Ok((CudaStorage::wrap_cuda_slice(out, dev), Shape::from(shape), Saved::Cuda { mean, rstd }))
+    let saved = rstd.map(|rstd| Saved::Cuda { mean, rstd });
+    Ok((CudaStorage::wrap_cuda_slice(out, dev), Shape::from(shape), saved))
 }
 
 /// The backward on CUDA over `dy, x, w` (layouts as on the CPU): `[dx | dw | db]` in one flat
