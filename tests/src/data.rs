@@ -10,7 +10,9 @@ pub fn poison_bits(dtype: DType) -> u32 {
         DType::F32 => 0x7FC0_0BAD,
         DType::F16 => 0x7E0B,
         DType::BF16 => 0x7FCB,
-        other => panic!("unknown dtype {other}"),
+        // A NaN in every FP8 format (the fnuz formats have only 0x80).
+        DType::F8E4M3 | DType::F8E5M2 => 0x7F,
+        other => fp8_nan_or_panic(other),
     }
 }
 
@@ -22,7 +24,8 @@ pub fn gap_bits(dtype: DType) -> u32 {
         DType::F32 => 0x7FC0_0DAD,
         DType::F16 => 0x7E0D,
         DType::BF16 => 0x7FCD,
-        other => panic!("unknown dtype {other}"),
+        DType::F8E4M3 | DType::F8E5M2 => 0xFF,
+        other => fp8_nan_or_panic(other),
     }
 }
 
@@ -32,6 +35,14 @@ pub fn buf_of_bits(dtype: DType, len: usize, bits: u32) -> HostBuf {
         DType::F32 => HostBuf::F32(vec![f32::from_bits(bits); len]),
         DType::F16 => HostBuf::F16(vec![f16::from_bits(bits as u16); len]),
         DType::BF16 => HostBuf::BF16(vec![bf16::from_bits(bits as u16); len]),
+        other => HostBuf::from_fp8_bits(other, &vec![bits as u8; len]).unwrap_or_else(|| panic!("unknown dtype {other}")),
+    }
+}
+
+/// The NaN of the fnuz formats (`0x80`, their only one); panics on a dtype the suite does not know.
+fn fp8_nan_or_panic(d: DType) -> u32 {
+    match d {
+        DType::F8E4M3Fnuz | DType::F8E5M2Fnuz => 0x80,
         other => panic!("unknown dtype {other}"),
     }
 }
@@ -42,6 +53,11 @@ pub fn set_f32(buf: &mut HostBuf, i: usize, v: f32) {
         HostBuf::F32(b) => b[i] = v,
         HostBuf::F16(b) => b[i] = f16::from_f32(v),
         HostBuf::BF16(b) => b[i] = bf16::from_f32(v),
+        other => {
+            let dt = normkit_core::Buffer::dtype(other);
+            let bits = HostBuf::from_f32(dt, &[v]).as_bytes()[0];
+            other.as_bytes_mut()[i] = bits;
+        }
     }
 }
 
@@ -51,6 +67,7 @@ pub fn bits_at(buf: &HostBuf, i: usize) -> u32 {
         HostBuf::F32(b) => b[i].to_bits(),
         HostBuf::F16(b) => b[i].to_bits() as u32,
         HostBuf::BF16(b) => b[i].to_bits() as u32,
+        other => other.as_bytes()[i] as u32,
     }
 }
 
@@ -62,6 +79,15 @@ pub fn place_mat(dtype: DType, dense: &[f32], layout: &Layout, len: usize, fill_
         HostBuf::F32(v) => place_rows(v, dense, layout, |x| x),
         HostBuf::F16(v) => place_rows(v, dense, layout, f16::from_f32),
         HostBuf::BF16(v) => place_rows(v, dense, layout, bf16::from_f32),
+        other => {
+            // FP8 (outputs only; used for reference buffers): encode, then copy row by row.
+            let enc = HostBuf::from_f32(normkit_core::Buffer::dtype(other), dense);
+            let bytes = other.as_bytes_mut();
+            for i in 0..layout.rows {
+                let at = layout.offset + i * layout.stride;
+                bytes[at..at + layout.cols].copy_from_slice(&enc.as_bytes()[i * layout.cols..(i + 1) * layout.cols]);
+            }
+        }
     }
     b
 }

@@ -274,6 +274,131 @@ pub fn store(dtype: DType, v: &Iv) -> f32 {
     round_f64(dtype, v.mid) as f32
 }
 
+/// An FP8 format as the oracle knows it, from first principles (not from normkit-core): mantissa
+/// bits, exponent bias, largest finite value, whether it is an fnuz format (no −0, one NaN `0x80`,
+/// no infinities) and whether it has IEEE infinities (e5m2).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Fp8Fmt {
+    pub man: u32,
+    pub bias: i32,
+    pub max: f64,
+    pub fnuz: bool,
+    pub ieee: bool,
+}
+
+/// The FP8 format of `dtype`, `None` for the others.
+pub fn fp8_fmt(dtype: DType) -> Option<Fp8Fmt> {
+    Some(match dtype.name() {
+        "e4m3" => Fp8Fmt { man: 3, bias: 7, max: 448.0, fnuz: false, ieee: false },
+        "e5m2" => Fp8Fmt { man: 2, bias: 15, max: 57344.0, fnuz: false, ieee: true },
+        "e4m3fnuz" => Fp8Fmt { man: 3, bias: 8, max: 240.0, fnuz: true, ieee: false },
+        "e5m2fnuz" => Fp8Fmt { man: 2, bias: 16, max: 57344.0, fnuz: true, ieee: false },
+        _ => return None,
+    })
+}
+
+impl Fp8Fmt {
+    /// The value of a bit pattern (NaN for the NaN patterns, ±Inf for e5m2's infinities; the fnuz
+    /// pattern `0x80`, which would be −0 elsewhere, is NaN).
+    pub fn decode(&self, b: u8) -> f64 {
+        if self.fnuz && b == 0x80 {
+            return f64::NAN;
+        }
+        let sign = if b & 0x80 != 0 { -1.0 } else { 1.0 };
+        let e = ((b & 0x7F) >> self.man) as i32;
+        let m = (b & ((1 << self.man) - 1)) as i32;
+        let top = (1 << (7 - self.man)) - 1;
+        if !self.fnuz && self.ieee && e == top {
+            return if m == 0 { sign * f64::INFINITY } else { f64::NAN };
+        }
+        if !self.fnuz && !self.ieee && e == top && m == (1 << self.man) - 1 {
+            return f64::NAN;
+        }
+        let v = if e == 0 {
+            m as f64 * 2f64.powi(1 - self.bias - self.man as i32)
+        } else {
+            (1.0 + m as f64 / (1 << self.man) as f64) * 2f64.powi(e - self.bias)
+        };
+        sign * v
+    }
+
+    /// The two FP8 values around `v` (`v` itself twice when representable), saturated: beyond the
+    /// largest finite value both are ±max.
+    pub fn neighbours(&self, v: f64) -> (f64, f64) {
+        let a = v.abs();
+        if a >= self.max {
+            return (self.max.copysign(v), self.max.copysign(v));
+        }
+        // The quantum at |v|: 2^(max(e, emin) − man).
+        let emin = 1 - self.bias;
+        let e = if a == 0.0 { emin } else { (a.log2().floor() as i32).max(emin) };
+        let q = 2f64.powi(e - self.man as i32);
+        let (lo, hi) = ((a / q).floor() * q, (a / q).ceil() * q);
+        if v < 0.0 {
+            (-hi, -lo)
+        } else {
+            (lo, hi)
+        }
+    }
+
+    /// Saturating round to nearest, ties to even (even = the neighbour whose last mantissa bit is
+    /// 0, i.e. an even multiple of its quantum).
+    pub fn round(&self, v: f64) -> f64 {
+        if v.is_nan() {
+            return f64::NAN;
+        }
+        let (lo, hi) = self.neighbours(v);
+        if lo == hi {
+            return lo;
+        }
+        let (dl, dh) = (v - lo, hi - v);
+        if dl < dh {
+            lo
+        } else if dh < dl {
+            hi
+        } else {
+            let q = hi - lo;
+            if (lo / q).rem_euclid(2.0) == 0.0 {
+                lo
+            } else {
+                hi
+            }
+        }
+    }
+}
+
+/// The FP8 values a kernel may write for one element: `y` as an interval (the oracle's, before
+/// the store), `scale` as an interval, `u_in` the unit roundoff of the input dtype. The exact
+/// value is `y.mid · scale.mid`; a kernel may deviate from it by its fp32 error (the interval
+/// product, with one more f32 rounding for the multiply) and by the input dtype's rounding, so the
+/// allowed values are the FP8 roundings of that range — a single value (the round-to-nearest-even
+/// one) wherever the range does not reach a midpoint, else both neighbours of the exact value, and
+/// never more than those two. Returns `(lo, hi, rne)`: the allowed values lie in `[lo, hi]`.
+pub fn fp8_allowed(fmt: &Fp8Fmt, y: &Iv, scale: &Iv, u_in: f64) -> (f64, f64, f64) {
+    let p = y.mul32(*scale);
+    let exact = p.mid;
+    let slack = exact.abs() * u_in;
+    let (lo, hi) = (p.lo.min(exact - slack), p.hi.max(exact + slack));
+    let (n_lo, n_hi) = fmt.neighbours(exact);
+    (fmt.round(lo).max(n_lo), fmt.round(hi).min(n_hi), fmt.round(exact))
+}
+
+/// `max |y|` over intervals (NaN-free): the interval of a kernel's amax.
+pub fn amax_of(ys: &[Iv]) -> Iv {
+    let mut r = Iv::exact(0.0);
+    for y in ys {
+        let (lo, hi) = if y.lo <= 0.0 && y.hi >= 0.0 { (0.0, y.mag()) } else { (y.lo.abs().min(y.hi.abs()), y.mag()) };
+        r = Iv { lo: r.lo.max(lo), hi: r.hi.max(hi), mid: r.mid.max(y.mid.abs()) };
+    }
+    r
+}
+
+/// The per-row scale `max_finite / max(amax, floor)` as an interval (one f32 division).
+pub fn row_scale(fmt: &Fp8Fmt, amax: &Iv, floor: f64) -> Iv {
+    let d = 1.0 + crate::iv::OP;
+    Iv { lo: fmt.max / amax.hi.max(floor) / d, hi: fmt.max / amax.lo.max(floor) * d, mid: fmt.max / amax.mid.max(floor) }
+}
+
 #[cfg(test)]
 mod tests {
     //! The oracle checked against first principles: hand-computed values, and the backward pass
@@ -283,6 +408,37 @@ mod tests {
 
     fn fwd_consts<'a>(desc: &'a NormDesc, w: Option<&'a [f32]>, b: Option<&'a [f32]>) -> FwdConsts<'a> {
         FwdConsts { desc, residual: DType::F32, compute: DType::F32, weight: w, bias: b }
+    }
+
+    /// The oracle's FP8 formats from first principles, against hand values and the float8 crate.
+    #[test]
+    fn fp8_formats_from_first_principles() {
+        let e4 = fp8_fmt(DType::F8E4M3).unwrap();
+        assert_eq!(e4.decode(0x7E), 448.0);
+        assert!(e4.decode(0x7F).is_nan());
+        assert_eq!(e4.round(460.0), 448.0);
+        assert_eq!(e4.round(1e9), 448.0);
+        assert_eq!(e4.round(1.0625), 1.0, "tie to even");
+        assert_eq!(e4.round(1.1875), 1.25, "tie to even, upwards");
+        assert_eq!(e4.neighbours(1.1), (1.0, 1.125));
+        let e5 = fp8_fmt(DType::F8E5M2).unwrap();
+        assert_eq!(e5.decode(0x7C), f64::INFINITY);
+        let fz = fp8_fmt(DType::F8E4M3Fnuz).unwrap();
+        assert_eq!(fz.decode(0x7F), 240.0);
+        assert!(fz.decode(0x80).is_nan());
+        for c in 0..=255u8 {
+            let (a, b) = (e4.decode(c), normkit_core::F8E4M3::from_bits(c).to_f64());
+            assert!(a == b || (a.is_nan() && b.is_nan()), "{c:#x}");
+            let (a, b) = (e5.decode(c), normkit_core::F8E5M2::from_bits(c).to_f64());
+            assert!(a == b || (a.is_nan() && b.is_nan()), "{c:#x}");
+            // Every finite value rounds to itself.
+            for f in [e4, e5, fz] {
+                let v = f.decode(c);
+                if v.is_finite() {
+                    assert_eq!(f.round(v), v, "{f:?} {c:#x}");
+                }
+            }
+        }
     }
 
     #[test]

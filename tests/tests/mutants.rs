@@ -7,8 +7,8 @@
 use normkit_conformance::data::{gather_mat, set_f32};
 use normkit_conformance::{oracle, run_category, Category, Grid, OracleBackend};
 use normkit_core::{
-    round_to, validate_backward, validate_forward, Backward, Buffer, CastingMode, DType, DTypes, Direction, Forward, HostBuf, InOut,
-    Layout, MatMut, MatRef, NormDesc, NormError, NormKernel, NormKind, Operand, VecMut,
+    round_to, validate_backward, validate_forward, Backward, Buffer, CastingMode, DType, DTypes, Direction, Forward, Fp8, Fp8Scaling,
+    HostBuf, InOut, Layout, MatMut, MatRef, NormDesc, NormError, NormKernel, NormKind, Operand, VecMut,
 };
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -79,6 +79,15 @@ fn reborrow_fwd<'s>(a: &'s mut Forward<'_, HostBuf>) -> Forward<'s, HostBuf> {
         bias: a.bias,
         mean: a.mean.as_mut().map(|m| m.reborrow()),
         rstd: a.rstd.as_mut().map(|m| m.reborrow()),
+        fp8: a.fp8.as_mut().map(|q| Fp8 {
+            scaling: match &q.scaling {
+                Fp8Scaling::PerTensor(s) => Fp8Scaling::PerTensor(*s),
+                Fp8Scaling::PerRow => Fp8Scaling::PerRow,
+            },
+            amax: q.amax.as_mut().map(|v| v.reborrow()),
+            scale_inv: q.scale_inv.as_mut().map(|v| v.reborrow()),
+            transposed: q.transposed.as_mut().map(|t| t.reborrow()),
+        }),
     }
 }
 
@@ -121,6 +130,7 @@ fn copy_elem(dst: &mut HostBuf, src: &HostBuf, idx: usize) {
         (HostBuf::F32(d), HostBuf::F32(s)) => d[idx] = s[idx],
         (HostBuf::F16(d), HostBuf::F16(s)) => d[idx] = s[idx],
         (HostBuf::BF16(d), HostBuf::BF16(s)) => d[idx] = s[idx],
+        (d, s) if d.dtype() == s.dtype() => d.as_bytes_mut()[idx] = s.as_bytes()[idx],
         _ => unreachable!("same dtype"),
     }
 }
@@ -130,6 +140,7 @@ fn flip_last_bit(buf: &mut HostBuf, idx: usize) {
         HostBuf::F32(v) => v[idx] = f32::from_bits(v[idx].to_bits() ^ 1),
         HostBuf::F16(v) => v[idx] = normkit_core::f16::from_bits(v[idx].to_bits() ^ 1),
         HostBuf::BF16(v) => v[idx] = normkit_core::bf16::from_bits(v[idx].to_bits() ^ 1),
+        other => other.as_bytes_mut()[idx] ^= 1,
     }
 }
 

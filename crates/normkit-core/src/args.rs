@@ -1,6 +1,6 @@
 //! The operands of a forward and a backward call.
 
-use crate::tensor::{InOut, MatRef, VecMut, VecRef};
+use crate::tensor::{InOut, MatMut, MatRef, VecMut, VecRef};
 
 /// Operands of a forward call. Which optional operands must be present is set by the
 /// [`crate::NormDesc`]: `weight` iff `desc.weight`, `bias` iff `desc.bias`, `residual` iff
@@ -48,6 +48,8 @@ pub struct Forward<'a, B: ?Sized> {
     pub mean: Option<VecMut<'a, B>>,
     /// `1/sqrt(var + eps)` per row, f32, length M.
     pub rstd: Option<VecMut<'a, B>>,
+    /// How `y` is quantised when its dtype is FP8; see [`Forward::fp8`].
+    pub fp8: Option<Fp8<'a, B>>,
 }
 
 impl<'a, B: ?Sized> Forward<'a, B> {
@@ -57,7 +59,7 @@ impl<'a, B: ?Sized> Forward<'a, B> {
     /// f32, f16 or bf16; `y` is `M × N` in `x`'s dtype or f32. [`InOut::in_place`] writes `y`
     /// over `x` (then `y` has `x`'s dtype).
     pub fn new(x: InOut<'a, B>) -> Self {
-        Forward { x, residual: None, weight: None, bias: None, mean: None, rstd: None }
+        Forward { x, residual: None, weight: None, bias: None, mean: None, rstd: None, fp8: None }
     }
 
     /// The affine weight `w`: N elements, in `x`'s dtype or f32, and the same dtype as the bias.
@@ -100,6 +102,145 @@ impl<'a, B: ?Sized> Forward<'a, B> {
     /// ([`crate::NormDesc::with_save_stats`]).
     pub fn rstd(mut self, r: VecMut<'a, B>) -> Self {
         self.rstd = Some(r);
+        self
+    }
+
+    /// Quantise `y` to FP8: required iff `y`'s buffer has an FP8 dtype ([`crate::DType::FP8`]),
+    /// which must then be a separate output (never written over `x`). See [`Fp8`] for the
+    /// scaling recipes and the optional `amax`, `scale_inv` and transposed outputs.
+    pub fn fp8(mut self, q: Fp8<'a, B>) -> Self {
+        self.fp8 = Some(q);
+        self
+    }
+}
+
+/// Where a per-tensor FP8 scale comes from.
+#[derive(Debug)]
+pub enum Scale<'a, B: ?Sized> {
+    /// A value known on the host: must be finite and greater than 0
+    /// ([`NormError::InvalidScale`](crate::NormError::InvalidScale) otherwise).
+    Host(f32),
+    /// One f32 element of a buffer of the backend (what a training loop with delayed scaling keeps
+    /// on the device and updates from the previous `amax`s), read when the call runs. Its length
+    /// (1) and dtype (f32) are validated; its value cannot be, without a device round trip: a
+    /// scale that is 0, negative, infinite or NaN gives whatever `saturate_rne(y · scale)` gives
+    /// (zeros, negated values, ±max finite, NaN), never an error and never undefined behaviour.
+    Device(VecRef<'a, B>),
+}
+
+impl<B: ?Sized> Clone for Scale<'_, B> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<B: ?Sized> Copy for Scale<'_, B> {}
+
+/// How FP8 values are scaled.
+#[derive(Debug)]
+pub enum Fp8Scaling<'a, B: ?Sized> {
+    /// One scale for the whole tensor (TransformerEngine's delayed and current scaling):
+    /// `y_q = saturate_rne(y · scale)`.
+    PerTensor(Scale<'a, B>),
+    /// One scale per row (per token), computed by the kernel from the row itself:
+    /// `scale_r = max_finite / max(amax_r, FP8_ROW_AMAX_FLOOR)` in f32, where `amax_r` is the largest
+    /// `|y|` of row `r` before scaling and `max_finite` the format's largest value
+    /// ([`crate::DType::max_finite`]); `y_q = saturate_rne(y · scale_r)`, and `1/scale_r` (f32) is
+    /// written to `scale_inv[r]`. A row depends on nothing but itself, so batch invariance holds.
+    PerRow,
+}
+
+/// The floor of a row's `amax` in per-row scaling (`2⁻⁴⁰ ≈ 9.1e-13`): a row of zeros gets a large
+/// finite scale instead of an infinite one (`max_finite / 2⁻⁴⁰` is exact and finite in f32 for every
+/// format), and its `scale_inv` stays a normal f32.
+pub const FP8_ROW_AMAX_FLOOR: f32 = f32::from_bits(0x2B80_0000); // 2^-40: biased exponent 87
+
+/// The FP8 quantisation of `y` ([`Forward::fp8`]): a scaling recipe and its outputs.
+///
+/// - `y_q = saturate_rne(y · scale)`: `y` as the descriptor computes it in fp32 (every casting mode
+///   applies before the scale; in `None` mode `y` is already rounded to `x`'s dtype), multiplied by
+///   the scale in f32 (one rounding), then rounded to nearest even into the FP8 format of `y`'s
+///   buffer, saturating: a value beyond the largest finite magnitude (an infinity too) becomes
+///   ±max finite; NaN stays NaN. The fnuz formats have no negative zero: a negative value that
+///   rounds to zero is written `+0`.
+/// - `amax` (optional, one f32): `max |y|` over the whole tensor, before scaling — the value a
+///   delayed-scaling recipe feeds back into its next scale. NaN elements are ignored (as the GPU's
+///   `max` instruction ignores them; a tensor of NaNs has `amax = 0`); infinities count. Computed per
+///   row and reduced with `max`, which is exact in any order: deterministic. `M = 0` writes 0.
+/// - `scale_inv`: per tensor, optional, one f32 `= 1/scale` (rounded once; written for `M = 0`
+///   too); per row, required, M f32 values `1/scale_r` — what a GEMM multiplies its FP8 operand by
+///   to dequantise.
+/// - `transposed` (optional): `yT`, N × M with its own row stride (its rows are the columns of
+///   `y`), in `y`'s FP8 dtype, bitwise the transpose of `y_q` — the layout a GEMM that consumes `y`
+///   as its second operand wants. `y_q` itself is always written too.
+///
+/// `residual_out`, `mean` and `rstd` are unchanged by the quantisation. Every rule is validated
+/// before anything is written: FP8 is a dtype of `y` (and `transposed`) only; `y` FP8 ⇔ `.fp8(…)`
+/// given; a host scale finite and > 0; `scale`, `amax` one f32; `scale_inv` one f32 (per tensor) or
+/// M f32 (per row); `transposed` N × M inside its buffer, in `y`'s dtype.
+///
+/// ```
+/// use normkit_core::cpu::CpuBackend;
+/// use normkit_core::{DType, Forward, Fp8, HostBuf, InOut, MatMut, MatRef, NormDesc, NormKernel, Scale, VecMut, VecRef};
+///
+/// let (m, n) = (2, 4);
+/// let x = HostBuf::from_f32(DType::BF16, &[1.0, 2.0, 3.0, 4.0, -1.0, 1.0, -1.0, 1.0]);
+/// let w = HostBuf::filled(DType::BF16, n, 1.0);
+/// let mut y = HostBuf::zeros(DType::F8E4M3, m * n);
+/// let mut y_t = HostBuf::zeros(DType::F8E4M3, n * m);
+/// let (mut amax, mut scale_inv) = (HostBuf::zeros(DType::F32, 1), HostBuf::zeros(DType::F32, 1));
+///
+/// let q = Fp8::per_tensor(Scale::Host(64.0))
+///     .amax(VecMut::new(&mut amax))
+///     .scale_inv(VecMut::new(&mut scale_inv))
+///     .transposed(MatMut::new(&mut y_t, n, m));
+/// let io = InOut::separate(MatRef::new(&x, m, n), MatMut::new(&mut y, m, n));
+/// CpuBackend::new().forward(&NormDesc::rms(1e-6), Forward::new(io).weight(VecRef::new(&w)).fp8(q))?;
+/// assert_eq!(y.get_f32(4), -64.0); // RMSNorm of ±1 is ±1, times the scale
+/// assert_eq!(y.get_f32(3), 96.0); // 4/√7.5 · 64 ≈ 93.5, whose e4m3 neighbours are 88 and 96
+/// assert_eq!(y_t.get_f32(1), y.get_f32(4)); // yT[0][1] = y[1][0]
+/// assert_eq!(scale_inv.get_f32(0), 1.0 / 64.0);
+/// assert!((amax.get_f32(0) - 4.0 / 7.5f32.sqrt()).abs() < 1e-6);
+/// # Ok::<(), normkit_core::NormError>(())
+/// ```
+#[derive(Debug)]
+pub struct Fp8<'a, B: ?Sized> {
+    /// Per tensor (with its scale) or per row.
+    pub scaling: Fp8Scaling<'a, B>,
+    /// Where to write `amax = max |y|` over the tensor, before scaling: one f32.
+    pub amax: Option<VecMut<'a, B>>,
+    /// Where to write `1/scale`: one f32 per tensor (optional), M f32 per row (required).
+    pub scale_inv: Option<VecMut<'a, B>>,
+    /// Where to write `yT`, N × M, in `y`'s FP8 dtype.
+    pub transposed: Option<crate::tensor::MatMut<'a, B>>,
+}
+
+impl<'a, B: ?Sized> Fp8<'a, B> {
+    /// One scale for the whole tensor, from the host or from a one-element f32 buffer.
+    pub fn per_tensor(scale: Scale<'a, B>) -> Self {
+        Fp8 { scaling: Fp8Scaling::PerTensor(scale), amax: None, scale_inv: None, transposed: None }
+    }
+
+    /// One scale per row, computed from the row's own `amax`; each row's `1/scale_r` is written to
+    /// `scale_inv` (M f32).
+    pub fn per_row(scale_inv: VecMut<'a, B>) -> Self {
+        Fp8 { scaling: Fp8Scaling::PerRow, amax: None, scale_inv: Some(scale_inv), transposed: None }
+    }
+
+    /// Also write `amax = max |y|` over the tensor (before scaling) to this one-element f32 view.
+    pub fn amax(mut self, amax: VecMut<'a, B>) -> Self {
+        self.amax = Some(amax);
+        self
+    }
+
+    /// Also write `1/scale` (per tensor: one f32; per row this is set by [`Fp8::per_row`]).
+    pub fn scale_inv(mut self, scale_inv: VecMut<'a, B>) -> Self {
+        self.scale_inv = Some(scale_inv);
+        self
+    }
+
+    /// Also write `yT` (N × M, its own row stride, `y`'s FP8 dtype), bitwise the transpose of `y_q`.
+    pub fn transposed(mut self, y_t: MatMut<'a, B>) -> Self {
+        self.transposed = Some(y_t);
         self
     }
 }
@@ -240,6 +381,21 @@ impl<'a, B: ?Sized> Forward<'a, B> {
             bias: self.bias.map(|v| map::vec_ref(v, O::Bias, &f)).transpose()?,
             mean: self.mean.map(|v| map::vec_mut(v, O::Mean, &g)).transpose()?,
             rstd: self.rstd.map(|v| map::vec_mut(v, O::Rstd, &g)).transpose()?,
+            fp8: self
+                .fp8
+                .map(|q| -> Result<Fp8<'a, C>, crate::Operand> {
+                    Ok(Fp8 {
+                        scaling: match q.scaling {
+                            Fp8Scaling::PerTensor(Scale::Host(s)) => Fp8Scaling::PerTensor(Scale::Host(s)),
+                            Fp8Scaling::PerTensor(Scale::Device(v)) => Fp8Scaling::PerTensor(Scale::Device(map::vec_ref(v, O::Scale, &f)?)),
+                            Fp8Scaling::PerRow => Fp8Scaling::PerRow,
+                        },
+                        amax: q.amax.map(|v| map::vec_mut(v, O::Amax, &g)).transpose()?,
+                        scale_inv: q.scale_inv.map(|v| map::vec_mut(v, O::ScaleInv, &g)).transpose()?,
+                        transposed: q.transposed.map(|m| map::mat_mut(m, O::Transposed, &g)).transpose()?,
+                    })
+                })
+                .transpose()?,
         })
     }
 }

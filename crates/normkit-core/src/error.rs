@@ -33,6 +33,14 @@ pub enum Operand {
     Dw,
     /// The gradient of the bias (N).
     Db,
+    /// The per-tensor FP8 scale: a host value or one f32 element ([`crate::Scale`]).
+    Scale,
+    /// The FP8 `amax = max |y|` output (one f32).
+    Amax,
+    /// The FP8 `1/scale` output (one f32 per tensor, or M per row).
+    ScaleInv,
+    /// The transposed FP8 output `yT` (N × M).
+    Transposed,
 }
 
 impl Operand {
@@ -52,6 +60,10 @@ impl Operand {
             Operand::DResidualOut => "d_residual_out",
             Operand::Dw => "dw",
             Operand::Db => "db",
+            Operand::Scale => "scale",
+            Operand::Amax => "amax",
+            Operand::ScaleInv => "scale_inv",
+            Operand::Transposed => "transposed",
         }
     }
 }
@@ -112,11 +124,11 @@ impl fmt::Display for AliasRule {
 ///
 /// | error | where it can come from |
 /// |---|---|
-/// | `Shape`, `EmptyRows`, `Stride`, `OutOfBounds`, `Overflow`, `InvalidEps`, `InvalidOffset`, `Missing`, `Unexpected`, `DType` | `forward`/`backward` of every backend (the shared validation, `validate_forward`/`validate_backward`; `supports` for the dtype and descriptor rules) |
+/// | `Shape`, `EmptyRows`, `Stride`, `OutOfBounds`, `Overflow`, `InvalidEps`, `InvalidOffset`, `InvalidScale`, `Missing`, `Unexpected`, `DType` | `forward`/`backward` of every backend (the shared validation, `validate_forward`/`validate_backward`; `supports` for the dtype and descriptor rules). `InvalidScale` only from a forward with an FP8 `y` and a host scale ([`crate::Scale::Host`]) |
 /// | `Alignment` | CUDA and HIP only: a device buffer built from a raw pointer (`buffer_from_raw`) or a view whose offset is not a multiple of the element size |
 /// | `ReadOnly` | every backend's validation, for buffers that can be read-only: today the CPU backend's borrowed [`crate::HostView`]s (`CpuBackend::forward_view` / `backward_view`) made from a shared slice and passed as an output; owned buffers are always writable |
 /// | `Aliasing` | CUDA and HIP only, and only through their `unsafe` raw-pointer constructors (`buffer_from_raw`, `HipBuffer::from_raw`): the only buffers that expose an address. Safe borrows rule overlaps out on the CPU and through `AnyBackend`; `InOut::InPlace` is the one sanctioned overlap |
-/// | `Unsupported` | a backend declining a combination in `supports` (none does today: every backend implements the whole contract), `AnyBackend::download` of another backend's buffer, or a GPU backend's internal limits (a kernel missing from its code object, an empty captured graph in `time_calls`) |
+/// | `Unsupported` | a backend declining a combination in `supports` and `forward` (today: CUDA and HIP for an FP8 `y`, whose kernels do not exist yet; the CPU backend implements the whole contract), `AnyBackend::download` of another backend's buffer, or a GPU backend's internal limits (a kernel missing from its code object, an empty captured graph in `time_calls`) |
 /// | `ForeignBuffer` | CUDA, HIP and `AnyBackend`: a buffer of another backend or device |
 /// | `ResourceLimit` | `alloc`/`upload`/`download` of every backend (the CPU: more bytes than `usize`, physical memory + swap, or the allocator can give; never a panic or an abort); on a GPU also a workspace, grid or shared-memory limit of an op |
 /// | `BackendUnavailable` | construction only (`CudaBackend::new`, `HipBackend::new`, `normkit::backend`): no driver, no device, a wrong wavefront size; never from the CPU backend |
@@ -197,8 +209,15 @@ pub enum NormError {
         offset: f32,
     },
 
+    /// The FP8 scale given on the host must be finite and strictly positive.
+    #[error("The FP8 scale must be finite and greater than 0, but the call has {scale}")]
+    InvalidScale {
+        /// The value given.
+        scale: f32,
+    },
+
     /// An operand the descriptor requires is absent.
-    #[error("`{operand}` is missing: the call needs it because {}; pass it with `.{operand}(…)`", needed_because(*.operand))]
+    #[error("`{operand}` is missing: the call needs it because {}; pass it with {}", needed_because(*.operand), pass_with(*.operand))]
     Missing {
         /// The operand the error is about.
         operand: Operand,
@@ -323,6 +342,11 @@ fn count(n: usize, dim: Dim) -> String {
 /// Where the expected size of a [`NormError::Shape`] comes from.
 fn shape_hint(operand: Operand, dim: Dim, expected: usize) -> String {
     match (dim, operand) {
+        (Dim::Rows, Operand::Transposed) => format!(" (one per column of `x`, N = {expected})"),
+        (Dim::Cols, Operand::Transposed) => format!(" (one per row of `x`, M = {expected})"),
+        (Dim::Len, Operand::Scale | Operand::Amax) => " (a single f32)".into(),
+        (Dim::Len, Operand::ScaleInv) if expected == 1 => " (a single f32 with per-tensor scaling)".into(),
+        (Dim::Len, Operand::ScaleInv) => format!(" (one per row of `x` with per-row scaling, M = {expected})"),
         (Dim::Rows, _) => format!(" (as many rows as `x`, M = {expected})"),
         (Dim::Cols, _) => format!(" (as many columns as `x`, N = {expected})"),
         (Dim::Len, Operand::Weight | Operand::Bias | Operand::Dw | Operand::Db) => format!(" (one per column of `x`, N = {expected})"),
@@ -341,7 +365,18 @@ fn needed_because(operand: Operand) -> &'static str {
         Operand::Mean => "LayerNorm saves the mean in the forward (with `save_stats`) and reads it in the backward",
         Operand::Dw => "the descriptor has a weight, whose gradient is written to `dw`",
         Operand::Db => "the descriptor has a bias, whose gradient is written to `db`",
+        Operand::Scale => "`y` has an FP8 dtype, and FP8 values are quantised with a scale",
+        Operand::ScaleInv => "with per-row FP8 scaling each row's `1/scale` is an output",
         _ => "the descriptor uses it",
+    }
+}
+
+/// How the builders pass an operand, for [`NormError::Missing`].
+fn pass_with(operand: Operand) -> String {
+    match operand {
+        Operand::Scale => "`.fp8(Fp8::per_tensor(…))` or `.fp8(Fp8::per_row(…))`".into(),
+        Operand::ScaleInv => "`Fp8::per_row(scale_inv)`".into(),
+        _ => format!("`.{operand}(…)`"),
     }
 }
 
@@ -384,6 +419,7 @@ mod tests {
             | NormError::Alignment { .. }
             | NormError::InvalidEps { .. }
             | NormError::InvalidOffset { .. }
+            | NormError::InvalidScale { .. }
             | NormError::Missing { .. }
             | NormError::Unexpected { .. }
             | NormError::DType { .. }
@@ -433,6 +469,20 @@ mod tests {
             (NormError::Alignment { operand: O::ResidualOut, required: 2, offset_bytes: 3 }, "`residual_out` is misaligned"),
             (NormError::InvalidEps { eps: -1.0 }, "`eps` must be finite and greater than 0, but the descriptor has -1"),
             (NormError::InvalidOffset { offset: f32::INFINITY }, "has inf"),
+            (NormError::InvalidScale { scale: -2.0 }, "The FP8 scale must be finite and greater than 0, but the call has -2"),
+            (
+                NormError::Missing { operand: O::Scale },
+                "`scale` is missing: the call needs it because `y` has an FP8 dtype, and FP8 values are quantised with a scale; pass it with `.fp8(Fp8::per_tensor(…))`",
+            ),
+            (
+                NormError::Shape { operand: O::Transposed, dim: Dim::Rows, expected: 8, got: 4 },
+                "`transposed` has 4 rows, but the call needs 8 (one per column of `x`, N = 8)",
+            ),
+            (
+                NormError::Shape { operand: O::ScaleInv, dim: Dim::Len, expected: 4, got: 1 },
+                "`scale_inv` has 1 element, but the call needs 4 (one per row of `x` with per-row scaling, M = 4)",
+            ),
+            (NormError::Shape { operand: O::Amax, dim: Dim::Len, expected: 1, got: 2 }, "`amax` has 2 elements, but the call needs 1 (a single f32)"),
             (
                 NormError::Missing { operand: O::Bias },
                 "`bias` is missing: the call needs it because the descriptor has a bias; pass it with `.bias(…)`",
@@ -497,7 +547,7 @@ mod tests {
             }
             assert!(!msg.ends_with('.') && !msg.contains("  "), "{msg:?}");
         }
-        assert_eq!(seen.len(), 20, "one instance of every variant");
+        assert_eq!(seen.len(), 21, "one instance of every variant");
     }
 
     #[test]

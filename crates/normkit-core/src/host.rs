@@ -3,7 +3,9 @@
 
 use crate::dtype::DType;
 use crate::error::{NormError, Result};
+use crate::fp8::{self, F8E4M3Fnuz, F8E5M2Fnuz};
 use crate::tensor::Buffer;
+use float8::{F8E4M3, F8E5M2};
 use half::{bf16, f16};
 use std::marker::PhantomData;
 use std::sync::OnceLock;
@@ -61,6 +63,57 @@ unsafe impl ZeroValid for f16 {}
 unsafe impl ZeroValid for bf16 {}
 // SAFETY: zero bytes are the value 0.
 unsafe impl ZeroValid for u8 {}
+// SAFETY: the four FP8 element types are `repr(transparent)` over a `u8`; 0x00 is +0.0 in each.
+unsafe impl ZeroValid for F8E4M3 {}
+// SAFETY: as above.
+unsafe impl ZeroValid for F8E5M2 {}
+// SAFETY: as above.
+unsafe impl ZeroValid for F8E4M3Fnuz {}
+// SAFETY: as above.
+unsafe impl ZeroValid for F8E5M2Fnuz {}
+
+/// The FP8 element types: one byte, any bit pattern valid.
+///
+/// # Safety
+/// Implementors must be `repr(transparent)` over `u8`.
+pub(crate) unsafe trait Fp8Elem: Copy {
+    const DTYPE: DType;
+    fn from_bits(b: u8) -> Self;
+}
+macro_rules! fp8_elem {
+    ($($t:ty => $d:ident),*) => {$(
+        // SAFETY: `float8::F8E4M3`/`F8E5M2` and the fnuz types of `crate::fp8` are
+        // `#[repr(transparent)]` structs of one `u8`.
+        unsafe impl Fp8Elem for $t {
+            const DTYPE: DType = DType::$d;
+            fn from_bits(b: u8) -> Self {
+                <$t>::from_bits(b)
+            }
+        }
+    )*};
+}
+fp8_elem!(F8E4M3 => F8E4M3, F8E5M2 => F8E5M2, F8E4M3Fnuz => F8E4M3Fnuz, F8E5M2Fnuz => F8E5M2Fnuz);
+
+/// The bytes of a slice of FP8 elements.
+fn fp8_bytes<T: Fp8Elem>(v: &[T]) -> &[u8] {
+    // SAFETY: `T` is `repr(transparent)` over `u8` (`Fp8Elem`), so the slice is `v.len()` initialised
+    // bytes; the result borrows `v`.
+    unsafe { std::slice::from_raw_parts(v.as_ptr().cast(), v.len()) }
+}
+
+/// The bytes of a slice of FP8 elements, writable (every byte is a valid element).
+fn fp8_bytes_mut<T: Fp8Elem>(v: &mut [T]) -> &mut [u8] {
+    // SAFETY: as in `fp8_bytes`; any byte written is a valid `T`.
+    unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast(), v.len()) }
+}
+
+/// `values` rounded to the FP8 format of `T` (saturating round to nearest even).
+fn fp8_from_f32<T: Fp8Elem>(values: &[f32]) -> Vec<T> {
+    match fp8::format(T::DTYPE) {
+        Some(f) => values.iter().map(|&v| T::from_bits(fp8::encode(f, v))).collect(),
+        None => Vec::new(),
+    }
+}
 
 /// `len` zeros, or [`NormError::ResourceLimit`] when `len` elements exceed `limit` bytes (or
 /// `usize`) or the allocator refuses. Never panics or aborts. The memory comes from the global
@@ -100,6 +153,14 @@ pub enum HostBuf {
     F16(Vec<f16>),
     /// bf16 elements.
     BF16(Vec<bf16>),
+    /// FP8 e4m3 (OCP E4M3FN) elements.
+    F8E4M3(Vec<F8E4M3>),
+    /// FP8 e5m2 (OCP E5M2) elements.
+    F8E5M2(Vec<F8E5M2>),
+    /// FP8 e4m3fnuz (AMD gfx942) elements.
+    F8E4M3Fnuz(Vec<F8E4M3Fnuz>),
+    /// FP8 e5m2fnuz (AMD gfx942) elements.
+    F8E5M2Fnuz(Vec<F8E5M2Fnuz>),
 }
 
 impl HostBuf {
@@ -130,6 +191,10 @@ impl HostBuf {
             DType::F32 => HostBuf::F32(try_zeroed_vec(len, limit)?),
             DType::F16 => HostBuf::F16(try_zeroed_vec(len, limit)?),
             DType::BF16 => HostBuf::BF16(try_zeroed_vec(len, limit)?),
+            DType::F8E4M3 => HostBuf::F8E4M3(try_zeroed_vec(len, limit)?),
+            DType::F8E5M2 => HostBuf::F8E5M2(try_zeroed_vec(len, limit)?),
+            DType::F8E4M3Fnuz => HostBuf::F8E4M3Fnuz(try_zeroed_vec(len, limit)?),
+            DType::F8E5M2Fnuz => HostBuf::F8E5M2Fnuz(try_zeroed_vec(len, limit)?),
         })
     }
 
@@ -141,25 +206,67 @@ impl HostBuf {
             HostBuf::F32(v) => HostBuf::F32(try_copy(v, limit)?),
             HostBuf::F16(v) => HostBuf::F16(try_copy(v, limit)?),
             HostBuf::BF16(v) => HostBuf::BF16(try_copy(v, limit)?),
+            HostBuf::F8E4M3(v) => HostBuf::F8E4M3(try_copy(v, limit)?),
+            HostBuf::F8E5M2(v) => HostBuf::F8E5M2(try_copy(v, limit)?),
+            HostBuf::F8E4M3Fnuz(v) => HostBuf::F8E4M3Fnuz(try_copy(v, limit)?),
+            HostBuf::F8E5M2Fnuz(v) => HostBuf::F8E5M2Fnuz(try_copy(v, limit)?),
         })
     }
 
-    /// `len` copies of `v` rounded to `dtype` (NaN is a good poison for outputs).
+    /// `len` copies of `v` rounded to `dtype` (NaN is a good poison for outputs; FP8 saturates).
     pub fn filled(dtype: DType, len: usize, v: f32) -> Self {
         match dtype {
             DType::F32 => HostBuf::F32(vec![v; len]),
             DType::F16 => HostBuf::F16(vec![f16::from_f32(v); len]),
             DType::BF16 => HostBuf::BF16(vec![bf16::from_f32(v); len]),
+            _ => Self::from_f32(dtype, &[v]).repeat(len),
         }
     }
 
-    /// `values` rounded to `dtype` (round to nearest even).
+    /// A buffer of `len` copies of element 0 (FP8 only; empty otherwise).
+    fn repeat(&self, len: usize) -> Self {
+        match self {
+            HostBuf::F8E4M3(v) => HostBuf::F8E4M3(vec![v[0]; len]),
+            HostBuf::F8E5M2(v) => HostBuf::F8E5M2(vec![v[0]; len]),
+            HostBuf::F8E4M3Fnuz(v) => HostBuf::F8E4M3Fnuz(vec![v[0]; len]),
+            HostBuf::F8E5M2Fnuz(v) => HostBuf::F8E5M2Fnuz(vec![v[0]; len]),
+            other => HostBuf::zeros(other.dtype(), 0),
+        }
+    }
+
+    /// `values` rounded to `dtype` (round to nearest even; the FP8 dtypes saturate to ±max finite
+    /// and keep NaN, see [`crate::round_to`]).
     pub fn from_f32(dtype: DType, values: &[f32]) -> Self {
         match dtype {
             DType::F32 => HostBuf::F32(values.to_vec()),
             DType::F16 => HostBuf::F16(values.iter().map(|&v| f16::from_f32(v)).collect()),
             DType::BF16 => HostBuf::BF16(values.iter().map(|&v| bf16::from_f32(v)).collect()),
+            DType::F8E4M3 => HostBuf::F8E4M3(fp8_from_f32(values)),
+            DType::F8E5M2 => HostBuf::F8E5M2(fp8_from_f32(values)),
+            DType::F8E4M3Fnuz => HostBuf::F8E4M3Fnuz(fp8_from_f32(values)),
+            DType::F8E5M2Fnuz => HostBuf::F8E5M2Fnuz(fp8_from_f32(values)),
         }
+    }
+
+    /// An FP8 buffer from its bit patterns; `None` if `dtype` is not an FP8 dtype.
+    pub fn from_fp8_bits(dtype: DType, bits: &[u8]) -> Option<Self> {
+        dtype.is_fp8().then(|| {
+            let mut b = HostBuf::zeros(dtype, bits.len());
+            b.as_bytes_mut().copy_from_slice(bits);
+            b
+        })
+    }
+
+    /// The FP8 format and bit patterns of an FP8 buffer.
+    fn fp8_view(&self) -> Option<(fp8::Format, &[u8])> {
+        let bytes = match self {
+            HostBuf::F8E4M3(v) => fp8_bytes(v),
+            HostBuf::F8E5M2(v) => fp8_bytes(v),
+            HostBuf::F8E4M3Fnuz(v) => fp8_bytes(v),
+            HostBuf::F8E5M2Fnuz(v) => fp8_bytes(v),
+            _ => return None,
+        };
+        Some((fp8::format(self.dtype())?, bytes))
     }
 
     /// Every element widened to `f32`.
@@ -168,6 +275,7 @@ impl HostBuf {
             HostBuf::F32(v) => v.clone(),
             HostBuf::F16(v) => v.iter().map(|x| x.to_f32()).collect(),
             HostBuf::BF16(v) => v.iter().map(|x| x.to_f32()).collect(),
+            _ => self.fp8_view().map(|(f, b)| b.iter().map(|&c| fp8::decode(f, c)).collect()).unwrap_or_default(),
         }
     }
 
@@ -177,6 +285,7 @@ impl HostBuf {
             HostBuf::F32(v) => v[i],
             HostBuf::F16(v) => v[i].to_f32(),
             HostBuf::BF16(v) => v[i].to_f32(),
+            _ => self.fp8_view().map_or(f32::NAN, |(f, b)| fp8::decode(f, b[i])),
         }
     }
 
@@ -186,6 +295,7 @@ impl HostBuf {
             HostBuf::F32(v) => v.iter().map(|x| x.to_bits()).collect(),
             HostBuf::F16(v) => v.iter().map(|x| x.to_bits() as u32).collect(),
             HostBuf::BF16(v) => v.iter().map(|x| x.to_bits() as u32).collect(),
+            _ => self.as_bytes().iter().map(|&b| b as u32).collect(),
         }
     }
 
@@ -204,6 +314,10 @@ impl HostBuf {
                 HostBuf::F32(v) => std::slice::from_raw_parts(v.as_ptr().cast(), v.len() * 4),
                 HostBuf::F16(v) => std::slice::from_raw_parts(v.as_ptr().cast(), v.len() * 2),
                 HostBuf::BF16(v) => std::slice::from_raw_parts(v.as_ptr().cast(), v.len() * 2),
+                HostBuf::F8E4M3(v) => fp8_bytes(v),
+                HostBuf::F8E5M2(v) => fp8_bytes(v),
+                HostBuf::F8E4M3Fnuz(v) => fp8_bytes(v),
+                HostBuf::F8E5M2Fnuz(v) => fp8_bytes(v),
             }
         }
     }
@@ -217,6 +331,10 @@ impl HostBuf {
                 HostBuf::F32(v) => std::slice::from_raw_parts_mut(v.as_mut_ptr().cast(), v.len() * 4),
                 HostBuf::F16(v) => std::slice::from_raw_parts_mut(v.as_mut_ptr().cast(), v.len() * 2),
                 HostBuf::BF16(v) => std::slice::from_raw_parts_mut(v.as_mut_ptr().cast(), v.len() * 2),
+                HostBuf::F8E4M3(v) => fp8_bytes_mut(v),
+                HostBuf::F8E5M2(v) => fp8_bytes_mut(v),
+                HostBuf::F8E4M3Fnuz(v) => fp8_bytes_mut(v),
+                HostBuf::F8E5M2Fnuz(v) => fp8_bytes_mut(v),
             }
         }
     }
@@ -240,6 +358,10 @@ impl Buffer for HostBuf {
             HostBuf::F32(_) => DType::F32,
             HostBuf::F16(_) => DType::F16,
             HostBuf::BF16(_) => DType::BF16,
+            HostBuf::F8E4M3(_) => DType::F8E4M3,
+            HostBuf::F8E5M2(_) => DType::F8E5M2,
+            HostBuf::F8E4M3Fnuz(_) => DType::F8E4M3Fnuz,
+            HostBuf::F8E5M2Fnuz(_) => DType::F8E5M2Fnuz,
         }
     }
     fn len(&self) -> usize {
@@ -247,6 +369,10 @@ impl Buffer for HostBuf {
             HostBuf::F32(v) => v.len(),
             HostBuf::F16(v) => v.len(),
             HostBuf::BF16(v) => v.len(),
+            HostBuf::F8E4M3(v) => v.len(),
+            HostBuf::F8E5M2(v) => v.len(),
+            HostBuf::F8E4M3Fnuz(v) => v.len(),
+            HostBuf::F8E5M2Fnuz(v) => v.len(),
         }
     }
 }
@@ -272,9 +398,15 @@ mod sealed {
     impl Sealed for f32 {}
     impl Sealed for half::f16 {}
     impl Sealed for half::bf16 {}
+    impl Sealed for float8::F8E4M3 {}
+    impl Sealed for float8::F8E5M2 {}
+    impl Sealed for crate::F8E4M3Fnuz {}
+    impl Sealed for crate::F8E5M2Fnuz {}
 }
 
-/// An element type a [`HostView`] can borrow: `f32`, [`struct@f16`], [`struct@bf16`]. Sealed.
+/// An element type a [`HostView`] can borrow: `f32`, [`struct@f16`], [`struct@bf16`], and the FP8
+/// element types `float8::F8E4M3`, `float8::F8E5M2`, [`crate::F8E4M3Fnuz`], [`crate::F8E5M2Fnuz`]
+/// (outputs only). Sealed.
 pub trait HostElem: sealed::Sealed + Copy + Send + Sync + 'static {
     /// The [`DType`] of this element type.
     const DTYPE: DType;
@@ -288,6 +420,18 @@ impl HostElem for f16 {
 }
 impl HostElem for bf16 {
     const DTYPE: DType = DType::BF16;
+}
+impl HostElem for F8E4M3 {
+    const DTYPE: DType = DType::F8E4M3;
+}
+impl HostElem for F8E5M2 {
+    const DTYPE: DType = DType::F8E5M2;
+}
+impl HostElem for F8E4M3Fnuz {
+    const DTYPE: DType = DType::F8E4M3Fnuz;
+}
+impl HostElem for F8E5M2Fnuz {
+    const DTYPE: DType = DType::F8E5M2Fnuz;
 }
 
 /// A borrowed host tensor: the CPU backend's way to run on memory it does not own (another
@@ -335,7 +479,8 @@ impl std::fmt::Debug for HostView<'_> {
     }
 }
 
-// SAFETY: a view is a `&'a [T]` or a `&'a mut [T]` of `T: Send + Sync` (f32, f16, bf16), both of
+// SAFETY: a view is a `&'a [T]` or a `&'a mut [T]` of `T: Send + Sync` (f32, f16, bf16, the FP8
+// element types), both of
 // which are `Send` and `Sync`; nothing is written through a shared `&HostView` (the backend
 // writes only through `&mut HostView` operands that are writable).
 unsafe impl Send for HostView<'_> {}
@@ -360,6 +505,10 @@ impl<'a> HostView<'a> {
             HostBuf::F32(v) => HostView::new(v),
             HostBuf::F16(v) => HostView::new(v),
             HostBuf::BF16(v) => HostView::new(v),
+            HostBuf::F8E4M3(v) => HostView::new(v),
+            HostBuf::F8E5M2(v) => HostView::new(v),
+            HostBuf::F8E4M3Fnuz(v) => HostView::new(v),
+            HostBuf::F8E5M2Fnuz(v) => HostView::new(v),
         }
     }
 
@@ -369,6 +518,10 @@ impl<'a> HostView<'a> {
             HostBuf::F32(v) => HostView::new_mut(v),
             HostBuf::F16(v) => HostView::new_mut(v),
             HostBuf::BF16(v) => HostView::new_mut(v),
+            HostBuf::F8E4M3(v) => HostView::new_mut(v),
+            HostBuf::F8E5M2(v) => HostView::new_mut(v),
+            HostBuf::F8E4M3Fnuz(v) => HostView::new_mut(v),
+            HostBuf::F8E5M2Fnuz(v) => HostView::new_mut(v),
         }
     }
 
@@ -379,13 +532,15 @@ impl<'a> HostView<'a> {
 }
 
 /// The typed pointer of `p`. `HostElem` is sealed and implemented exactly for f32 (`F32`), f16
-/// (`F16`) and bf16 (`BF16`), so the cast names the type `p` already points to.
+/// (`F16`), bf16 (`BF16`) and the four FP8 element types (one byte each, `repr(transparent)` over
+/// `u8`), so the cast names the type `p` already points to.
 fn typed<T: HostElem>(p: *mut T) -> crate::cpu::convert::Ptr {
     use crate::cpu::convert::Ptr;
     match T::DTYPE {
         DType::F32 => Ptr::F32(p.cast()),
         DType::F16 => Ptr::F16(p.cast()),
         DType::BF16 => Ptr::BF16(p.cast()),
+        DType::F8E4M3 | DType::F8E5M2 | DType::F8E4M3Fnuz | DType::F8E5M2Fnuz => Ptr::F8(T::DTYPE, p.cast()),
     }
 }
 
@@ -406,6 +561,7 @@ impl Buffer for HostView<'_> {
             crate::cpu::convert::Ptr::F32(_) => DType::F32,
             crate::cpu::convert::Ptr::F16(_) => DType::F16,
             crate::cpu::convert::Ptr::BF16(_) => DType::BF16,
+            crate::cpu::convert::Ptr::F8(d, _) => d,
         }
     }
     fn len(&self) -> usize {

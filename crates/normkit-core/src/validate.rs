@@ -5,7 +5,7 @@
 //! from the returned plan. Every rule of the contract lives in this file, buffer ownership
 //! included.
 
-use crate::args::{Backward, Forward};
+use crate::args::{Backward, Forward, Fp8Scaling, Scale};
 use crate::desc::{DTypes, Direction, NormDesc, NormKind};
 use crate::dtype::DType;
 use crate::error::{Dim, NormError, Operand, Result};
@@ -39,6 +39,34 @@ pub struct ForwardPlan {
     pub mean: Option<Span>,
     /// The saved rstd's elements (M).
     pub rstd: Option<Span>,
+    /// The FP8 quantisation of `y`: `Some` exactly when `y`'s dtype is FP8.
+    pub fp8: Option<Fp8Plan>,
+}
+
+/// Where a validated FP8 scale comes from.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Fp8ScalePlan {
+    /// A host value, finite and > 0.
+    Host(f32),
+    /// One f32 element of the scale buffer.
+    Device(Span),
+    /// Per row, from each row's amax.
+    PerRow,
+}
+
+/// A validated FP8 quantisation ([`crate::Fp8`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Fp8Plan {
+    /// `y`'s FP8 dtype (also `transposed`'s).
+    pub format: DType,
+    /// The scale.
+    pub scale: Fp8ScalePlan,
+    /// The `amax` element (one f32).
+    pub amax: Option<Span>,
+    /// The `scale_inv` elements: 1 per tensor, M per row (always present per row).
+    pub scale_inv: Option<Span>,
+    /// Where `yT` (N × M) lies in its buffer.
+    pub transposed: Option<Layout>,
 }
 
 /// A validated backward call: shapes, layouts and dtypes, nothing that borrows the buffers.
@@ -78,6 +106,9 @@ fn is_float(d: DType) -> bool {
     matches!(d, DType::F32 | DType::F16 | DType::BF16)
 }
 
+/// The rule every f32 side output of an FP8 call follows.
+const FP8_F32_RULE: &str = "`scale`, `amax` and `scale_inv` are always f32";
+
 /// Checks the scalar parameters of a descriptor (eps, weight offset).
 pub fn check_desc(desc: &NormDesc) -> Result<()> {
     if !(desc.eps.is_finite() && desc.eps > 0.0) {
@@ -95,14 +126,16 @@ pub fn check_desc(desc: &NormDesc) -> Result<()> {
 pub fn check_dtypes(desc: &NormDesc, dir: Direction, d: &DTypes) -> Result<()> {
     let dt_err = |operand, dtype, rule| Err(NormError::DType { operand, dtype, rule });
     if !is_float(d.x) {
-        return dt_err(Operand::X, d.x, "`x` must be f32, f16 or bf16");
+        return dt_err(Operand::X, d.x, "`x` must be f32, f16 or bf16 (the FP8 dtypes are for the forward's `y` only)");
     }
     let same_or_f32 = |t: DType| t == d.x || t == DType::F32;
-    let (y_op, y_rule) = match dir {
-        Direction::Forward => (Operand::Y, "`y` must have `x`'s dtype or be f32"),
-        Direction::Backward => (Operand::Dy, "`dy` must have `x`'s dtype or be f32"),
+    let (y_ok, y_op, y_rule) = match dir {
+        Direction::Forward => (same_or_f32(d.y) || d.y.is_fp8(), Operand::Y, "`y` must have `x`'s dtype, be f32, or be an FP8 dtype"),
+        Direction::Backward => {
+            (same_or_f32(d.y), Operand::Dy, "`dy` must have `x`'s dtype or be f32 (the FP8 dtypes are for the forward's `y` only)")
+        }
     };
-    if !same_or_f32(d.y) {
+    if !y_ok {
         return dt_err(y_op, d.y, y_rule);
     }
     if desc.weight.is_some() || desc.bias {
@@ -295,6 +328,8 @@ pub fn validate_forward<B: Buffer + ?Sized>(desc: &NormDesc, a: &Forward<'_, B>)
         .map(|v| check_vec(Operand::Rstd, &*v.buf, v.span, m, DType::F32, "`mean` and `rstd` are always f32"))
         .transpose()?;
 
+    let fp8 = check_fp8(a, &dtypes, m, n)?;
+
     writable_io(&a.x, Operand::Y)?;
     if let Some(r) = &a.residual {
         writable_io(r, Operand::ResidualOut)?;
@@ -323,9 +358,79 @@ pub fn validate_forward<B: Buffer + ?Sized>(desc: &NormDesc, a: &Forward<'_, B>)
     if let (Some(v), Some(s)) = (&a.rstd, rstd) {
         regions.extend(vec_region(Operand::Rstd, &*v.buf, &s, true));
     }
+    if let (Some(q), Some(p)) = (&a.fp8, &fp8) {
+        if let (Fp8Scaling::PerTensor(Scale::Device(v)), Fp8ScalePlan::Device(s)) = (&q.scaling, p.scale) {
+            regions.extend(vec_region(Operand::Scale, v.buf, &s, false));
+        }
+        if let (Some(v), Some(s)) = (&q.amax, p.amax) {
+            regions.extend(vec_region(Operand::Amax, &*v.buf, &s, true));
+        }
+        if let (Some(v), Some(s)) = (&q.scale_inv, p.scale_inv) {
+            regions.extend(vec_region(Operand::ScaleInv, &*v.buf, &s, true));
+        }
+        if let (Some(t), Some(l)) = (&q.transposed, p.transposed) {
+            regions.extend(mat_region(Operand::Transposed, &*t.buf, &l, true));
+        }
+    }
     check_overlaps(&regions)?;
 
-    Ok(ForwardPlan { m, n, dtypes, x: xl, y, x_in_place: a.x.is_in_place(), residual, weight, bias, mean, rstd })
+    Ok(ForwardPlan { m, n, dtypes, x: xl, y, x_in_place: a.x.is_in_place(), residual, weight, bias, mean, rstd, fp8 })
+}
+
+/// The FP8 part of a forward call: `y` FP8 ⇔ `.fp8(…)`, the scale, `amax`, `scale_inv`,
+/// `transposed` (shapes, dtypes, extents, writability). `dtypes` has passed [`check_dtypes`].
+fn check_fp8<B: Buffer + ?Sized>(a: &Forward<'_, B>, dtypes: &DTypes, m: usize, n: usize) -> Result<Option<Fp8Plan>> {
+    let q = match (&a.fp8, dtypes.y.is_fp8()) {
+        (None, false) => return Ok(None),
+        (None, true) => return Err(NormError::Missing { operand: Operand::Scale }),
+        (Some(_), false) => {
+            return Err(NormError::DType {
+                operand: Operand::Y,
+                dtype: dtypes.y,
+                rule: "`.fp8(…)` quantises `y`, which must then have an FP8 dtype (e4m3, e5m2, e4m3fnuz or e5m2fnuz) \
+                       in its own buffer: an FP8 `y` cannot be written over `x`",
+            })
+        }
+        (Some(q), true) => q,
+    };
+    let scale = match &q.scaling {
+        Fp8Scaling::PerTensor(Scale::Host(s)) => {
+            if !(s.is_finite() && *s > 0.0) {
+                return Err(NormError::InvalidScale { scale: *s });
+            }
+            Fp8ScalePlan::Host(*s)
+        }
+        Fp8Scaling::PerTensor(Scale::Device(v)) => {
+            Fp8ScalePlan::Device(check_vec(Operand::Scale, v.buf, v.span, 1, DType::F32, FP8_F32_RULE)?)
+        }
+        Fp8Scaling::PerRow => Fp8ScalePlan::PerRow,
+    };
+    let amax = q.amax.as_ref().map(|v| check_vec(Operand::Amax, &*v.buf, v.span, 1, DType::F32, FP8_F32_RULE)).transpose()?;
+    let inv_len = if scale == Fp8ScalePlan::PerRow { m } else { 1 };
+    if scale == Fp8ScalePlan::PerRow && q.scale_inv.is_none() {
+        return Err(NormError::Missing { operand: Operand::ScaleInv });
+    }
+    let scale_inv =
+        q.scale_inv.as_ref().map(|v| check_vec(Operand::ScaleInv, &*v.buf, v.span, inv_len, DType::F32, FP8_F32_RULE)).transpose()?;
+    let transposed = match &q.transposed {
+        Some(t) => {
+            want_dtype(Operand::Transposed, t.buf.dtype(), dtypes.y, "`transposed` must have `y`'s FP8 dtype")?;
+            check_rows_cols(Operand::Transposed, &t.layout, n, m)?;
+            check_mat(Operand::Transposed, &t.layout, t.buf.len())?;
+            Some(t.layout)
+        }
+        None => None,
+    };
+    if let Some(v) = &q.amax {
+        writable(Operand::Amax, &*v.buf)?;
+    }
+    if let Some(v) = &q.scale_inv {
+        writable(Operand::ScaleInv, &*v.buf)?;
+    }
+    if let Some(t) = &q.transposed {
+        writable(Operand::Transposed, &*t.buf)?;
+    }
+    Ok(Some(Fp8Plan { format: dtypes.y, scale, amax, scale_inv, transposed }))
 }
 
 /// Validates a backward call. Returns the plan a backend launches from.
@@ -460,8 +565,8 @@ fn io_owners<B: Buffer + ?Sized>(
 }
 
 /// Checks that every operand of a forward call belongs to the backend `backend` whose owner id
-/// is `owner`, in the order x, y, residual, residual_out, weight, bias, rstd, mean; the first
-/// foreign one is [`NormError::ForeignBuffer`].
+/// is `owner`, in the order x, y, residual, residual_out, weight, bias, rstd, mean, then the FP8
+/// scale, amax, scale_inv, transposed; the first foreign one is [`NormError::ForeignBuffer`].
 pub fn check_forward_owners<B: Buffer + ?Sized>(backend: &'static str, owner: Option<u64>, a: &Forward<'_, B>) -> Result<()> {
     let own = |operand, buf: &B| check_owner(backend, owner, operand, buf);
     io_owners(&own, &a.x, Operand::X, Operand::Y)?;
@@ -479,6 +584,20 @@ pub fn check_forward_owners<B: Buffer + ?Sized>(backend: &'static str, owner: Op
     }
     if let Some(v) = &a.mean {
         own(Operand::Mean, &*v.buf)?;
+    }
+    if let Some(q) = &a.fp8 {
+        if let Fp8Scaling::PerTensor(Scale::Device(v)) = &q.scaling {
+            own(Operand::Scale, v.buf)?;
+        }
+        if let Some(v) = &q.amax {
+            own(Operand::Amax, &*v.buf)?;
+        }
+        if let Some(v) = &q.scale_inv {
+            own(Operand::ScaleInv, &*v.buf)?;
+        }
+        if let Some(t) = &q.transposed {
+            own(Operand::Transposed, &*t.buf)?;
+        }
     }
     Ok(())
 }

@@ -170,15 +170,17 @@ impl NormKernel for HipBackend {
         format!("{} ({})", self.ctx.name, self.ctx.arch)
     }
 
-    /// Every op, option and dtype combination of the contract: the kernels take the dtypes at
-    /// run time.
+    /// Every op, option and dtype combination of the contract (the kernels take the dtypes at
+    /// run time) but an FP8 `y`, whose kernels do not exist yet (`Unsupported`).
     fn supports(&self, dir: Direction, desc: &NormDesc, dtypes: &DTypes) -> Result<()> {
         check_desc(desc)?;
-        check_dtypes(desc, dir, dtypes)
+        check_dtypes(desc, dir, dtypes)?;
+        normkit_gpu_host::fp8_unsupported(self.name(), dtypes)
     }
 
     fn forward(&self, desc: &NormDesc, a: Forward<'_, HipBuffer>) -> Result<()> {
         let checked = validate_forward_for(self, desc, &a)?;
+        normkit_gpu_host::fp8_unsupported(self.name(), &checked.dtypes)?;
         let (mut params, shape) = launch::forward_args(desc, &a, &checked);
         if shape.m == 0 {
             return Ok(());

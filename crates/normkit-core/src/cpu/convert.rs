@@ -67,6 +67,12 @@ pub(crate) fn round_slice(dtype: crate::DType, v: &mut [f32]) {
         crate::DType::F32 => {}
         crate::DType::F16 => round_f16_in_place(v),
         crate::DType::BF16 => round_bf16_in_place(v),
+        // Never a rounding point of a casting mode (those round to x's dtype); kept exact here.
+        d => {
+            for x in v.iter_mut() {
+                *x = crate::round_to(d, *x);
+            }
+        }
     }
 }
 
@@ -118,6 +124,8 @@ pub(crate) enum Ptr {
     F32(*mut f32),
     F16(*mut f16),
     BF16(*mut bf16),
+    /// One of the FP8 dtypes (the `DType`), one byte per element.
+    F8(crate::DType, *mut u8),
 }
 
 // SAFETY: a `Ptr` is only a base address. The backend hands it to several threads only while the
@@ -134,6 +142,7 @@ impl Ptr {
             crate::HostBuf::F32(v) => Ptr::F32(v.as_ptr().cast_mut()),
             crate::HostBuf::F16(v) => Ptr::F16(v.as_ptr().cast_mut()),
             crate::HostBuf::BF16(v) => Ptr::BF16(v.as_ptr().cast_mut()),
+            other => Ptr::F8(crate::Buffer::dtype(other), other.as_bytes().as_ptr().cast_mut()),
         }
     }
 
@@ -143,6 +152,7 @@ impl Ptr {
             crate::HostBuf::F32(v) => Ptr::F32(v.as_mut_ptr()),
             crate::HostBuf::F16(v) => Ptr::F16(v.as_mut_ptr()),
             crate::HostBuf::BF16(v) => Ptr::BF16(v.as_mut_ptr()),
+            other => Ptr::F8(crate::Buffer::dtype(other), other.as_bytes_mut().as_mut_ptr()),
         }
     }
 
@@ -160,6 +170,11 @@ impl Ptr {
                 Ptr::F32(p) => dst.copy_from_slice(std::slice::from_raw_parts(p.add(at), n)),
                 Ptr::F16(p) => std::slice::from_raw_parts(p.add(at), n).convert_to_f32_slice(dst),
                 Ptr::BF16(p) => bf16_to_f32_slice(std::slice::from_raw_parts(p.add(at), n).reinterpret_cast(), dst),
+                Ptr::F8(d, p) => {
+                    if let Some(f) = crate::fp8::format(d) {
+                        crate::fp8::decode_slice(f, std::slice::from_raw_parts(p.add(at), n), dst)
+                    }
+                }
             }
         }
     }
@@ -179,6 +194,11 @@ impl Ptr {
                 Ptr::F32(p) => std::slice::from_raw_parts_mut(p.add(at), n).copy_from_slice(src),
                 Ptr::F16(p) => std::slice::from_raw_parts_mut(p.add(at), n).convert_from_f32_slice(src),
                 Ptr::BF16(p) => f32_to_bf16_slice(src, std::slice::from_raw_parts_mut(p.add(at), n).reinterpret_cast_mut()),
+                Ptr::F8(d, p) => {
+                    if let Some(f) = crate::fp8::format(d) {
+                        crate::fp8::encode_slice(f, src, std::slice::from_raw_parts_mut(p.add(at), n))
+                    }
+                }
             }
         }
     }
@@ -194,6 +214,7 @@ impl Ptr {
                 Ptr::F32(p) => (p.cast::<u8>(), 4),
                 Ptr::F16(p) => (p.cast::<u8>(), 2),
                 Ptr::BF16(p) => (p.cast::<u8>(), 2),
+                Ptr::F8(_, p) => (p, 1),
             };
             let start = base.wrapping_add(at * es) as usize & !63;
             let end = base.wrapping_add((at + len) * es) as usize;
@@ -214,6 +235,7 @@ impl Ptr {
             Ptr::F32(p) => (p.wrapping_add(at) as usize, 4),
             Ptr::F16(p) => (p.wrapping_add(at) as usize, 2),
             Ptr::BF16(p) => (p.wrapping_add(at) as usize, 2),
+            Ptr::F8(_, p) => (p.wrapping_add(at) as usize, 1),
         };
         ((64 - addr % 64) % 64) / es
     }
@@ -333,6 +355,8 @@ impl Ptr {
                         d[j] = f32_to_bf16_bits(s[j]);
                     }
                 }),
+                // FP8 outputs are never streamed (`forward::run`); plain stores, same bits.
+                Ptr::F8(..) => self.store(at, src),
             }
         }
     }

@@ -6,7 +6,7 @@ use rayon::prelude::*;
 use super::convert::{round_slice, shift_for, stream_fence, Aligned, Ptr};
 use super::reduce;
 use super::HostMem;
-use crate::{CastingMode, DType, Forward, ForwardPlan, InOut, Layout, NormDesc, NormKind};
+use crate::{CastingMode, DType, Forward, ForwardPlan, Fp8ScalePlan, InOut, Layout, NormDesc, NormKind, FP8_ROW_AMAX_FLOOR};
 
 /// Rows per rayon task are chosen so that a task covers about this many elements: enough to
 /// amortise the task overhead, few enough to balance two to a few dozen threads on large `M`.
@@ -127,17 +127,33 @@ struct Ctx {
     /// Whether rows take the fused AVX-512 bf16 path (`fused.rs`): AVX-512, bf16 x and y, no
     /// residual, `Gemma` or `Llama` casting.
     fused: bool,
+    /// An FP8 `y`: how it is scaled.
+    fp8: Option<Fp8Row>,
+}
+
+/// The FP8 quantisation as each row needs it.
+#[derive(Debug, Clone, Copy)]
+struct Fp8Row {
+    /// The per-tensor scale; `None` per row.
+    scale: Option<f32>,
+    /// The format's largest finite value (per-row scaling).
+    max: f32,
+    /// Per row: where `1/scale_r` goes.
+    row_scale_inv: Option<Stat>,
 }
 
 /// Runs a validated forward call.
 pub(super) fn run<B: HostMem + ?Sized>(desc: &NormDesc, plan: &ForwardPlan, mut args: Forward<'_, B>) {
     let (m, n) = (plan.m, plan.n);
+    let (x, y) = in_out(&mut args.x);
     if m == 0 {
+        if let Some(q) = args.fp8.as_mut() {
+            fp8_finish(plan, q, y, 0.0);
+        }
         return;
     }
     let xdt = plan.dtypes.x;
     let none = desc.casting == CastingMode::None;
-    let (x, y) = in_out(&mut args.x);
     let vec_shift = shift_for(y.ptr.elems_to_line(y.at(0)));
     let aligned = |v: Vec<f32>| {
         let mut a = Aligned::zeros(vec_shift + v.len());
@@ -171,7 +187,17 @@ pub(super) fn run<B: HostMem + ?Sized>(desc: &NormDesc, plan: &ForwardPlan, mut 
     let rstd = stat(&mut args.rstd);
     let isa = super::Isa::detect();
     let out_bytes = m * n * (plan.dtypes.y.size_bytes() + residual.map_or(0, |r| r.2.size_bytes()));
-    let stream = super::use_stream(isa, out_bytes);
+    // FP8 outputs are a quarter of an f32 row and are written with plain stores.
+    let stream = super::use_stream(isa, out_bytes) && plan.fp8.is_none();
+    let fp8 = plan.fp8.map(|p| {
+        let scale = args.fp8.as_ref().and_then(|q| per_tensor_scale(plan, q));
+        let q = args.fp8.as_mut();
+        let row_scale_inv = match (p.scale, q.and_then(|q| q.scale_inv.as_mut()), p.scale_inv) {
+            (Fp8ScalePlan::PerRow, Some(v), Some(sp)) => Some(Stat { ptr: v.buf.ptr_mut(), offset: sp.offset }),
+            _ => None,
+        };
+        Fp8Row { scale, max: p.format.max_finite() as f32, row_scale_inv }
+    });
     let fused = isa == super::Isa::Avx512
         && xdt == DType::BF16
         && matches!((x.ptr, y.ptr), (super::convert::Ptr::BF16(_), super::convert::Ptr::BF16(_)))
@@ -195,22 +221,94 @@ pub(super) fn run<B: HostMem + ?Sized>(desc: &NormDesc, plan: &ForwardPlan, mut 
         stream,
         vec_shift,
         fused,
+        fp8,
     };
 
     let min_rows = (TASK_ELEMS / n).max(1);
     let has_res = ctx.residual.is_some();
-    (0..m).into_par_iter().with_min_len(min_rows).for_each_init(
-        || (Aligned::zeros(n + 16), Aligned::zeros(if has_res { n + 16 } else { 0 })),
-        |(h, r), i| {
-            // Scratch rows start where the row's output chunks fall on cache lines.
-            let sh = shift_for(ctx.y.ptr.elems_to_line(ctx.y.at(i)));
-            let r = if has_res { &mut r.as_mut_slice()[sh..sh + n] } else { &mut [][..] };
-            ctx.row_dispatch(i, &mut h.as_mut_slice()[sh..sh + n], r)
-        },
-    );
+    // Each row returns its amax (0 unless FP8); `f32::max` ignores NaN and is exact, so the
+    // reduction is the same in any order.
+    let amax = (0..m)
+        .into_par_iter()
+        .with_min_len(min_rows)
+        .map_init(
+            || (Aligned::zeros(n + 16), Aligned::zeros(if has_res { n + 16 } else { 0 })),
+            |(h, r), i| {
+                // Scratch rows start where the row's output chunks fall on cache lines.
+                let sh = shift_for(ctx.y.ptr.elems_to_line(ctx.y.at(i)));
+                let r = if has_res { &mut r.as_mut_slice()[sh..sh + n] } else { &mut [][..] };
+                ctx.row_dispatch(i, &mut h.as_mut_slice()[sh..sh + n], r)
+            },
+        )
+        .reduce(|| 0.0, f32::max);
+    if let Some(q) = args.fp8.as_mut() {
+        fp8_finish(plan, q, ctx.y, amax);
+    }
     // `args` holds the borrows behind every pointer in `ctx` until the function returns, after
     // the parallel loop has joined.
 }
+
+/// The FP8 outputs of a whole call, after every row of `y_q` is written: `amax`, the per-tensor
+/// `scale_inv`, and `yT`. Also run for `M = 0` (`amax = 0`).
+pub(super) fn fp8_finish<B: HostMem + ?Sized>(plan: &ForwardPlan, q: &mut crate::Fp8<'_, B>, y: Rows, amax: f32) {
+    let Some(p) = plan.fp8 else { return };
+    if let (Some(v), Some(s)) = (q.amax.as_mut(), p.amax) {
+        // SAFETY: validation checked the one-element span; the call borrows the buffer exclusively.
+        unsafe { v.buf.ptr_mut().set(s.offset, amax) };
+    }
+    let scale = per_tensor_scale(plan, q);
+    if let (Some(scale), Some(v), Some(s)) = (scale, q.scale_inv.as_mut(), p.scale_inv) {
+        // SAFETY: as above.
+        unsafe { v.buf.ptr_mut().set(s.offset, 1.0 / scale) };
+    }
+    if let (Some(t), Some(tl)) = (q.transposed.as_mut(), p.transposed) {
+        let (super::convert::Ptr::F8(_, yp), super::convert::Ptr::F8(_, tp)) = (y.ptr, t.buf.ptr_mut()) else { return };
+        let (m, n) = (plan.m, plan.n);
+        let (yp, tp) = (SendPtr(yp), SendPtr(tp));
+        // Blocks of 64 rows of yT (columns of y): each task reads a 64-byte strip of every row of
+        // `y` and writes its own rows of yT, which stay in cache across the strip.
+        (0..n.div_ceil(TRANSPOSE_BLOCK)).into_par_iter().for_each(|b| {
+            let (yp, tp) = (yp, tp);
+            let cols = b * TRANSPOSE_BLOCK..((b + 1) * TRANSPOSE_BLOCK).min(n);
+            for i in 0..m {
+                let yrow = y.layout.offset + i * y.layout.stride;
+                for j in cols.clone() {
+                    // SAFETY: validation checked that `y` (M × N) and `yT` (N × M) lie in their
+                    // buffers; every row of `y` was written before the parallel loop above joined,
+                    // and nothing writes `y` now; element (j, i) of yT is written by the task that
+                    // owns row j only (blocks are disjoint); the call borrows both buffers
+                    // exclusively, and they are distinct buffers.
+                    unsafe { *tp.0.add(tl.offset + j * tl.stride + i) = *yp.0.add(yrow + j) };
+                }
+            }
+        });
+    }
+}
+
+/// The per-tensor scale of a validated FP8 call (the host value, or the element of the scale
+/// buffer); `None` per row.
+fn per_tensor_scale<B: HostMem + ?Sized>(plan: &ForwardPlan, q: &crate::Fp8<'_, B>) -> Option<f32> {
+    match (plan.fp8?.scale, &q.scaling) {
+        (Fp8ScalePlan::Host(s), _) => Some(s),
+        (Fp8ScalePlan::Device(sp), crate::Fp8Scaling::PerTensor(crate::Scale::Device(v))) => {
+            // SAFETY: validation checked that the one-element span lies in the scale buffer, which
+            // the call borrows (shared) throughout, so nothing writes it.
+            Some(unsafe { v.buf.ptr().get(sp.offset) })
+        }
+        _ => None,
+    }
+}
+
+/// Rows of yT per task of the transpose.
+const TRANSPOSE_BLOCK: usize = 64;
+
+/// A byte pointer shared by the transpose's tasks (see the `SAFETY` comment at its use).
+#[derive(Clone, Copy)]
+struct SendPtr(*mut u8);
+// SAFETY: used only as described at the transpose: disjoint writes, reads of memory nothing writes.
+unsafe impl Send for SendPtr {}
+// SAFETY: as above.
+unsafe impl Sync for SendPtr {}
 
 /// `h[i] = (h[i] − mu)·rstd·w[i] + b[i]`, each operand optional (`w = 1`, `b = 0` when absent).
 /// Multiplying by `1.0` and adding `0.0`/subtracting `0.0` are exact, so callers may pass neutral
@@ -231,7 +329,7 @@ fn affine(h: &mut [f32], mu: f32, rstd: f32, w: Option<&[f32]>, b: Option<&[f32]
 /// The CPU must support AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn row_avx2(ctx: &Ctx, i: usize, h: &mut [f32], r: &mut [f32]) {
+unsafe fn row_avx2(ctx: &Ctx, i: usize, h: &mut [f32], r: &mut [f32]) -> f32 {
     ctx.row(i, h, r)
 }
 
@@ -241,7 +339,7 @@ unsafe fn row_avx2(ctx: &Ctx, i: usize, h: &mut [f32], r: &mut [f32]) {
 /// The CPU must support AVX-512 F, BW and VL.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,avx512f,avx512bw,avx512vl")]
-unsafe fn row_avx512(ctx: &Ctx, i: usize, h: &mut [f32], r: &mut [f32]) {
+unsafe fn row_avx512(ctx: &Ctx, i: usize, h: &mut [f32], r: &mut [f32]) -> f32 {
     ctx.row(i, h, r)
 }
 
@@ -279,13 +377,17 @@ impl Ctx {
         }
     }
 
-    /// Row `i` on the widest instruction set available.
+    /// Row `i` on the widest instruction set available; returns the row's `amax` (0 unless FP8).
     #[inline]
-    fn row_dispatch(&self, i: usize, h: &mut [f32], r: &mut [f32]) {
+    fn row_dispatch(&self, i: usize, h: &mut [f32], r: &mut [f32]) -> f32 {
         match self.isa {
             // SAFETY: `isa` comes from `Isa::detect`, which checked these features.
             #[cfg(target_arch = "x86_64")]
-            super::Isa::Avx512 if self.fused => unsafe { self.row_fused(i) },
+            super::Isa::Avx512 if self.fused => {
+                // SAFETY: as above; `fused` implies AVX-512 (and bf16 `x`, `y`: never FP8).
+                unsafe { self.row_fused(i) };
+                0.0
+            }
             // SAFETY: as above.
             #[cfg(target_arch = "x86_64")]
             super::Isa::Avx512 => unsafe { row_avx512(self, i, h, r) },
@@ -336,9 +438,10 @@ impl Ctx {
         }
     }
 
-    /// Normalises row `i`. `h` has length `n`; `r` too when there is a residual.
+    /// Normalises row `i`. `h` has length `n`; `r` too when there is a residual. Returns the row's
+    /// `amax = max |y|` before scaling for an FP8 `y` (NaN ignored), 0 otherwise.
     #[inline(always)]
-    fn row(&self, i: usize, h: &mut [f32], r: &mut [f32]) {
+    fn row(&self, i: usize, h: &mut [f32], r: &mut [f32]) -> f32 {
         // Soundness of all the loads and stores below: validation checked that every row view lies
         // inside its buffer (`check_mat`) and every statistic span too (`check_span`); the
         // buffers are borrowed by `run` for the whole parallel loop; row `i` of each output and
@@ -379,7 +482,30 @@ impl Ctx {
         let ahead = i + PREFETCH_AHEAD;
         let next = (PREFETCH && ahead < self.m).then(|| (self.x.at(ahead), self.residual.as_ref().map(|(r, _, _)| (r.ptr, r.at(ahead)))));
         let y_at = self.y.at(i);
-        for (off, len) in out_chunks(self.n, self.y.ptr.elems_to_line(y_at)) {
+        let mut amax = 0.0f32;
+        if let Some(q) = &self.fp8 {
+            // FP8: `y` in fp32 for the whole row first (the per-row scale needs the row's amax),
+            // then scaled (one f32 multiply) and converted (saturating round to nearest even).
+            for (off, len) in out_chunks(self.n, 0) {
+                if let Some((x_next, r_next)) = next {
+                    self.x.ptr.prefetch(x_next + off, len);
+                    if let Some((rp, r_next)) = r_next {
+                        rp.prefetch(r_next + off, len);
+                    }
+                }
+                self.finish(&mut h[off..off + len], mu, rstd, w.map(|w| &w[off..off + len]), b.map(|b| &b[off..off + len]));
+            }
+            amax = h.iter().fold(0.0f32, |a, &v| a.max(v.abs()));
+            let scale = q.scale.unwrap_or_else(|| q.max / amax.max(FP8_ROW_AMAX_FLOOR));
+            if let Some(s) = &q.row_scale_inv {
+                // SAFETY: as above (element `i` of the scale_inv span).
+                unsafe { s.ptr.set(s.offset + i, 1.0 / scale) };
+            }
+            h.iter_mut().for_each(|v| *v *= scale);
+            // SAFETY: as above (row `i` of `y`, an FP8 buffer).
+            unsafe { self.y.ptr.store(y_at, h) };
+        }
+        for (off, len) in out_chunks(if self.fp8.is_some() { 0 } else { self.n }, self.y.ptr.elems_to_line(y_at)) {
             let hc = &mut h[off..off + len];
             if let Some((x_next, r_next)) = next {
                 self.x.ptr.prefetch(x_next + off, len);
@@ -402,5 +528,6 @@ impl Ctx {
             // SAFETY: as above (element `i` of the rstd span).
             unsafe { s.ptr.set(s.offset + i, rstd) };
         }
+        amax
     }
 }

@@ -17,6 +17,8 @@ mod backward;
 mod bench;
 pub(crate) mod convert;
 mod forward;
+#[cfg(test)]
+mod fp8_tests;
 #[cfg(target_arch = "x86_64")]
 mod fused;
 mod reduce;
