@@ -42,6 +42,18 @@ fn leak_without_spaces(name: &'static str) -> &'static str {
     }
 }
 
+thread_local! {
+    /// Set by a trial whose every case the backend declined ([`mark_not_run`]).
+    static NOT_RUN: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Called by a trial that ran nothing because the backend declined every case through
+/// `supports` (e.g. FP8 outputs on a GPU backend without FP8 kernels): the harness then reports the
+/// trial as ignored with `reason`, never as passed. Outside the harness (libtest) it has no effect.
+pub fn mark_not_run(reason: String) {
+    NOT_RUN.with(|c| *c.borrow_mut() = Some(reason));
+}
+
 /// `Trial`s from function paths: `trials![a, module::b]`.
 #[macro_export]
 macro_rules! trials {
@@ -151,8 +163,8 @@ pub fn run(backend: &str, device: Result<(), String>, trials: Vec<Trial>) -> Exi
                 .or_else(|| std::env::var("RUST_TEST_THREADS").ok().and_then(|v| v.parse().ok()))
                 .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
                 .clamp(1, selected.len().max(1));
-            let (p, f) = run_parallel(&selected, threads);
-            (p, f, 0)
+            let (p, f, declined) = run_parallel(&selected, threads);
+            (p, f, declined)
         }
     };
     if !failed.is_empty() {
@@ -176,16 +188,25 @@ pub fn run(backend: &str, device: Result<(), String>, trials: Vec<Trial>) -> Exi
 }
 
 /// Runs the trials on `threads` threads, each taking the next trial in order; a panic fails the
-/// trial (its message is printed by the panic hook as it happens). Returns (passed, failed) names.
-fn run_parallel(trials: &[Trial], threads: usize) -> (Vec<&'static str>, Vec<&'static str>) {
+/// trial (its message is printed by the panic hook as it happens); a trial that called
+/// [`mark_not_run`] is neither passed nor failed. Returns (passed, failed) names and the number
+/// not run.
+fn run_parallel(trials: &[Trial], threads: usize) -> (Vec<&'static str>, Vec<&'static str>, usize) {
     let next = AtomicUsize::new(0);
+    let declined = AtomicUsize::new(0);
     let results = Mutex::new((Vec::new(), Vec::new()));
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(t) = trials.get(i) else { break };
+                NOT_RUN.with(|c| c.borrow_mut().take());
                 let ok = catch_unwind(AssertUnwindSafe(t.run)).is_ok();
+                if let (true, Some(reason)) = (ok, NOT_RUN.with(|c| c.borrow_mut().take())) {
+                    println!("test {} ... ignored, not run: {reason}", t.name);
+                    declined.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
                 println!("test {} ... {}", t.name, if ok { "ok" } else { "FAILED" });
                 let mut r = results.lock().unwrap_or_else(|p| p.into_inner());
                 if ok {
@@ -196,7 +217,8 @@ fn run_parallel(trials: &[Trial], threads: usize) -> (Vec<&'static str>, Vec<&'s
             });
         }
     });
-    results.into_inner().unwrap_or_else(|p| p.into_inner())
+    let (p, f) = results.into_inner().unwrap_or_else(|p| p.into_inner());
+    (p, f, declined.into_inner())
 }
 
 #[cfg(test)]
@@ -235,7 +257,11 @@ mod tests {
         fn bad() {
             panic!("expected failure inside the harness test");
         }
-        let (p, f) = run_parallel(&[Trial::new("good", good), Trial::new("bad", bad), Trial::new("good2", good)], 2);
-        assert_eq!((p.len(), f), (2, vec!["bad"]));
+        fn declined() {
+            mark_not_run("declined by supports()".into());
+        }
+        let trials = [Trial::new("good", good), Trial::new("bad", bad), Trial::new("good2", good), Trial::new("declined", declined)];
+        let (p, f, n) = run_parallel(&trials, 2);
+        assert_eq!((p.len(), f, n), (2, vec!["bad"], 1), "a declined trial is not run, never passed");
     }
 }

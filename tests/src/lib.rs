@@ -129,6 +129,7 @@ macro_rules! __with_categories {
             invalid_backward => InvalidBackward,
             batch_invariance => BatchInvariance,
             determinism => Determinism,
+            fwd_fp8 => Fp8,
         }
     };
 }

@@ -10,6 +10,17 @@ use normkit_core::{
     NormKind, Result,
 };
 
+fn declines_fp8(dtypes: &DTypes) -> Result<()> {
+    if dtypes.y.is_fp8() {
+        Err(normkit_core::NormError::Unsupported {
+            backend: "oracle",
+            what: format!("an FP8 `y` ({}): the oracle backend does not quantise", dtypes.y),
+        })
+    } else {
+        Ok(())
+    }
+}
+
 /// The oracle as a [`NormKernel`] over [`HostBuf`].
 #[derive(Debug, Default, Clone, Copy)]
 pub struct OracleBackend;
@@ -43,12 +54,16 @@ impl NormKernel for OracleBackend {
         "f64 oracle on the host".into()
     }
 
+    /// Everything but an FP8 `y`: the oracle backend does not quantise (the FP8 checks compute
+    /// their expectations from the oracle directly; the FP8 mutants wrap the CPU backend).
     fn supports(&self, dir: Direction, desc: &NormDesc, dtypes: &DTypes) -> Result<()> {
-        check_dtypes(desc, dir, dtypes)
+        check_dtypes(desc, dir, dtypes)?;
+        declines_fp8(dtypes)
     }
 
     fn forward(&self, desc: &NormDesc, mut args: Forward<'_, HostBuf>) -> Result<()> {
         let plan = validate_forward(desc, &args)?;
+        declines_fp8(&plan.dtypes)?;
         let (m, n, dt) = (plan.m, plan.n, plan.dtypes);
         let x = read_io(&args.x);
         let residual = args.residual.as_ref().map(read_io);

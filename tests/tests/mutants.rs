@@ -502,3 +502,15 @@ fn one_pass_variance_fails_on_the_large_mean_row() {
     // And the same case passes on the correct backend.
     check_forward(&OracleBackend, &case).expect("the oracle passes");
 }
+
+/// The FP8 checks can fail: around the CPU backend (the oracle backend does not quantise), every
+/// FP8 value one code off (a wrong rounding) and the last element of each row never written are
+/// caught by the FP8 category. Still to come: truncation, missing saturation, a yT tile edge and a
+/// wrong amax as faults of their own.
+#[test]
+fn fp8_mutants_of_the_cpu_backend_are_caught() {
+    use normkit_core::cpu::CpuBackend;
+    for fault in [Fault::OneUlpOff, Fault::SkipsLastElement] {
+        caught(CpuBackend::new(), fault, &[Category::Fp8]);
+    }
+}
