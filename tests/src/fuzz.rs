@@ -662,9 +662,11 @@ fn vec_buf(spec: &VecSpec, values: Option<&[f32]>, fill: u32) -> HostBuf {
 /// check).
 fn covered(l: &Layout, len: usize) -> Vec<bool> {
     let mut c = vec![false; len];
+    // Saturating: the fuzzer's views may overflow `usize` on purpose (the calls reject them); the
+    // part of such a view inside the buffer is still what "outside the view" excludes.
     for i in 0..l.rows {
-        let s = l.offset + i * l.stride;
-        for e in c.iter_mut().take((s + l.cols).min(len)).skip(s) {
+        let s = l.offset.saturating_add(i.saturating_mul(l.stride));
+        for e in c.iter_mut().take(s.saturating_add(l.cols).min(len)).skip(s) {
             *e = true;
         }
     }
@@ -672,7 +674,7 @@ fn covered(l: &Layout, len: usize) -> Vec<bool> {
 }
 
 fn covered_span(s: &Span, len: usize) -> Vec<bool> {
-    (0..len).map(|i| i >= s.offset && i < s.offset + s.len).collect()
+    (0..len).map(|i| i >= s.offset && i < s.offset.saturating_add(s.len)).collect()
 }
 
 /// Bitwise comparison of `after` with `before` where `mask` is false (or everywhere without a mask).

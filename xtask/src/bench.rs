@@ -18,7 +18,9 @@ usage: cargo xtask bench [OPTIONS]
 Measures every backend this machine has a device for and writes DIR/results.json, report.md and
 report.html. On a machine with an NVIDIA driver it installs nvcc 13.0 (PyPI, ~105 MB, once) and
 measures the GPU; with an AMD GPU (/dev/kfd) it installs clang-22 (Debian) and measures that;
-the CPU is always measured. Backends without a device are not built, and the report says why.
+the CPU is always measured, with candle 0.11 beside it in the same run (its fused forward, and
+its unfused forward + backward: the only way to train with candle). Backends without a device are
+not built, and the report says why.
 
 options:
   --backend LIST   cpu,cuda,hip: only these (default: every backend with a device here)
@@ -28,12 +30,16 @@ options:
   --quick          ~20 s smoke run (after the build)
   --full           adds hidden sizes up to 1M
   --reps N         timed repetitions per case (median reported)
+  --no-candle      leave candle out of the CPU run
+  --candle-all-shapes
+                   time candle's unfused forward + backward on every shape (default: the
+                   grid's first shape and 8x4096; it is slow)
   --label NAME     name of the run in reports
   --out DIR        output folder (default: report)
   -h, --help       this text
 
-The first build compiles the runner in release mode: about 20 seconds on 2 cores for the CPU
-alone, plus about 3.5 minutes for the CUDA kernels (nvcc, sm_90a + sm_100a + PTX) and about
+The first build compiles the runner in release mode: about 2 minutes on 2 cores for the CPU
+and candle, plus about 3.5 minutes for the CUDA kernels (nvcc, sm_90a + sm_100a + PTX) and about
 1 minute for the HIP code objects. Later runs rebuild only what changed.";
 
 /// A GPU backend: built (its toolchain is ready) or left out, with the reason.

@@ -107,6 +107,7 @@ fn gpu_bundle_cmd(args: &[String]) -> Result<(), String> {
     if candle {
         gpu_bundle::candle(&util::root(), &out)?;
     }
+    gpu_bundle::report_size(&out);
     Ok(())
 }
 
