@@ -85,12 +85,15 @@ fn bench(c: &mut Criterion) {
             let g = rand((m, n), dt, &dev).unwrap();
             let case = format!("{}/{dt:?}/{m}x{n}", if dev.is_cuda() { "cuda" } else { "cpu" }).to_lowercase();
             for (op, impls) in &ops {
+                // The forward alone is inference: untracked inputs (no autograd graph, so
+                // normkit-candle saves no statistics), as candle's fused ops are used.
+                let (xd, wd, bd) = (x.as_tensor().detach(), w.as_tensor().detach(), b.as_tensor().detach());
                 let mut group = c.benchmark_group(format!("{op}_fwd"));
                 group.throughput(Throughput::Bytes(2 * (m * n) as u64 * es));
                 for (name, f) in impls {
                     group.bench_with_input(BenchmarkId::new(*name, &case), &(), |bch, _| {
                         bch.iter(|| {
-                            let y = f(&x, &w, &b).unwrap();
+                            let y = f(&xd, &wd, &bd).unwrap();
                             sync(&dev);
                             y
                         })

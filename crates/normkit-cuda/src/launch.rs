@@ -160,8 +160,21 @@ fn launch_config(grid: u32, t: u32, smem: u32, stream: sys::CUstream, attr: &mut
 }
 
 impl Occupancy for Device {
+    /// Cached per (kernel, block, shared memory): the answer depends on nothing else, and the
+    /// driver query (cuOccupancyMaxActiveBlocksPerMultiprocessor) would otherwise be paid on
+    /// every call of a persistent kernel — host time that an eager decode step sees.
     fn blocks_per_sm(&self, k: Kernel, block: u32, smem: usize) -> Result<u32> {
-        self.funcs[k.index].occupancy_max_active_blocks_per_multiprocessor(block, smem, None).map_err(dev_err("occupancy query"))
+        let key = (k.index, block, smem);
+        {
+            let cache = self.occupancy.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(&(_, v)) = cache.iter().find(|(kk, _)| *kk == key) {
+                return Ok(v);
+            }
+        }
+        let v =
+            self.funcs[k.index].occupancy_max_active_blocks_per_multiprocessor(block, smem, None).map_err(dev_err("occupancy query"))?;
+        self.occupancy.lock().unwrap_or_else(|p| p.into_inner()).push((key, v));
+        Ok(v)
     }
 
     fn max_active_clusters(&self, k: Kernel, c: u32, t: u32, smem: u32) -> Result<u32> {

@@ -37,6 +37,9 @@ const ROW_KERNELS: [Kernel; 6] = [
 /// (kernel index, cluster size, threads, shared memory): what a cluster occupancy depends on.
 pub(crate) type ClusterKey = (usize, u32, u32, u32);
 
+/// (kernel index, threads, dynamic shared memory): what a CTA occupancy depends on.
+pub(crate) type OccupancyKey = (usize, u32, usize);
+
 /// One opened device: context, stream, the loaded kernels and what the planner knows of it.
 #[derive(Debug)]
 pub(crate) struct Device {
@@ -50,6 +53,8 @@ pub(crate) struct Device {
     pub facts: DeviceFacts,
     /// Max active clusters per [`ClusterKey`], cached (launch.rs).
     pub clusters: Mutex<Vec<(ClusterKey, u32)>>,
+    /// Resident CTAs per SM per (kernel index, block, dynamic shared memory), cached (launch.rs).
+    pub occupancy: Mutex<Vec<(OccupancyKey, u32)>>,
 }
 
 impl Device {
@@ -123,7 +128,17 @@ impl Device {
         let sms = ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map_err(dev_err("device query"))? as u32;
         let name = ctx.name().unwrap_or_else(|_| "CUDA device".into());
         let facts = DeviceFacts { sms, cc_major: cc.0, row_smem_limit: smem_limit as usize, dyn_smem_max };
-        Ok(Device { ctx, stream, _module: module, funcs, name, cc, facts, clusters: Mutex::new(Vec::new()) })
+        Ok(Device {
+            ctx,
+            stream,
+            _module: module,
+            funcs,
+            name,
+            cc,
+            facts,
+            clusters: Mutex::new(Vec::new()),
+            occupancy: Mutex::new(Vec::new()),
+        })
     }
 
     /// The context's handle, as an identity for buffer ownership.
