@@ -8,7 +8,7 @@ use normkit_conformance::data::{gather_mat, set_f32};
 use normkit_conformance::{oracle, run_category, Category, Grid, OracleBackend};
 use normkit_core::{
     round_to, validate_backward, validate_forward, Backward, Buffer, CastingMode, DType, DTypes, Direction, Forward, Fp8, Fp8Scaling,
-    HostBuf, InOut, Layout, MatMut, MatRef, NormDesc, NormError, NormKernel, NormKind, Operand, VecMut,
+    HostBuf, InOut, Layout, MatMut, MatRef, NormDesc, NormError, NormKernel, NormKind, Operand, Scale, VecMut, FP8_ROW_AMAX_FLOOR,
 };
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -62,6 +62,18 @@ enum Fault {
     /// Fused add: normalises `x + residual` before it is rounded to the residual's dtype (instead of
     /// the value as stored in residual_out).
     NormalizesUnroundedSum,
+    /// FP8: `y·scale` truncated toward zero instead of rounded to nearest even (still saturating).
+    Fp8Truncates,
+    /// FP8: no saturation: `|y·scale|` beyond the largest finite value becomes ±Inf (e5m2) or NaN
+    /// (e4m3, the fnuz formats) instead of ±max finite.
+    Fp8NoSaturation,
+    /// FP8: an off-by-one at the edge of the 64-wide tiles of the transpose: the last row of each
+    /// tile of yT (rows 63, 127, … and N − 1) is copied from the previous column of y_q.
+    Fp8TransposeTileEdge,
+    /// FP8: `amax` taken after scaling (`max |y·scale|`) instead of `max |y|`.
+    Fp8AmaxAfterScaling,
+    /// FP8: `amax` over the first M − 1 rows only (0 when M = 1).
+    Fp8AmaxSkipsLastRow,
 }
 
 #[derive(Debug)]
@@ -122,6 +134,64 @@ fn input_vals(io: &InOut<'_, HostBuf>) -> Vec<f32> {
 fn restore_last(buf: &mut HostBuf, before: &HostBuf, l: &Layout) {
     for i in 0..l.rows {
         copy_elem(buf, before, l.offset + i * l.stride + l.cols - 1);
+    }
+}
+
+/// The input side of `io` (the buffer before the call writes it, when in place).
+fn input_view<'s>(io: &'s InOut<'_, HostBuf>) -> (&'s HostBuf, Layout) {
+    match io {
+        InOut::Separate { input, .. } => (input.buf, input.layout),
+        InOut::InPlace(m) => (&*m.buf, m.layout),
+    }
+}
+
+/// The backend's own fp32 `y` of an FP8 call (M × N, contiguous) and each row's scale, from a
+/// second call of `inner` with an f32 `y` (and a scratch `residual_out`); made before the real
+/// call, which may write over its inputs. `None` when `y` is not FP8.
+fn fp8_fp32_y<K: NormKernel<Buffer = HostBuf>>(
+    inner: &K,
+    desc: &NormDesc,
+    args: &Forward<'_, HostBuf>,
+    m: usize,
+    n: usize,
+) -> normkit_core::Result<Option<(Vec<f32>, Vec<f32>)>> {
+    let Some(q) = args.fp8.as_ref() else { return Ok(None) };
+    let (xb, xl) = input_view(&args.x);
+    let mut y32 = HostBuf::zeros(DType::F32, m * n);
+    let mut ro = args.residual.as_ref().map(|r| HostBuf::zeros(r.output_dtype(), m * n));
+    let mut a = Forward::new(InOut::separate(MatRef::with_layout(xb, xl), MatMut::new(&mut y32, m, n)));
+    if let (Some(r), Some(ro)) = (args.residual.as_ref(), ro.as_mut()) {
+        let (rb, rl) = input_view(r);
+        a = a.residual(InOut::separate(MatRef::with_layout(rb, rl), MatMut::new(ro, m, n)));
+    }
+    a.weight = args.weight;
+    a.bias = args.bias;
+    inner.forward(desc, a)?;
+    let y = y32.to_f32_vec();
+    let max = args.x.output_dtype().max_finite() as f32;
+    let scales = (0..m)
+        .map(|i| match &q.scaling {
+            Fp8Scaling::PerTensor(Scale::Host(s)) => *s,
+            Fp8Scaling::PerTensor(Scale::Device(v)) => v.buf.get_f32(v.span.offset),
+            // As the CPU backend computes it: max finite / the row's amax (floored).
+            Fp8Scaling::PerRow => max / y[i * n..(i + 1) * n].iter().fold(0f32, |a, &v| a.max(v.abs())).max(FP8_ROW_AMAX_FLOOR),
+        })
+        .collect();
+    Ok(Some((y, scales)))
+}
+
+/// Rewrites yT (when the call has one) as the transpose of y_q, so that a fault in y_q is caught
+/// by the y_q check, not by the transpose check.
+fn retranspose(args: &mut Forward<'_, HostBuf>, m: usize, n: usize) {
+    let (y, ly) = output(&mut args.x);
+    if let Some(t) = args.fp8.as_mut().and_then(|q| q.transposed.as_mut()) {
+        let lt = t.layout;
+        let (yb, tb) = (y.as_bytes(), t.buf.as_bytes_mut());
+        for i in 0..m {
+            for j in 0..n {
+                tb[lt.offset + j * lt.stride + i] = yb[ly.offset + i * ly.stride + j];
+            }
+        }
     }
 }
 
@@ -205,8 +275,10 @@ impl<K: NormKernel<Buffer = HostBuf>> NormKernel for Mutant<K> {
         let (y_before, _) = output(&mut args.x);
         let y_before = y_before.clone();
         let rstd_before = args.rstd.as_ref().map(|r| r.buf.clone());
-        self.inner.forward(desc, reborrow_fwd(&mut args))?;
         let (m, n) = (plan.m, plan.n);
+        let fp8_fault = matches!(self.fault, Fp8Truncates | Fp8NoSaturation | Fp8AmaxAfterScaling | Fp8AmaxSkipsLastRow);
+        let fp32_y = if fp8_fault { fp8_fp32_y(&self.inner, desc, &args, m, n)? } else { None };
+        self.inner.forward(desc, reborrow_fwd(&mut args))?;
         match self.fault {
             SkipsLastElement => {
                 let (buf, l) = output(&mut args.x);
@@ -295,6 +367,60 @@ impl<K: NormKernel<Buffer = HostBuf>> NormKernel for Mutant<K> {
                             set_f32(buf, l.offset + i * l.stride + j, oracle::store(ydt, iv));
                         }
                     }
+                }
+            }
+            Fp8Truncates | Fp8NoSaturation => {
+                if let Some((y32, scales)) = &fp32_y {
+                    let (buf, l) = output(&mut args.x);
+                    let dt = buf.dtype();
+                    let fnuz = matches!(dt, DType::F8E4M3Fnuz | DType::F8E5M2Fnuz);
+                    let max = dt.max_finite() as f32;
+                    for i in 0..m {
+                        for j in 0..n {
+                            let idx = l.offset + i * l.stride + j;
+                            let v = y32[i * n + j] * scales[i]; // the backend's own product
+                            let got = buf.get_f32(idx); // its round-to-nearest-even value
+                            let b = buf.as_bytes()[idx];
+                            let sign = if v.is_sign_negative() { 0x80 } else { 0 };
+                            let new = match self.fault {
+                                // One code toward zero wherever RNE rounded away from zero.
+                                Fp8Truncates if got.abs() > v.abs() => match (b & 0x80) | ((b & 0x7F) - 1) {
+                                    0x80 if fnuz => 0, // fnuz has no −0 (0x80 is its NaN)
+                                    c => c,
+                                },
+                                Fp8NoSaturation if v.abs() > max => match dt {
+                                    DType::F8E5M2 => 0x7C | sign,
+                                    DType::F8E4M3 => 0x7F | sign,
+                                    _ => 0x80,
+                                },
+                                _ => b,
+                            };
+                            buf.as_bytes_mut()[idx] = new;
+                        }
+                    }
+                    retranspose(&mut args, m, n);
+                }
+            }
+            Fp8TransposeTileEdge => {
+                let (y, ly) = output(&mut args.x);
+                if let Some(t) = args.fp8.as_mut().and_then(|q| q.transposed.as_mut()) {
+                    let lt = t.layout;
+                    let (yb, tb) = (y.as_bytes(), t.buf.as_bytes_mut());
+                    for j in (1..n).filter(|&j| j % 64 == 63 || j == n - 1) {
+                        for i in 0..m {
+                            tb[lt.offset + j * lt.stride + i] = yb[ly.offset + i * ly.stride + j - 1];
+                        }
+                    }
+                }
+            }
+            Fp8AmaxAfterScaling | Fp8AmaxSkipsLastRow => {
+                if let (Some((y32, scales)), Some(a)) = (&fp32_y, args.fp8.as_mut().and_then(|q| q.amax.as_mut())) {
+                    // `f32::max` ignores NaN, as the backend's amax does.
+                    let amax = match self.fault {
+                        Fp8AmaxAfterScaling => (0..m * n).fold(0f32, |acc, k| acc.max((y32[k] * scales[k / n]).abs())),
+                        _ => y32[..m.saturating_sub(1) * n].iter().fold(0f32, |acc, &v| acc.max(v.abs())),
+                    };
+                    set_f32(a.buf, a.span.offset, amax);
                 }
             }
             NanLeaksToNextRow => {
@@ -503,14 +629,34 @@ fn one_pass_variance_fails_on_the_large_mean_row() {
     check_forward(&OracleBackend, &case).expect("the oracle passes");
 }
 
-/// The FP8 checks can fail: around the CPU backend (the oracle backend does not quantise), every
-/// FP8 value one code off (a wrong rounding) and the last element of each row never written are
-/// caught by the FP8 category. Still to come: truncation, missing saturation, a yT tile edge and a
-/// wrong amax as faults of their own.
+/// The FP8 checks can fail. Around the CPU backend (the oracle backend does not quantise): every
+/// FP8 value one code off and the last element of each row never written; and the FP8 faults, each
+/// caught by the FP8 category with the message of the check that owns the property.
 #[test]
 fn fp8_mutants_of_the_cpu_backend_are_caught() {
     use normkit_core::cpu::CpuBackend;
+    // The wrapper alone around the CPU backend passes (so the failures come from the faults).
+    let clean = Mutant { inner: CpuBackend::new(), fault: Fault::Clean, calls: AtomicU64::new(0) };
+    run_category(&clean, &Grid::smoke(), Category::Fp8).unwrap_or_else(|e| panic!("the clean CPU backend fails fwd_fp8: {e}"));
     for fault in [Fault::OneUlpOff, Fault::SkipsLastElement] {
         caught(CpuBackend::new(), fault, &[Category::Fp8]);
+    }
+    let y_q_check = "round-to-nearest-even";
+    let transpose_check = "yT must be bitwise the transpose of y_q";
+    for (fault, want, also) in [
+        (Fault::Fp8Truncates, y_q_check, None),
+        (Fault::Fp8NoSaturation, y_q_check, Some(["got inf", "got -inf", "got NaN"])),
+        (Fault::Fp8TransposeTileEdge, transpose_check, None),
+        (Fault::Fp8AmaxAfterScaling, "amax[0,0]", None),
+        (Fault::Fp8AmaxSkipsLastRow, "amax[0,0]", None),
+    ] {
+        let report = caught(CpuBackend::new(), fault, &[Category::Fp8]);
+        assert!(report.contains(want), "{fault:?} should fail the check with {want:?}: {report}");
+        if let Some(any) = also {
+            assert!(any.iter().any(|s| report.contains(s)), "{fault:?} should write Inf or NaN: {report}");
+        }
+        if fault != Fault::Fp8TransposeTileEdge {
+            assert!(!report.contains(transpose_check), "{fault:?} leaves yT the transpose of y_q: {report}");
+        }
     }
 }
