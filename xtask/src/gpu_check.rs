@@ -7,6 +7,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The newest `OUT_DIR` of a build script's crate under `<target>/<profile>/build/`.
+/// The newest build-script output folder of `krate` that holds kernels: builds with
+/// `NORMKIT_KERNELS=skip` (test-all's candle type-check, clippy) write empty placeholders, which
+/// say nothing about the kernels and are passed over.
 fn newest_out_dir(target: &Path, profile: &str, krate: &str) -> Option<PathBuf> {
     let build = target.join(profile).join("build");
     std::fs::read_dir(build)
@@ -14,8 +17,13 @@ fn newest_out_dir(target: &Path, profile: &str, krate: &str) -> Option<PathBuf> 
         .filter_map(Result::ok)
         .filter(|e| e.file_name().to_string_lossy().starts_with(&format!("{krate}-")))
         .map(|e| e.path().join("out"))
-        .filter(|p| p.is_dir())
+        .filter(|p| p.is_dir() && holds_kernels(p))
         .max_by_key(|p| p.metadata().and_then(|m| m.modified()).ok())
+}
+
+/// Whether `dir` has a non-empty fatbin, cubin or code object.
+fn holds_kernels(dir: &Path) -> bool {
+    files_with_ext(dir, &["fatbin", "cubin", "hsaco"]).iter().any(|f| f.metadata().is_ok_and(|m| m.len() > 0))
 }
 
 fn files_with_ext(dir: &Path, exts: &[&str]) -> Vec<PathBuf> {

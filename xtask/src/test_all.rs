@@ -68,11 +68,11 @@ fn candle_cuda_check(tools: &toolchains::Tools) -> Result<String, String> {
     }
     let t = Instant::now();
     let mut c = util::cargo();
-    c.args(["check", "--release", "-p", "normkit-candle", "--features", "cuda", "--all-targets"])
-        .env("CUDA_COMPUTE_CAP", "90")
-        // normkit's own kernels are not needed to type-check (and are built, compiled and
-        // inspected by the main build): skip nvcc for them here.
-        .env("NORMKIT_KERNELS", "skip");
+    c.args(["check", "--release", "-p", "normkit-candle", "--features", "cuda", "--all-targets"]).env("CUDA_COMPUTE_CAP", "90");
+    // Not NORMKIT_KERNELS=skip: normkit-cuda's build-script run is the same unit as the main
+    // build's (its build dependencies and features are unchanged), so a different environment
+    // would rerun it in place and overwrite the fatbin the main build made with an empty one.
+    // With the same environment it is reused: no second nvcc build.
     match util::run(&mut c) {
         Ok(()) => Ok(format!(
             "candle-cuda: type-checked with candle's cuda feature in {} (linked and run only in the GPU bundle: it needs cuBLAS and a device)",
