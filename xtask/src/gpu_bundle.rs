@@ -19,12 +19,15 @@ use std::process::Command;
 /// Builds `args` with `--message-format=json` and returns the executables cargo reports,
 /// as (target name, path).
 fn cargo_executables(root: &Path, args: &[&str]) -> Result<Vec<(String, PathBuf)>, String> {
-    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .current_dir(root)
-        .args(args)
-        .arg("--message-format=json-render-diagnostics")
-        .output()
-        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    cargo_executables_with(root, args, &|_| {})
+}
+
+/// [`cargo_executables`] with `env` applied to the cargo command first.
+fn cargo_executables_with(root: &Path, args: &[&str], env: &dyn Fn(&mut Command)) -> Result<Vec<(String, PathBuf)>, String> {
+    let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    c.current_dir(root).args(args).arg("--message-format=json-render-diagnostics");
+    env(&mut c);
+    let out = c.output().map_err(|e| format!("cannot run cargo: {e}"))?;
     if !out.status.success() {
         return Err(format!("cargo {} failed:\n{}", args.join(" "), String::from_utf8_lossy(&out.stderr)));
     }
@@ -255,19 +258,7 @@ pub fn candle(root: &Path, out: &Path) -> Result<(), String> {
     std::os::unix::fs::symlink(&cudart, &link).map_err(|e| format!("link {}: {e}", link.display()))?;
     // 3. The binaries, linked against the stubs.
     let bin = out.join("bin");
-    let build = |args: &[&str]| -> Result<Vec<(String, PathBuf)>, String> {
-        let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-        c.current_dir(root).args(args).arg("--message-format=json-render-diagnostics");
-        env(&mut c);
-        let o = c.output().map_err(|e| format!("cannot run cargo: {e}"))?;
-        if !o.status.success() {
-            return Err(format!("cargo {} failed:\n{}", args.join(" "), String::from_utf8_lossy(&o.stderr)));
-        }
-        Ok(String::from_utf8_lossy(&o.stdout)
-            .lines()
-            .filter_map(|l| Some((json_target_name(l)?, PathBuf::from(json_str(l, "\"executable\":")?))))
-            .collect())
-    };
+    let build = |args: &[&str]| cargo_executables_with(root, args, &env);
     let tests = build(&["test", "--release", "-p", "normkit-candle", "--features", "cuda", "--tests", "--no-run"])?;
     let (_, t) = tests.iter().find(|(n, _)| n == "cuda").ok_or("cargo reported no normkit-candle `cuda` test executable")?;
     copy_stripped(t, &bin.join("candle-tests"))?;

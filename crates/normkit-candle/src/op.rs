@@ -297,16 +297,7 @@ impl BwdOp {
         else {
             return Err(candle_core::Error::msg(format!("{name}: the forward ran on another device than the backward")));
         };
-        let (mut xr, mut dyr) = (rows(xl, name, "x")?, rows(dyl, name, "dy")?);
-        // With the fused add both are `[2, …]` stacks: dy then dh; y then h.
-        let mut dhr = None;
-        if spec.residual {
-            let m = xr.rows / 2;
-            xr = normkit::Layout { rows: m, offset: xr.offset + m * xr.stride, ..xr };
-            let half = normkit::Layout { rows: m, ..dyr };
-            dhr = Some(normkit::Layout { offset: dyr.offset + m * dyr.stride, ..half });
-            dyr = half;
-        }
+        let (xr, dyr, dhr) = bwd_rows(spec, xl, dyl)?;
         let (m, n) = (xr.rows, xr.cols);
         let (x, dy, w) = (view::<T>(xs)?, view::<T>(dys)?, view::<T>(ws)?);
         let wspan = vec_span(wl, name, "weight")?;
@@ -377,6 +368,22 @@ impl CustomOp3 for BwdOp {
             dt => Err(candle_core::Error::UnsupportedDTypeForOp(dt, self.name()).bt()),
         }
     }
+}
+
+/// The backward's row views `(x, dy, dh)` of its inputs' layouts. With the fused add, `x` and
+/// `dy` are `[2, …]` stacks (the forward's output `y` then `h`; the gradients `dy` then `dh`):
+/// the norm read `h`, the second half of `x`, and `dh` is the second half of `dy`.
+fn bwd_rows(spec: Spec, xl: &Layout, dyl: &Layout) -> candle_core::Result<(normkit::Layout, normkit::Layout, Option<normkit::Layout>)> {
+    let name = "normkit-norm-backward";
+    let (xr, dyr) = (rows(xl, name, "x")?, rows(dyl, name, "dy")?);
+    if !spec.residual {
+        return Ok((xr, dyr, None));
+    }
+    let m = xr.rows / 2;
+    let h = normkit::Layout { rows: m, offset: xr.offset + m * xr.stride, ..xr };
+    let dy = normkit::Layout { rows: m, ..dyr };
+    let dh = normkit::Layout { offset: dyr.offset + m * dyr.stride, ..dy };
+    Ok((h, dy, Some(dh)))
 }
 
 /// A read-only normkit view of candle's storage, without a copy: an error when the storage is

@@ -14,7 +14,7 @@ use candle_core::{CudaDevice, CudaStorage, Layout, Shape, WithDType};
 use normkit::cuda::{CudaBackend, CudaElem};
 use normkit::{Backward, Forward, InOut, MatMut, MatRef, NormKernel, VecMut, VecRef};
 
-use super::{rows, vec_span, Saved, Spec};
+use super::{bwd_rows, rows, vec_span, Saved, Spec};
 
 /// An element type of both worlds: f32, f16, bf16.
 pub(crate) trait Elem: WithDType + CudaDType + CudaElem + DeviceRepr {}
@@ -120,15 +120,7 @@ pub(crate) fn backward<T: Elem>(
     let Saved::Cuda { mean, rstd } = saved else {
         return Err(candle_core::Error::msg(format!("{name}: the forward ran on another device than the backward")));
     };
-    let (mut xr, mut dyr) = (rows(xl, name, "x")?, rows(dyl, name, "dy")?);
-    let mut dhr = None;
-    if spec.residual {
-        let m = xr.rows / 2;
-        xr = normkit::Layout { rows: m, offset: xr.offset + m * xr.stride, ..xr };
-        let half = normkit::Layout { rows: m, ..dyr };
-        dhr = Some(normkit::Layout { offset: dyr.offset + m * dyr.stride, ..half });
-        dyr = half;
-    }
+    let (xr, dyr, dhr) = bwd_rows(spec, xl, dyl)?;
     let (m, n) = (xr.rows, xr.cols);
     let dev = xs.device.clone();
     let nk = backend(&dev)?;
