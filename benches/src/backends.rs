@@ -26,23 +26,49 @@ pub struct Request {
     pub reps: Option<usize>,
     /// Overrides the run's label in reports.
     pub label: Option<String>,
+    /// The FP8 format of `y` for the FP8 ops (`--fp8-format`, default e4m3).
+    pub fp8_format: DType,
 }
 
 impl Request {
-    /// The cases for a device kind: the grid of its kind, or the shapes/dtypes asked for.
+    /// A request for `ops` on the default grid, with the default plan and FP8 format.
+    pub fn new(ops: &[Op]) -> Request {
+        Request {
+            ops: ops.to_vec(),
+            shapes: None,
+            dtypes: None,
+            size: Size::Default,
+            reps: None,
+            label: None,
+            fp8_format: grid::DEFAULT_FP8,
+        }
+    }
+
+    /// The cases for a device kind, op-major: the grid of its kind (the FP8 grid for the FP8
+    /// ops), or the shapes/dtypes asked for.
     pub fn cases(&self, kind: DeviceKind) -> Vec<Case> {
-        let default = grid::default_grid(kind, self.size);
+        let plain = self.grid(grid::default_grid(kind, self.size));
+        let fp8 = self.grid(grid::fp8_grid(kind, self.size));
+        let mut cases = Vec::new();
+        for &op in &self.ops {
+            let g = if op.is_fp8() { &fp8 } else { &plain };
+            cases.extend(grid::cases(&[op], g).into_iter().map(|c| Case { fp8: self.fp8_format, ..c }));
+        }
+        cases
+    }
+
+    /// `default`, or the shapes and dtypes asked for instead.
+    fn grid(&self, default: Vec<(usize, usize, DType)>) -> Vec<(usize, usize, DType)> {
         let mut shapes: Vec<(usize, usize)> = match &self.shapes {
             Some(s) => s.clone(),
             None => default.iter().map(|&(m, n, _)| (m, n)).collect(),
         };
         shapes.dedup();
-        let grid: Vec<(usize, usize, DType)> = match (&self.dtypes, &self.shapes) {
+        match (&self.dtypes, &self.shapes) {
             (Some(dts), _) => shapes.iter().flat_map(|&(m, n)| dts.iter().map(move |&d| (m, n, d))).collect(),
             (None, Some(_)) => shapes.iter().map(|&(m, n)| (m, n, DType::BF16)).collect(),
             (None, None) => default,
-        };
-        grid::cases(&self.ops, &grid)
+        }
     }
 
     pub fn plan(&self, kind: DeviceKind) -> Plan {
@@ -112,7 +138,7 @@ mod tests {
     use super::*;
 
     fn req(shapes: Option<Vec<(usize, usize)>>, dtypes: Option<Vec<DType>>) -> Request {
-        Request { ops: vec![Op::RmsFwd, Op::LnBwd], shapes, dtypes, size: Size::Default, reps: None, label: None }
+        Request { shapes, dtypes, ..Request::new(&[Op::RmsFwd, Op::LnBwd]) }
     }
 
     #[test]
@@ -131,5 +157,26 @@ mod tests {
             vec![(Op::RmsFwd, 8, 4096, DType::BF16), (Op::LnBwd, 8, 4096, DType::BF16)]
         );
         assert_eq!(req(Some(vec![(8, 4096)]), Some(vec![DType::F16, DType::F32])).cases(DeviceKind::Gpu).len(), 4);
+    }
+
+    #[test]
+    fn fp8_ops_take_their_own_grid_and_format() {
+        let mut r = Request::new(&[Op::RmsFwd, Op::RmsFwdFp8, Op::AddRmsFwdFp8]);
+        r.fp8_format = DType::F8E5M2;
+        let c = r.cases(DeviceKind::Gpu);
+        // rms_fwd: the anchor grid (7 cases); each FP8 op: the FP8 grid (6 shapes, bf16)
+        assert_eq!(c.len(), 7 + 6 + 6);
+        let fp8: Vec<&Case> = c.iter().filter(|c| c.op.is_fp8()).collect();
+        assert!(fp8.iter().all(|c| c.dtype == DType::BF16 && c.y_dtype() == DType::F8E5M2));
+        assert!(fp8.iter().any(|c| (c.m, c.n) == (128, 4096)) && !c[..7].iter().any(|c| (c.m, c.n) == (128, 4096)));
+        assert_eq!((c[7].op, c[7].m, c[7].n), (Op::RmsFwdFp8, 4096, 1024), "op-major");
+        // --shapes and --dtypes apply to both grids
+        r.shapes = Some(vec![(64, 512)]);
+        r.dtypes = Some(vec![DType::F16]);
+        let c = r.cases(DeviceKind::Cpu);
+        assert_eq!(
+            c.iter().map(|c| (c.op, c.m, c.n, c.dtype)).collect::<Vec<_>>(),
+            vec![(Op::RmsFwd, 64, 512, DType::F16), (Op::RmsFwdFp8, 64, 512, DType::F16), (Op::AddRmsFwdFp8, 64, 512, DType::F16)]
+        );
     }
 }

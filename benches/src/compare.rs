@@ -6,6 +6,7 @@
 //! (`rms_fwdbwd`, `ln_fwdbwd`: forward and backward timed as one unit, see [`Chain`]) is
 //! matched with the sum of normkit's forward and backward rows of the same shape and dtype: two
 //! calls, the forward saving the statistics the backward reads, which is how normkit trains.
+//! An FP8 op's rows match only when their `y_dtype` (the FP8 format of `y`) is the same.
 
 use crate::ops::{Chain, Op};
 use crate::schema::{ResultRow, Run};
@@ -58,6 +59,7 @@ pub fn normkit_row(run: &Run, op: &str, m: u64, n: u64, dtype: &str) -> Option<R
         calls: None,
         reps: None,
         us_baseline: None,
+        y_dtype: fwd.y_dtype.clone(),
     })
 }
 
@@ -69,7 +71,8 @@ pub fn compare(runs: &[Run], peers: &[Run]) -> Vec<Comparison> {
         for p in peers.iter().filter(|p| p.device == r.device) {
             for x in &p.results {
                 let Some(nk) = normkit_row(r, &x.op, x.m, x.n, &x.dtype) else { continue };
-                if nk.us <= 0.0 || x.us <= 0.0 {
+                // an FP8 op is compared only with the same FP8 format of y
+                if nk.us <= 0.0 || x.us <= 0.0 || nk.y_dtype != x.y_dtype {
                     continue;
                 }
                 out.push(Comparison {
@@ -136,6 +139,7 @@ mod tests {
             calls: None,
             reps: None,
             us_baseline: None,
+            y_dtype: None,
         }
     }
 

@@ -1,10 +1,16 @@
 //! The buffers of one benchmarked call: random, non-zero inputs generated once per case on the
 //! host and uploaded into every rotated set; outputs allocated on the backend.
+//!
+//! An FP8 op's `y` (and `yT`) is allocated in the case's FP8 format; its per-tensor scale is a
+//! one-element f32 device buffer (what a training loop with delayed scaling keeps), set to a
+//! quarter of the format's largest value: the inputs' `|y|` stays under about 3, so the values
+//! use the format's range without saturating.
 
 use crate::grid::Case;
 use crate::ops::Op;
 use normkit_core::{
-    Backward, Buffer, DType, Direction, Forward, HostBuf, InOut, MatMut, MatRef, NormDesc, NormError, NormKernel, Result, VecMut, VecRef,
+    Backward, Buffer, DType, Direction, Forward, Fp8, HostBuf, InOut, MatMut, MatRef, NormDesc, NormError, NormKernel, Result, Scale,
+    VecMut, VecRef,
 };
 
 /// Host copies of a case's inputs, generated once and uploaded into every set.
@@ -16,6 +22,8 @@ pub(crate) struct HostInputs {
     b: HostBuf,
     mean: HostBuf,
     rstd: HostBuf,
+    /// The per-tensor FP8 scale (one f32).
+    scale: HostBuf,
 }
 
 impl HostInputs {
@@ -31,6 +39,7 @@ impl HostInputs {
             b: random(dt, n, 5, -0.5, 0.5),
             mean: random(DType::F32, m, 6, -0.1, 0.1),
             rstd: random(DType::F32, m, 7, 0.5, 2.0),
+            scale: HostBuf::from_f32(DType::F32, &[(case.fp8.max_finite() / 4.0) as f32]),
         }
     }
 }
@@ -55,6 +64,19 @@ pub(crate) struct InputSet<Buf> {
     rstd: Buf,
     dw: Option<Buf>,
     db: Option<Buf>,
+    /// The FP8 operands (FP8 ops).
+    fp8: Option<Fp8Set<Buf>>,
+}
+
+/// The FP8 operands of one call: what [`Op::fp8`] asks for.
+struct Fp8Set<Buf> {
+    /// The per-tensor scale (one f32, read); `None` per row.
+    scale: Option<Buf>,
+    amax: Option<Buf>,
+    /// One f32 per tensor, M per row.
+    scale_inv: Option<Buf>,
+    /// `yT`, N×M in the FP8 format.
+    y_t: Option<Buf>,
 }
 
 impl<Buf: Buffer> InputSet<Buf> {
@@ -64,9 +86,18 @@ impl<Buf: Buffer> InputSet<Buf> {
         let up = |h: &HostBuf| backend.upload(h);
         let out = |dtype, len| backend.alloc(dtype, len);
         let opt = |cond: bool, f: &dyn Fn() -> Result<Buf>| if cond { f().map(Some) } else { Ok(None) };
+        let fp8 = match op.fp8() {
+            None => None,
+            Some(f) => Some(Fp8Set {
+                scale: opt(!f.per_row, &|| up(&host.scale))?,
+                amax: opt(f.amax, &|| out(DType::F32, 1))?,
+                scale_inv: opt(f.scale_inv, &|| out(DType::F32, if f.per_row { m } else { 1 }))?,
+                y_t: opt(f.transposed, &|| out(case.fp8, n * m))?,
+            }),
+        };
         Ok(InputSet {
             x: up(&host.x)?,
-            out: out(dt, m * n)?,
+            out: out(case.y_dtype(), m * n)?,
             dy: opt(bwd, &|| up(&host.dy))?,
             res: opt(op.has_residual(), &|| up(&host.res))?,
             res_out: opt(op.has_residual() && !bwd, &|| out(dt, m * n))?,
@@ -76,11 +107,12 @@ impl<Buf: Buffer> InputSet<Buf> {
             rstd: if bwd { up(&host.rstd)? } else { out(DType::F32, m)? },
             dw: opt(bwd, &|| out(dt, n))?,
             db: opt(bwd && op.is_layer(), &|| out(dt, n))?,
+            fp8,
         })
     }
 
     pub(crate) fn call<B: NormKernel<Buffer = Buf>>(&mut self, backend: &B, op: Op, desc: &NormDesc, m: usize, n: usize) -> Result<()> {
-        let InputSet { x, out, dy, res, res_out, w, b, mean, rstd, dw, db } = self;
+        let InputSet { x, out, dy, res, res_out, w, b, mean, rstd, dw, db, fp8 } = self;
         if op.direction() == Direction::Forward {
             let mut a = Forward::new(InOut::separate(MatRef::new(&*x, m, n), MatMut::new(out, m, n)))
                 .weight(VecRef::new(&*w))
@@ -93,6 +125,26 @@ impl<Buf: Buffer> InputSet<Buf> {
             }
             if let Some(mean) = mean {
                 a = a.mean(VecMut::new(mean));
+            }
+            if let Some(Fp8Set { scale, amax, scale_inv, y_t }) = fp8 {
+                let mut q = match (scale.as_ref(), scale_inv.as_mut()) {
+                    (Some(s), inv) => {
+                        let q = Fp8::per_tensor(Scale::Device(VecRef::new(s)));
+                        match inv {
+                            Some(inv) => q.scale_inv(VecMut::new(inv)),
+                            None => q,
+                        }
+                    }
+                    (None, Some(inv)) => Fp8::per_row(VecMut::new(inv)),
+                    (None, None) => return Err(NormError::Missing { operand: normkit_core::Operand::ScaleInv }),
+                };
+                if let Some(amax) = amax {
+                    q = q.amax(VecMut::new(amax));
+                }
+                if let Some(t) = y_t {
+                    q = q.transposed(MatMut::new(t, n, m));
+                }
+                a = a.fp8(q);
             }
             backend.forward(desc, a)
         } else {

@@ -9,6 +9,11 @@
 //! are taken. The script's `rms_fwdbwd` and `ln_fwdbwd` (forward and backward as one unit,
 //! bytes = forward + backward) are kept as [`Chain`] rows, which reports compare with normkit's
 //! forward + backward ([`crate::compare`]).
+//!
+//! `benches/peers/fp8_peers.py` writes the same layout for the FP8 ops (`rms_fwd_fp8`, ...), each
+//! cell with a `y_dtype` (`float8_e4m3fn`, ...), kept as the row's `y_dtype` (`e4m3`, ...): an FP8
+//! row is compared with normkit's only in the same format, and one without a known format is not
+//! taken.
 
 use crate::ops::{Chain, Op};
 use crate::schema::{Machine, ResultRow, Run};
@@ -87,7 +92,8 @@ pub fn parse(text: &str) -> Result<Vec<Run>, String> {
         .into_iter()
         .map(|(imp, results)| {
             let pretty = IMPLS.iter().find(|(k, _)| *k == imp).map_or(imp.as_str(), |(_, p)| p);
-            let mut versions = BTreeMap::from([("measured by".to_string(), "peers/bench_peers.py".to_string())]);
+            let tool = v.get("tool").and_then(Value::as_str).unwrap_or("peers/bench_peers.py");
+            let mut versions = BTreeMap::from([("measured by".to_string(), tool.to_string())]);
             if let Some(info) = v.get("impl_info").and_then(|i| i.get(&imp)).and_then(Value::as_str) {
                 versions.insert(imp.clone(), info.to_string());
             }
@@ -126,6 +132,13 @@ fn row_of(cell: &Value, copy_gbps: f64) -> Option<(String, ResultRow)> {
     let op = Op::parse(name).map(Op::name).or_else(|| Chain::parse(name).map(Chain::name))?;
     let imp = cell.get("impl")?.as_str()?.to_string();
     let dtype = dtype_name(cell.get("dtype")?.as_str()?)?;
+    // The FP8 ops' y format (`float8_e4m3fn`, ...), as normkit names it; a row of an FP8 op
+    // without a known format is not taken (it could not be matched with normkit's).
+    let y_dtype = match cell.get("y_dtype").and_then(Value::as_str) {
+        Some(y) => Some(normkit_core::DType::parse(y).filter(|d| d.is_fp8())?.name().to_string()),
+        None if Op::parse(name).is_some_and(Op::is_fp8) => return None,
+        None => None,
+    };
     let (m, n) = (cell.get("M")?.as_u64()?, cell.get("N")?.as_u64()?);
     let gbps = num(cell, "GBps")?;
     let us = num(cell, "time_us")?;
@@ -144,6 +157,7 @@ fn row_of(cell: &Value, copy_gbps: f64) -> Option<(String, ResultRow)> {
         calls: cell.get("per_graph").and_then(Value::as_u64),
         reps: None,
         us_baseline: None,
+        y_dtype,
     };
     Some((imp, row))
 }

@@ -6,7 +6,7 @@ use crate::inputs::{HostInputs, InputSet};
 use crate::progress::Progress;
 use crate::schema::{CaseNote, Machine, ResultRow, Run};
 use crate::sysinfo;
-use normkit_core::{BenchBackend, DTypes, NormDesc, NormError};
+use normkit_core::{BenchBackend, NormDesc, NormError};
 use std::error::Error as _;
 
 /// How long and how often each case is timed.
@@ -133,6 +133,14 @@ pub fn run<B: BenchBackend>(
 ) -> Run {
     progress.note(&format!("{}: measuring the copy ceiling", backend.name()));
     let mut run = start_run(backend, plan, label);
+    let mut formats: Vec<&str> = cases.iter().filter(|c| c.op.is_fp8()).map(|c| c.fp8.name()).collect();
+    formats.dedup();
+    if !formats.is_empty() {
+        run.notes.push(format!(
+            "FP8 ops: y quantised to {} (1 byte per element), per-tensor scale read from a 1-element device buffer",
+            formats.join(", ")
+        ));
+    }
     progress.note(&format!("{}: {} — copy ceiling {:.1} GB/s", backend.name(), run.device, run.copy_gbps));
     let mem_cap = if run.machine.memory_bytes > 0 { run.machine.memory_bytes / 4 } else { u64::MAX };
     let set_budget = (plan.rotate_factor * run.machine.cache_bytes.max(1 << 20) as f64) as u64;
@@ -155,7 +163,7 @@ pub fn run<B: BenchBackend>(
             Outcome::Done(row) => {
                 consecutive_errors = 0;
                 progress.done(i, case, &format!("{:.1} GB/s ({:.0}% of copy), {:.1} µs", row.gbps, row.pct_copy.unwrap_or(0.0), row.us));
-                run.results.push(row);
+                run.results.push(*row);
             }
             Outcome::Skipped(reason) => {
                 progress.done(i, case, &format!("skipped: {reason}"));
@@ -197,14 +205,14 @@ fn remeasure_ceiling<B: BenchBackend>(backend: &B, run: &mut Run) {
 }
 
 enum Outcome {
-    Done(ResultRow),
+    Done(Box<ResultRow>),
     Skipped(String),
     Failed(String),
 }
 
 fn measure<B: BenchBackend>(backend: &B, case: &Case, plan: &Plan, set_budget: u64, mem_cap: u64, copy_gbps: f64) -> Outcome {
     let desc = case.op.desc();
-    match backend.supports(case.op.direction(), &desc, &DTypes::uniform(case.dtype)) {
+    match backend.supports(case.op.direction(), &desc, &case.dtypes()) {
         Ok(()) => {}
         Err(e @ NormError::Unsupported { .. }) => return Outcome::Skipped(error_chain(&e)),
         Err(e) => return Outcome::Failed(error_chain(&e)),
@@ -212,7 +220,7 @@ fn measure<B: BenchBackend>(backend: &B, case: &Case, plan: &Plan, set_budget: u
     let bytes = case.bytes();
     let n_sets = sets_needed(bytes, set_budget, mem_cap, plan.max_sets);
     match time_case(backend, case, &desc, n_sets, plan) {
-        Ok((times, calls)) => Outcome::Done(row(case, bytes, &times, n_sets, calls, copy_gbps)),
+        Ok((times, calls)) => Outcome::Done(Box::new(row(case, bytes, &times, n_sets, calls, copy_gbps))),
         Err(e) => Outcome::Failed(error_chain(&e)),
     }
 }
@@ -243,6 +251,7 @@ fn row(case: &Case, bytes: u64, times: &[f64], n_sets: usize, calls: usize, copy
         calls: Some(calls as u64),
         reps: Some(times.len() as u64),
         us_baseline: None,
+        y_dtype: case.op.is_fp8().then(|| case.fp8.name().to_string()),
     }
 }
 
@@ -290,10 +299,10 @@ fn time_case<B: BenchBackend>(
 mod tests {
     use super::*;
     use crate::ops::Op;
-    use normkit_core::{Backward, DType, Direction, Forward, HostBuf, NormKernel};
+    use normkit_core::{Backward, DType, DTypes, Direction, Forward, HostBuf, NormKernel};
 
     /// A host backend that does nothing, fails every LayerNorm backward with a device error and
-    /// does not support the fused add.
+    /// supports neither the fused add nor an FP8 `y` (as the CUDA backend before its FP8 kernels).
     #[derive(Debug)]
     struct Mock;
 
@@ -305,7 +314,10 @@ mod tests {
         fn device_name(&self) -> String {
             "mock".into()
         }
-        fn supports(&self, _: Direction, desc: &NormDesc, _: &DTypes) -> normkit_core::Result<()> {
+        fn supports(&self, _: Direction, desc: &NormDesc, dtypes: &DTypes) -> normkit_core::Result<()> {
+            if dtypes.y.is_fp8() {
+                return Err(NormError::Unsupported { backend: "cpu", what: format!("an FP8 `y` ({})", dtypes.y) });
+            }
             if desc.residual {
                 return Err(NormError::Unsupported { backend: "cpu", what: "the fused add".into() });
             }
@@ -369,7 +381,7 @@ mod tests {
     #[test]
     fn errors_are_recorded_and_the_other_cases_kept() {
         let grid = [(16, 64, DType::BF16), (8, 32, DType::F32)];
-        let cases = crate::grid::cases(&Op::ALL, &grid);
+        let cases = crate::grid::cases(&Op::DEFAULT, &grid);
         let mut seen = Vec::new();
         let run = run(&Mock, &cases, &tiny_plan(), None, &mut Progress::quiet(), &mut |r| seen.push(r.results.len()));
         assert_eq!(seen.len(), cases.len(), "saved after every case");
@@ -388,6 +400,37 @@ mod tests {
         assert_eq!((r.op.as_str(), r.m, r.n, r.dtype.as_str()), ("rms_fwd", 16, 64, "bf16"));
         assert!((r.us - 100.0).abs() < 1e-9 && (r.gbps - Op::RmsFwd.bytes(16, 64, DType::BF16) as f64 / 1e-4 / 1e9).abs() < 1e-9);
         assert!((r.pct_copy.unwrap() - 10.0 * r.gbps).abs() < 1e-9);
+    }
+
+    #[test]
+    fn unsupported_fp8_cases_are_skipped_with_the_reason() {
+        let cases = crate::grid::cases(&Op::FP8, &[(16, 64, DType::BF16)]);
+        let run = run(&Mock, &cases, &tiny_plan(), None, &mut Progress::quiet(), &mut |_| {});
+        assert!(run.results.is_empty() && run.errors.is_empty());
+        assert_eq!(run.skipped.iter().map(|s| s.op.as_str()).collect::<Vec<_>>(), Op::FP8.map(Op::name));
+        assert!(run.skipped[0].reason.contains("an FP8 `y` (e4m3)"), "{}", run.skipped[0].reason);
+        assert!(!run.notes.iter().any(|n| n.contains("stopped after")), "a skip is not an error");
+        assert!(run.notes.iter().any(|n| n.contains("FP8 ops: y quantised to e4m3")));
+    }
+
+    /// The CPU backend runs every FP8 op: real calls with the FP8 operands, every format.
+    #[test]
+    fn the_cpu_backend_measures_the_fp8_ops() {
+        let cpu = normkit_core::cpu::CpuBackend::new();
+        for fmt in [DType::F8E4M3, DType::F8E5M2Fnuz] {
+            let cases: Vec<Case> = crate::grid::cases(&Op::FP8, &[(24, 320, DType::BF16), (8, 128, DType::F32)])
+                .into_iter()
+                .map(|c| Case { fp8: fmt, ..c })
+                .collect();
+            let run = run(&cpu, &cases, &tiny_plan(), None, &mut Progress::quiet(), &mut |_| {});
+            assert!(run.errors.is_empty() && run.skipped.is_empty(), "{:?} {:?}", run.errors, run.skipped);
+            assert_eq!(run.results.len(), 8);
+            for (r, c) in run.results.iter().zip(&cases) {
+                assert_eq!((r.op.as_str(), r.dtype.as_str(), r.y_dtype.as_deref()), (c.op.name(), c.dtype.name(), Some(fmt.name())));
+                assert_eq!(r.bytes, Some(c.bytes()));
+                assert!(r.gbps > 0.0 && r.us > 0.0);
+            }
+        }
     }
 
     #[test]

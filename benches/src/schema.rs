@@ -1,6 +1,6 @@
 //! The results file and how it is read back.
 //!
-//! # Layout of `results.json` (schema version 2)
+//! # Layout of `results.json` (schema version 3)
 //! ```text
 //! { "schema_version": 2, "units": {"gbps": "1e9 B/s", "us": "us", "bytes": "B"},
 //!   "tool": "normkit-bench 0.1.0", "date": "2026-11-21T23:40:00Z",
@@ -9,8 +9,10 @@
 //!                               // the CPU), bench_peers.py (after a merge)
 //!   "comparisons": [ CMP, ... ] } // normkit against each peer on the same device (derived)
 //! RUN = { "device": str, "driver": str, "copy_gbps": num,
-//!         "results": [ {"op": "rms_fwd"|...|"rms_fwdbwd"|"ln_fwdbwd", "m": int, "n": int,
-//!                       "dtype": "bf16"|"f16"|"f32", "gbps": num, "us": num, ...more}, ... ],
+//!         "results": [ {"op": "rms_fwd"|...|"rms_fwdbwd"|"ln_fwdbwd"|"rms_fwd_fp8"|..., "m": int, "n": int,
+//!                       "dtype": "bf16"|"f16"|"f32", "gbps": num, "us": num,
+//!                       "y_dtype": "e4m3"|"e5m2"|...  // FP8 ops only: the format of y
+//!                       ...more}, ... ],
 //!         "backend", "label", "machine", "versions", "date", "schema_version", "units", "errors", ... }
 //! CMP = { "normkit": label, "peer": label, "op", "m", "n", "dtype", "normkit_us", "peer_us",
 //!         "normkit_gbps", "peer_gbps", "speedup" }   // speedup = peer_us / normkit_us
@@ -19,6 +21,9 @@
 //! backward timed as one unit by a peer; see [`crate::ops::Chain`]), a result's `us_baseline`
 //! and the `comparisons` list; a version 1 file is a valid version 2 file and is read as one.
 //! `comparisons` are recomputed from the runs whenever a file is read or built, never trusted.
+//! Version 3 adds the FP8 forwards `rms_fwd_fp8`, `rms_fwd_fp8_t`, `addrms_fwd_fp8` and
+//! `rms_fwd_fp8_row` ([`crate::ops::Op::FP8`]; `dtype` stays x's dtype) and a result's `y_dtype`,
+//! the FP8 format of their `y`; versions 1 and 2 are subsets of it and are read as version 3.
 //!
 //! Everything beyond `device`, `driver`, `copy_gbps` and the six keys of a result is optional when
 //! reading. A file holding one bare `RUN` object (what other tools write), a JSON list of them, or
@@ -31,8 +36,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// The version written.
-pub const SCHEMA_VERSION: u32 = 2;
-/// The oldest version read (version 1 is a subset of version 2).
+pub const SCHEMA_VERSION: u32 = 3;
+/// The oldest version read (versions 1 and 2 are subsets of version 3).
 pub const OLDEST_READ_VERSION: u32 = 1;
 
 /// Units of the numeric fields. Compared as strings when files are merged.
@@ -96,6 +101,10 @@ pub struct ResultRow {
     /// [`crate::candle_peer`]). `us + us_baseline` is the time of the whole call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub us_baseline: Option<f64>,
+    /// The FP8 format of `y` (`e4m3`, `e5m2`, `e4m3fnuz`, `e5m2fnuz`) of an FP8 op; absent for
+    /// the others, whose `y` has x's dtype (`dtype`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub y_dtype: Option<String>,
 }
 
 /// A case that did not produce a number, and why.
@@ -300,6 +309,11 @@ fn check_row(r: &ResultRow) -> Result<(), String> {
     if !matches!(r.dtype.as_str(), "bf16" | "f16" | "f32") {
         return Err(format!("dtype must be bf16, f16 or f32, got `{}`", r.dtype));
     }
+    if let Some(y) = &r.y_dtype {
+        if !normkit_core::DType::parse(y).is_some_and(normkit_core::DType::is_fp8) {
+            return Err(format!("y_dtype must be an FP8 format (e4m3, e5m2, e4m3fnuz, e5m2fnuz), got `{y}`"));
+        }
+    }
     if !(r.gbps.is_finite() && r.gbps >= 0.0 && r.us.is_finite() && r.us >= 0.0) {
         return Err("gbps and us must be finite numbers ≥ 0".into());
     }
@@ -326,14 +340,27 @@ mod tests {
 
     #[test]
     fn refuses_other_versions_and_units() {
-        let v3 = SINGLE.replacen('{', r#"{"schema_version": 3, "#, 1);
-        assert!(parse(&v3).unwrap_err().contains("schema_version 3"));
-        let v1 = SINGLE.replacen('{', r#"{"schema_version": 1, "#, 1);
-        assert_eq!(parse(&v1).unwrap().runs.len(), 1, "version 1 is read as version 2");
+        let v4 = SINGLE.replacen('{', r#"{"schema_version": 4, "#, 1);
+        assert!(parse(&v4).unwrap_err().contains("schema_version 4"));
+        for old in [1, 2] {
+            let v = SINGLE.replacen('{', &format!(r#"{{"schema_version": {old}, "#), 1);
+            assert_eq!(parse(&v).unwrap().runs.len(), 1, "version {old} is read as version 3");
+        }
         let tb = r#"{"schema_version": 1, "units": {"gbps": "TB/s", "us": "us", "bytes": "B"}, "runs": []}"#;
         assert!(parse(tb).unwrap_err().contains("refusing to mix units"));
         let bad_op = SINGLE.replace("rms_fwd", "softmax");
         assert!(parse(&bad_op).unwrap_err().contains("unknown op `softmax`"));
         assert!(parse(r#"{"env": {}, "results": {}}"#).unwrap_err().contains("--peers"));
+    }
+
+    #[test]
+    fn fp8_rows_carry_their_format() {
+        let fp8 = SINGLE.replace(r#""op": "rms_fwd""#, r#""op": "rms_fwd_fp8_row", "y_dtype": "e4m3""#);
+        let f = parse(&fp8).unwrap();
+        assert_eq!(f.runs[0].results[0].y_dtype.as_deref(), Some("e4m3"));
+        assert!(f.to_json().contains(r#""y_dtype": "e4m3""#));
+        assert!(!parse(SINGLE).unwrap().to_json().contains("y_dtype"), "absent for the other ops");
+        let bad = fp8.replace(r#""y_dtype": "e4m3""#, r#""y_dtype": "bf16""#);
+        assert!(parse(&bad).unwrap_err().contains("y_dtype must be an FP8 format"));
     }
 }

@@ -24,7 +24,13 @@ not built, and the report says why.
 
 options:
   --backend LIST   cpu,cuda,hip: only these (default: every backend with a device here)
-  --ops LIST       rms_fwd,rms_bwd,addrms_fwd,addrms_bwd,ln_fwd,ln_bwd (default: all)
+  --ops LIST       rms_fwd,rms_bwd,addrms_fwd,addrms_bwd,ln_fwd,ln_bwd (default: these six); the
+                   FP8 forwards rms_fwd_fp8,rms_fwd_fp8_t,addrms_fwd_fp8,rms_fwd_fp8_row run only
+                   when named; groups: default, fp8, all
+  --fp8            add the four FP8 forwards (alone: only them), on their own grid (bf16 x,
+                   4096x1024 to 2048x65536 and 8x4096, 128x4096 on GPUs); a backend without FP8
+                   kernels lists them as not run
+  --fp8-format F   y's FP8 format: e4m3 (default), e5m2, e4m3fnuz, e5m2fnuz
   --dtypes LIST    bf16,f16,f32: every shape in each (default: bf16, plus f32 at the first shape)
   --shapes LIST    MxN,... instead of the default grid
   --quick          ~20 s smoke run (after the build)

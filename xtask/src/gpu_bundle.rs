@@ -5,10 +5,12 @@
 //! - `bin/normkit-bench`: the benchmark runner, built with the `cuda` feature;
 //! - `peers/bench_peers.py` (from `../shared/peers` or `shared/peers`, when present) and any
 //!   wheels already in `OUT/wheels` (kept across runs: e.g. liger-kernel, fetched with `pip download`);
+//! - `peers/fp8_peers.py` (from `benches/peers`): PyTorch peers of the FP8 ops, same byte model;
 //! - `run.sh`: tests, the soak and fault tests (`soak`: 100,000 calls with device memory
 //!   measured, injected and real out-of-memory; alone, one test at a time), compute-sanitizer
 //!   (memcheck, racecheck, initcheck) on the kernel tour, the benchmark and the peers, writing
-//!   under `$OUT` (or `./out`).
+//!   under `$OUT` (or `./out`); and, only when named, `fp8bench` and `fp8peers`: the FP8 ops
+//!   with normkit and with PyTorch, merged into one report when both ran.
 //!
 //! Standard library only. Release builds in `$CARGO_TARGET_DIR` (default `target/`).
 
@@ -68,13 +70,21 @@ fn copy_stripped(from: &Path, to: &Path) -> Result<(), String> {
 
 const RUN_SH: &str = r#"#!/usr/bin/env bash
 # normkit GPU bundle: tests, soak, sanitizers, benchmark, peers. Results under $OUT (default ./out).
-# Usage: run.sh [tests] [soak] [sanitize] [bench] [peers] [candle]   (default: all)
+# Usage: run.sh [tests] [soak] [sanitize] [bench] [peers] [candle] [fp8bench] [fp8peers]
+#        (default: tests soak sanitize bench peers candle; fp8bench and fp8peers run only when named)
 #   tests: every test of bin/cuda-tests except the soak:: ones, in parallel        -> tests.log
 #   soak:  the soak:: tests alone, --test-threads=1 (they take most of the device's
 #          memory, one of them all of it for a moment): 100,000 calls with device
 #          memory measured before and after, injected and real out-of-memory      -> soak.log
 #   candle: normkit-candle with candle's CUDA build (bundles made with --candle): its tests,
 #          the `train` example and the candle bench                  -> candle-*.log
+#   fp8bench: normkit-bench --fp8 on the cuda backend: the FP8 forwards (rms_fwd_fp8,
+#          rms_fwd_fp8_t, addrms_fwd_fp8, rms_fwd_fp8_row) on the FP8 grid, e4m3 y; a case
+#          the backend does not support is listed as not run   -> fp8bench/results.json, fp8bench.log
+#          (FP8_BENCH_ARGS: more options, e.g. --full or --fp8-format e5m2)
+#   fp8peers: peers/fp8_peers.py: torch.compile and eager of the same ops, CUDA-graph replay,
+#          copy ceiling in the same run        -> fp8peers/fp8_peers.json, fp8peers.log
+#          (FP8_PEERS_ARGS: more options); with fp8bench: one report of both -> fp8report/
 set -u
 HERE="$(cd "$(dirname "$0")" && pwd)"
 OUT="${OUT:-$HERE/out}"
@@ -115,6 +125,21 @@ if has candle && [ -x "$HERE/bin/candle-tests" ]; then
   "$HERE/bin/candle-train" ${CANDLE_STEPS:-300} 2>&1 | tee "$OUT/candle-train.log" | tail -n 8
   NORMKIT_CANDLE_BENCH_DEVICE=cuda "$HERE/bin/candle-bench" --bench ${CANDLE_BENCH_ARGS:-} 2>&1 | tee "$OUT/candle-bench.log" | grep -v "^$" | tail -n 60
 fi
+if has fp8bench; then
+  echo "== normkit-bench, FP8 ops"
+  "$HERE/bin/normkit-bench" run --backend cuda --fp8 ${FP8_BENCH_ARGS:-} --out "$OUT/fp8bench" 2>&1 | tee "$OUT/fp8bench.log" | tail -n 40
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+fi
+if has fp8peers && [ -f "$HERE/peers/fp8_peers.py" ]; then
+  echo "== FP8 peers (PyTorch)"
+  PYTHONUNBUFFERED=1 python3 "$HERE/peers/fp8_peers.py" ${FP8_PEERS_ARGS:-} --out "$OUT/fp8peers" 2>&1 | tee "$OUT/fp8peers.log" | tail -n 40
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+fi
+if [ -f "$OUT/fp8bench/results.json" ] && [ -f "$OUT/fp8peers/fp8_peers.json" ] && { has fp8bench || has fp8peers; }; then
+  echo "== FP8 report: normkit and the FP8 peers"
+  "$HERE/bin/normkit-bench" merge "$OUT/fp8bench/results.json" --peers "$OUT/fp8peers/fp8_peers.json" --out "$OUT/fp8report" 2>&1 | tail -n 3
+  grep -A 30 '^## Speedup' "$OUT/fp8report/report.md" | head -n 60
+fi
 if has peers && [ -f "$HERE/peers/bench_peers.py" ]; then
   echo "== peers"
   if ls "$HERE"/wheels/*.whl >/dev/null 2>&1; then
@@ -147,6 +172,12 @@ pub fn run(root: &Path, out: &Path) -> Result<(), String> {
             break;
         }
     }
+    let fp8_peers = root.join("benches/peers/fp8_peers.py");
+    if fp8_peers.is_file() {
+        let d = out.join("peers");
+        fs::create_dir_all(&d).map_err(|e| format!("create {}: {e}", d.display()))?;
+        copy(&fp8_peers, &d.join("fp8_peers.py"))?;
+    }
     fs::create_dir_all(out.join("wheels")).map_err(|e| format!("create wheels/: {e}"))?;
 
     let run_sh = out.join("run.sh");
@@ -157,7 +188,11 @@ pub fn run(root: &Path, out: &Path) -> Result<(), String> {
         fs::set_permissions(&run_sh, fs::Permissions::from_mode(0o755)).map_err(|e| format!("chmod run.sh: {e}"))?;
     }
 
-    println!("gpu bundle in {}: bin/cuda-tests, bin/normkit-bench, run.sh", out.display());
+    println!(
+        "gpu bundle in {}: bin/cuda-tests, bin/normkit-bench, run.sh (steps: tests soak sanitize bench peers candle; \
+         fp8bench fp8peers when named)",
+        out.display()
+    );
     Ok(())
 }
 
@@ -270,4 +305,21 @@ pub fn candle(root: &Path, out: &Path) -> Result<(), String> {
     copy_stripped(b, &bin.join("candle-bench"))?;
     println!("gpu bundle: bin/candle-tests, bin/candle-train, bin/candle-bench (run.sh candle)");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RUN_SH;
+
+    /// The default steps are unchanged; the FP8 steps run only when named and write under $OUT.
+    #[test]
+    fn run_sh_has_the_fp8_steps_on_request() {
+        assert!(RUN_SH.contains(r#"STEPS="${*:-tests soak sanitize bench peers candle}""#));
+        for step in ["fp8bench", "fp8peers"] {
+            assert!(RUN_SH.contains(&format!("if has {step}")), "{step}");
+        }
+        assert!(RUN_SH.contains(r#"run --backend cuda --fp8 ${FP8_BENCH_ARGS:-} --out "$OUT/fp8bench""#));
+        assert!(RUN_SH.contains(r#"python3 "$HERE/peers/fp8_peers.py" ${FP8_PEERS_ARGS:-} --out "$OUT/fp8peers""#));
+        assert!(RUN_SH.contains(r#"--peers "$OUT/fp8peers/fp8_peers.json" --out "$OUT/fp8report""#));
+    }
 }

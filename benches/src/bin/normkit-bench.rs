@@ -1,9 +1,9 @@
 //! `normkit-bench`: measure normkit's ops, probe the backends, merge reports.
 //!
 //! ```text
-//! normkit-bench [run] [--backend cpu,cuda,hip] [--ops rms_fwd,...] [--dtypes bf16,f32]
-//!                     [--shapes MxN,...] [--quick|--full] [--reps N] [--label NAME] [--out DIR]
-//!                     [--no-candle] [--candle-all-shapes]
+//! normkit-bench [run] [--backend cpu,cuda,hip] [--ops rms_fwd,...|fp8|all] [--fp8] [--fp8-format e4m3]
+//!                     [--dtypes bf16,f32] [--shapes MxN,...] [--quick|--full] [--reps N] [--label NAME]
+//!                     [--out DIR] [--no-candle] [--candle-all-shapes]
 //! normkit-bench probe
 //! normkit-bench merge A.json [B.json ...] [--peers peers.json] --out DIR
 //! ```
@@ -28,7 +28,15 @@ usage:
 
 run options:
   --backend LIST   cpu,cuda,hip (default: every backend available here)
-  --ops LIST       rms_fwd,rms_bwd,addrms_fwd,addrms_bwd,ln_fwd,ln_bwd (default: all)
+  --ops LIST       rms_fwd,rms_bwd,addrms_fwd,addrms_bwd,ln_fwd,ln_bwd (default: these six), the
+                   FP8 forwards rms_fwd_fp8,rms_fwd_fp8_t,addrms_fwd_fp8,rms_fwd_fp8_row (only when
+                   named), or the groups default, fp8, all
+  --fp8            add the four FP8 forwards (alone, without --ops: only them), on their own grid:
+                   bf16 x at 4096x1024, 32768x4096, 2048x8192, 2048x65536, 8x4096, 128x4096 on GPUs
+                   (--full adds 16384x16384); y in FP8 at 1 byte/element, per-tensor scale from a
+                   1-element device buffer, amax, scale_inv (rms_fwd_fp8_t adds yT, N x M;
+                   rms_fwd_fp8_row scales per row). A backend without FP8 kernels skips them, saying so
+  --fp8-format F   the FP8 format of y: e4m3 (default), e5m2, e4m3fnuz, e5m2fnuz
   --dtypes LIST    bf16,f16,f32: every shape in each (default: bf16, plus f32 at the first shape)
   --shapes LIST    MxN,... instead of the default grid
   --quick          ~20 s smoke run            --full   adds hidden sizes up to 1M
@@ -87,6 +95,19 @@ struct RunArgs {
     candle_all_shapes: bool,
 }
 
+/// The ops of a run: `--ops` (or every default op), with the FP8 ops added by `--fp8`.
+fn ops_of(given: Option<Vec<Op>>, fp8: bool) -> Vec<Op> {
+    match (given, fp8) {
+        (None, false) => Op::DEFAULT.to_vec(),
+        (None, true) => Op::FP8.to_vec(),
+        (Some(ops), false) => ops,
+        (Some(mut ops), true) => {
+            ops.extend(Op::FP8.into_iter().filter(|op| !ops.contains(op)).collect::<Vec<_>>());
+            ops
+        }
+    }
+}
+
 fn value<'a>(it: &mut impl Iterator<Item = &'a String>, flag: &str) -> Result<&'a String, String> {
     it.next().ok_or_else(|| format!("{flag} needs a value"))
 }
@@ -95,11 +116,12 @@ fn parse_run(args: &[String]) -> Result<RunArgs, String> {
     let mut r = RunArgs {
         backends: None,
         not_built: Vec::new(),
-        req: Request { ops: Op::ALL.to_vec(), shapes: None, dtypes: None, size: Size::Default, reps: None, label: None },
+        req: Request::new(&Op::DEFAULT),
         out: PathBuf::from("report"),
         candle: true,
         candle_all_shapes: false,
     };
+    let (mut ops, mut fp8) = (None, false);
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -110,7 +132,9 @@ fn parse_run(args: &[String]) -> Result<RunArgs, String> {
                 }
                 r.backends = Some(list);
             }
-            "--ops" => r.req.ops = ops::parse_ops(value(&mut it, a)?)?,
+            "--ops" => ops = Some(ops::parse_ops(value(&mut it, a)?)?),
+            "--fp8" => fp8 = true,
+            "--fp8-format" => r.req.fp8_format = ops::parse_fp8_format(value(&mut it, a)?)?,
             "--dtypes" => {
                 r.req.dtypes =
                     Some(value(&mut it, a)?.split(',').filter(|s| !s.trim().is_empty()).map(ops::parse_dtype).collect::<Result<_, _>>()?)
@@ -134,6 +158,7 @@ fn parse_run(args: &[String]) -> Result<RunArgs, String> {
     if r.req.dtypes.as_ref().is_some_and(Vec::is_empty) {
         return Err("--dtypes needs at least one of bf16, f16, f32".into());
     }
+    r.req.ops = ops_of(ops, fp8);
     Ok(r)
 }
 
@@ -158,7 +183,8 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
             })
             .collect(),
     };
-    let with_candle = a.candle && names.iter().any(|n| n == "cpu");
+    // candle has no FP8 ops: a run of them only has nothing for it to time
+    let with_candle = a.candle && names.iter().any(|n| n == "cpu") && a.req.ops.iter().any(|op| !op.is_fp8());
     let candle_cases = if with_candle && candle_peer::BUILT { candle_peer::cases(&a.req, a.candle_all_shapes) } else { Vec::new() };
     let total: usize = names.iter().map(|n| a.req.cases(runner::device_kind(n)).len()).sum::<usize>() + candle_cases.len();
     let mut progress = Progress::new(total);
@@ -215,16 +241,22 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
 }
 
 fn print_summary(file: &ResultsFile) {
-    println!("{:<8} {:<11} {:>13} {:<5} {:>8} {:>6} {:>10}", "backend", "op", "shape", "dtype", "GB/s", "%copy", "µs");
+    // An FP8 op's dtype reads `bf16→e4m3` (x's dtype, y's format); the columns widen to fit.
+    let dtype_of = |x: &schema::ResultRow| x.y_dtype.as_ref().map_or_else(|| x.dtype.clone(), |y| format!("{}→{y}", x.dtype));
+    let rows = file.runs.iter().flat_map(|r| &r.results);
+    let op_w = rows.clone().map(|x| x.op.len()).max().unwrap_or(0).max(11);
+    let dt_w = rows.map(|x| dtype_of(x).chars().count()).max().unwrap_or(0).max(5);
+    println!("{:<8} {:<op_w$} {:>13} {:<dt_w$} {:>8} {:>6} {:>10}", "backend", "op", "shape", "dtype", "GB/s", "%copy", "µs");
     for r in &file.runs {
         for x in &r.results {
             let pct = x.pct_copy.map_or_else(|| "–".into(), |p| format!("{p:.0}%"));
+            // `{:<w$}` pads by chars, and `→` is one
             println!(
-                "{:<8} {:<11} {:>13} {:<5} {:>8} {:>6} {:>10}",
+                "{:<8} {:<op_w$} {:>13} {:<dt_w$} {:>8} {:>6} {:>10}",
                 r.backend,
                 x.op,
                 format!("{}x{}", x.m, x.n),
-                x.dtype,
+                dtype_of(x),
                 fmt_gbps(x.gbps),
                 pct,
                 fmt_us(x.us)
@@ -238,6 +270,9 @@ fn print_summary(file: &ResultsFile) {
             r.errors.len(),
             r.skipped.len()
         );
+        for (op, reason, count) in skipped_by_op(r) {
+            println!("{:<8} not run: {op} ({count} case{}): {reason}", r.backend, if count == 1 { "" } else { "s" });
+        }
     }
     for p in &file.peers {
         println!("{:<8} {}: {} cases, {} errors", "peer", p.display_label(), p.results.len(), p.errors.len());
@@ -263,6 +298,18 @@ fn print_summary(file: &ResultsFile) {
     let measured: Vec<&str> = file.runs.iter().map(|r| r.backend.as_str()).collect();
     let not: Vec<&str> = file.skipped_backends.iter().map(|b| b.backend.as_str()).collect();
     println!("measured: {}; skipped backends: {}", measured.join(", "), if not.is_empty() { "none".to_string() } else { not.join(", ") });
+}
+
+/// The run's skipped cases, one line per (op, reason), in the order first seen, with a count.
+fn skipped_by_op(r: &Run) -> Vec<(&str, &str, usize)> {
+    let mut out: Vec<(&str, &str, usize)> = Vec::new();
+    for s in &r.skipped {
+        match out.iter_mut().find(|(op, reason, _)| *op == s.op && *reason == s.reason) {
+            Some(e) => e.2 += 1,
+            None => out.push((&s.op, &s.reason, 1)),
+        }
+    }
+    out
 }
 
 fn merge(args: &[String]) -> Result<ExitCode, String> {
@@ -324,6 +371,20 @@ mod tests {
         let no = parse_run(&args("--no-candle --candle-all-shapes")).unwrap();
         assert!(!no.candle && no.candle_all_shapes);
         assert_eq!(ok.req.cases(normkit_benches::grid::DeviceKind::Cpu).len(), 1);
+        assert!(err("--fp8-format bf16").contains("unknown FP8 format `bf16`"));
+    }
+
+    #[test]
+    fn fp8_ops_run_only_when_asked_for() {
+        let ops = |s: &str| parse_run(&args(s)).unwrap().req.ops;
+        assert_eq!(ops(""), Op::DEFAULT.to_vec());
+        assert_eq!(ops("--fp8"), Op::FP8.to_vec());
+        assert_eq!(ops("--ops fp8"), Op::FP8.to_vec());
+        assert_eq!(ops("--ops rms_fwd --fp8"), [&[Op::RmsFwd][..], &Op::FP8].concat());
+        assert_eq!(ops("--ops rms_fwd_fp8_t,rms_fwd_fp8_row"), vec![Op::RmsFwdFp8T, Op::RmsFwdFp8Row]);
+        let r = parse_run(&args("--fp8 --fp8-format e5m2")).unwrap();
+        assert_eq!(r.req.fp8_format, normkit_core::DType::F8E5M2);
+        assert!(r.req.cases(normkit_benches::grid::DeviceKind::Gpu).iter().all(|c| c.y_dtype() == normkit_core::DType::F8E5M2));
     }
 
     #[test]

@@ -119,7 +119,9 @@ pub fn render(file: &ResultsFile) -> String {
 
 fn op_section(s: &mut String, op: Op, runs: &[&Run], colors: &[&'static str]) {
     let idx: Vec<usize> = (0..runs.len()).filter(|&i| runs[i].results.iter().any(|x| x.op == op.name())).collect();
-    let _ = write!(s, "<section class=\"op\" id=\"op-{op}\"><h2>{op}</h2><p class=\"desc\">{}</p>", esc(op.describe()));
+    let cols: Vec<&Run> = idx.iter().map(|&i| runs[i]).collect();
+    let fp8 = super::fp8_note(op, &cols).map_or_else(String::new, |n| format!(". {n}"));
+    let _ = write!(s, "<section class=\"op\" id=\"op-{op}\"><h2>{op}</h2><p class=\"desc\">{}{}</p>", esc(op.describe()), esc(&fp8));
     let (gbps, pcts) = series(op, runs, colors, &idx);
     let mut ceilings: Vec<HLine> = Vec::new();
     for &i in &idx {

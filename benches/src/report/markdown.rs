@@ -21,7 +21,8 @@ pub fn render(file: &ResultsFile) -> String {
     machines(&mut s, &runs);
     for op in ops_present(&runs) {
         let cols: Vec<&Run> = runs.iter().copied().filter(|r| r.results.iter().any(|x| x.op == op.name())).collect();
-        let _ = writeln!(s, "\n## {op}\n\n{}\n", op.describe());
+        let fp8 = super::fp8_note(op, &cols).map_or_else(String::new, |n| format!(". {n}"));
+        let _ = writeln!(s, "\n## {op}\n\n{}{fp8}\n", op.describe());
         let mut header = String::from("| shape | dtype |");
         let mut rule = String::from("|---|---|");
         for r in &cols {

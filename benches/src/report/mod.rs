@@ -55,6 +55,20 @@ pub(crate) fn ops_present(runs: &[&Run]) -> Vec<Op> {
     Op::ALL.into_iter().filter(|op| runs.iter().any(|r| r.results.iter().any(|x| x.op == op.name()))).collect()
 }
 
+/// What an FP8 op's section says of its `y`: the formats its rows carry (`y_dtype`), or `None`
+/// for the other ops.
+pub(crate) fn fp8_note(op: Op, runs: &[&Run]) -> Option<String> {
+    if !op.is_fp8() {
+        return None;
+    }
+    let mut formats: Vec<&str> =
+        runs.iter().flat_map(|r| r.results.iter()).filter(|x| x.op == op.name()).filter_map(|x| x.y_dtype.as_deref()).collect();
+    formats.sort_unstable();
+    formats.dedup();
+    let formats = if formats.is_empty() { "FP8".to_string() } else { formats.join(", ") };
+    Some(format!("y in {formats}, 1 byte per element; the dtype column is x's dtype."))
+}
+
 /// A table row key: (n, m, dtype), sorted by dtype then hidden size.
 pub(crate) type RowKey = (u64, u64, String);
 

@@ -89,10 +89,10 @@ fn html_carries_the_input_numbers_and_is_self_contained() {
 #[test]
 fn merge_refuses_mixed_versions() {
     let d = tmp_dir("versions");
-    let p = d.join("v3.json");
-    std::fs::write(&p, RUNS.replace("\"schema_version\": 1", "\"schema_version\": 3")).unwrap();
+    let p = d.join("v4.json");
+    std::fs::write(&p, RUNS.replace("\"schema_version\": 1", "\"schema_version\": 4")).unwrap();
     let e = schema::load(&p).unwrap_err();
-    assert!(e.contains("v3.json") && e.contains("schema_version 3"), "{e}");
+    assert!(e.contains("v4.json") && e.contains("schema_version 4"), "{e}");
 }
 
 /// A CPU run and the two candle peers of the same run, as `normkit-bench run` writes them.
@@ -145,6 +145,57 @@ fn candle_columns_and_speedups_reach_every_output() {
     assert!(html.contains("<section id=\"speedup\">") && html.contains("href=\"#speedup\""));
     assert!(html.contains("data-v=\"8.5\">8.5×</td>") && html.contains("data-v=\"100\">100×</td>"), "speedups in the HTML");
     assert!(html.contains("<th class=\"run\" colspan=\"3\">candle unfused</th>"));
+}
+
+/// A cuda run of the FP8 ops (rms_fwd_fp8 measured, the others skipped) and a fp8_peers.py file
+/// of the same device: torch.compile in e4m3 (compared) and in e5m2 (another format: not compared).
+const FP8_RUN: &str = r#"{"schema_version": 3, "units": {"gbps": "1e9 B/s", "us": "us", "bytes": "B"},
+ "tool": "normkit-bench 0.1.0", "date": "2026-11-25T10:00:00Z", "runs": [
+ {"backend": "cuda", "device": "NVIDIA H100 80GB HBM3", "driver": "580.159.04", "copy_gbps": 3000.0, "results": [
+   {"op": "rms_fwd_fp8", "m": 32768, "n": 4096, "dtype": "bf16", "y_dtype": "e4m3", "gbps": 2700.0, "us": 150.0,
+    "bytes": 402792460},
+   {"op": "rms_fwd_fp8", "m": 8, "n": 4096, "dtype": "bf16", "y_dtype": "e4m3", "gbps": 20.0, "us": 4.0}],
+  "skipped": [{"op": "rms_fwd_fp8_row", "m": 32768, "n": 4096, "dtype": "bf16",
+               "reason": "cuda does not support an FP8 `y`"}]}]}"#;
+
+const FP8_PEERS: &str = r#"{"tool": "fp8_peers.py", "date": "2026-11-25T10:30:00Z",
+  "env": {"gpu": "NVIDIA H100 80GB HBM3", "sm_count": 132, "l2_bytes": 52428800},
+  "copy": [{"bytes_each_way": 2147483648, "GBps": 3010.0}],
+  "impl_info": {"compile": "torch.compile(mode=default, dynamic=False), torch 2.9.0"},
+  "results": {
+    "rms_fwd_fp8|compile|32768x4096|bfloat16": {"op": "rms_fwd_fp8", "impl": "compile", "M": 32768, "N": 4096,
+       "dtype": "bfloat16", "y_dtype": "float8_e4m3fn", "status": "ok", "GBps": 1350.0, "time_us": 300.0, "bytes": 402792460},
+    "rms_fwd_fp8|compile|8x4096|bfloat16": {"op": "rms_fwd_fp8", "impl": "compile", "M": 8, "N": 4096,
+       "dtype": "bfloat16", "y_dtype": "float8_e5m2", "status": "ok", "GBps": 10.0, "time_us": 8.0},
+    "rms_fwd_fp8_row|eager|32768x4096|bfloat16": {"op": "rms_fwd_fp8_row", "impl": "eager", "M": 32768, "N": 4096,
+       "dtype": "bfloat16", "status": "ok", "GBps": 300.0, "time_us": 1300.0}}}"#;
+
+#[test]
+fn fp8_ops_reach_the_report_and_compare_within_one_format() {
+    let d = tmp_dir("fp8");
+    let (a, p) = (d.join("fp8.json"), d.join("fp8_peers.json"));
+    std::fs::write(&a, FP8_RUN).unwrap();
+    std::fs::write(&p, FP8_PEERS).unwrap();
+    let peer_runs = peers::load(&p).unwrap();
+    // the row without a y_dtype is not taken: it could not be matched by format
+    assert_eq!(peer_runs.len(), 1, "{peer_runs:?}");
+    assert_eq!(peer_runs[0].label, "torch.compile · H100 80GB HBM3");
+    assert_eq!(peer_runs[0].results.iter().map(|r| r.y_dtype.as_deref()).collect::<Vec<_>>(), vec![Some("e4m3"), Some("e5m2")]);
+    let file = ResultsFile::new(schema::load(&a).unwrap().runs, peer_runs);
+    // 32768x4096 in e4m3 on both sides: compared; 8x4096 is e5m2 on the peer's side: not compared
+    assert_eq!(file.comparisons.len(), 1, "{:?}", file.comparisons);
+    assert_eq!((file.comparisons[0].op.as_str(), file.comparisons[0].speedup), ("rms_fwd_fp8", 2.0));
+
+    let md = report::render_markdown(&file);
+    assert!(md.contains("## rms_fwd_fp8\n\ny_q = fp8(rmsnorm(x)·w · scale)"), "{md}");
+    assert!(md.contains("y in e4m3, e5m2, 1 byte per element; the dtype column is x's dtype."), "{md}");
+    assert!(md.contains("| 32768x4096 | bf16 | 2700 | 90% | 150 | 1350 | 45% | 300 |"), "{md}");
+    assert!(md.contains("### rms_fwd_fp8 · cuda · NVIDIA H100 80GB HBM3"), "{md}");
+    assert!(md.contains("| 32768x4096 | bf16 | 150 | 2700 | 300 | 1350 | **2.0×** |"), "{md}");
+    assert!(md.contains("skipped rms_fwd_fp8_row 32768x4096 bf16: cuda does not support an FP8 `y`"), "{md}");
+    let html = report::render_html(&file);
+    assert!(html.contains("id=\"op-rms_fwd_fp8\"") && html.contains("y in e4m3, e5m2, 1 byte per element"));
+    assert!(html.contains("data-v=\"2700\">2700</td>"));
 }
 
 /// The target folder of this build (tests run from `target/<profile>/deps/`).
