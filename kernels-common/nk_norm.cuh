@@ -32,6 +32,7 @@
 //   nk_finalize.cuh  bwd_finalize, bwd_finalize_wide, bwd_finalize_cols
 //   nk_reg.cuh       fwd_reg, bwd_reg (register-resident, and their prefetching twins)
 //   nk_entry.cuh     the NARROW / run-time dispatch entries of the row and split bodies
+//   nk_fp8.cuh       the quantised (FP8) forward: row, split and transpose kernels
 #pragma once
 #include "nk_base.cuh"
 #include "nk_row.cuh"
@@ -39,3 +40,4 @@
 #include "nk_finalize.cuh"
 #include "nk_reg.cuh"
 #include "nk_entry.cuh"
+#include "nk_fp8.cuh"

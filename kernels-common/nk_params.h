@@ -9,6 +9,11 @@
 #define NK_DT_F32 0
 #define NK_DT_F16 1
 #define NK_DT_BF16 2
+// FP8 output formats (`dt_y` of a quantised forward only; see nk_fp8.cuh).
+#define NK_DT_E4M3 3       // OCP E4M3FN, max 448
+#define NK_DT_E5M2 4       // OCP E5M2, max 57344
+#define NK_DT_E4M3FNUZ 5   // AMD gfx942, max 240
+#define NK_DT_E5M2FNUZ 6   // AMD gfx942, max 57344
 
 // Casting modes (see normkit-core desc.rs).
 #define NK_CAST_GEMMA 0
@@ -24,6 +29,14 @@
 #define NK_F_NOFULL 32     // measurement knob: register kernels skip their FULL specialisation
 #define NK_F_WGLOBAL 64    // prefetching register backward: weight read from global (its fp32 slots do not fit)
 
+// `q` bits of a quantised (FP8) forward.
+#define NK_Q_ROW 1         // per-row dynamic scaling (else one scale for the tensor)
+#define NK_Q_DEVSCALE 2    // per tensor: the scale is read from `scale` (else `scale_host`)
+#define NK_Q_AMAX 4        // write max|y| to `amax` (atomicMax on its bits; the host zeroes it first)
+#define NK_Q_INV 8         // write 1/scale to `scale_inv` (per row: always)
+#define NK_Q_TFUSED 16     // write yT through the shared-memory tile (the row kernel)
+#define NK_Q_TSTRIDED 32   // measurement baseline: write yT with one byte store per element
+
 struct NkFwdParams {
     uint64_t x, y, r, r_out, w, b, mean, rstd, ws;
     int64_t m, n;                 // rows, hidden size
@@ -35,6 +48,13 @@ struct NkFwdParams {
     int32_t group, rpc;           // row path: threads per row, rows per CTA
     int32_t slot;                 // row path: bytes per staged chunk (16 if every tensor is 16-bit, else 32)
     int32_t pad_;
+    // FP8 output (dt_y an NK_DT_E* code; zero otherwise). y's and yT's strides are in bytes.
+    uint64_t scale, amax, scale_inv, yt, ws_q;  // ws_q: the split path's per-(row, chunk) row maxima
+    int64_t syt;                  // row stride of yT (N × M)
+    float scale_host;
+    int32_t q;                    // NK_Q_* bits
+    int32_t tm;                   // transposed tile: rows per tile
+    int32_t tpitch;               // transposed tile: bytes per shared-memory row
 };
 
 struct NkBwdParams {
@@ -51,6 +71,6 @@ struct NkBwdParams {
 };
 
 #ifdef __cplusplus
-static_assert(sizeof(NkFwdParams) == 176, "NkFwdParams layout is shared with Rust");
+static_assert(sizeof(NkFwdParams) == 240, "NkFwdParams layout is shared with Rust");
 static_assert(sizeof(NkBwdParams) == 192, "NkBwdParams layout is shared with Rust");
 #endif

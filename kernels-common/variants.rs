@@ -44,6 +44,15 @@ pub enum Family {
     BwdCluster,
     /// Backward, several rows per thread at a time (`kernels-cuda/rows.cuh`).
     BwdRows,
+    /// Quantised (FP8) forward, register-resident rows, optionally with the fused transposed
+    /// output (`nk_fp8.cuh`).
+    FwdQRow,
+    /// Quantised forward, long rows: the max |y| of each (row, chunk), per-row scaling only.
+    FwdQSplitAmax,
+    /// Quantised forward, long rows: writes y_q.
+    FwdQSplitApply,
+    /// yT from a quantised y (the separate transpose).
+    FwdQTranspose,
 }
 
 impl Family {
@@ -66,6 +75,10 @@ impl Family {
             Family::FwdCluster => "fwd_cluster",
             Family::BwdCluster => "bwd_cluster",
             Family::BwdRows => "bwd_rows",
+            Family::FwdQRow => "fwd_q_row",
+            Family::FwdQSplitAmax => "fwd_q_split_amax",
+            Family::FwdQSplitApply => "fwd_q_split_apply",
+            Family::FwdQTranspose => "fwd_q_transpose",
         }
     }
 
@@ -73,7 +86,16 @@ impl Family {
     pub const fn bwd(self) -> bool {
         !matches!(
             self,
-            Family::FwdRow | Family::FwdSplitStats | Family::FwdSplitReduce | Family::FwdSplitApply | Family::FwdReg | Family::FwdCluster
+            Family::FwdRow
+                | Family::FwdSplitStats
+                | Family::FwdSplitReduce
+                | Family::FwdSplitApply
+                | Family::FwdReg
+                | Family::FwdCluster
+                | Family::FwdQRow
+                | Family::FwdQSplitAmax
+                | Family::FwdQSplitApply
+                | Family::FwdQTranspose
         )
     }
 }
@@ -293,6 +315,36 @@ pub enum KernelKey {
         /// Threads per group.
         group: RowsGroup,
     },
+    /// `nk_fwd_q_row{4|8|16}{|_res}{|_st}_{a|u}{|h}`: the quantised (FP8) forward,
+    /// register-resident rows (SPEC = NARROW + 2·chunks/4 + 16·residual + 32·strided).
+    FwdQRow {
+        /// 16-byte accesses (and 8-byte y_q stores).
+        aligned: bool,
+        /// Every tensor but y f16/bf16.
+        narrow: bool,
+        /// Chunks per thread.
+        chunks: FwdChunks,
+        /// The fused residual add.
+        residual: bool,
+        /// The strided-store baseline of the transposed output (measurements only).
+        strided: bool,
+    },
+    /// `nk_fwd_q_split_amax_{a|u}{|h}`.
+    FwdQSplitAmax {
+        /// 16-byte accesses.
+        aligned: bool,
+        /// Every tensor but y f16/bf16.
+        narrow: bool,
+    },
+    /// `nk_fwd_q_split_apply_{a|u}{|h}`.
+    FwdQSplitApply {
+        /// 16-byte accesses (and 8-byte y_q stores).
+        aligned: bool,
+        /// Every tensor but y f16/bf16.
+        narrow: bool,
+    },
+    /// `nk_fwd_q_transpose`.
+    FwdQTranspose,
 }
 
 /// One entry of a kernel list: the variant and its launch bounds (`__launch_bounds__`).
@@ -389,6 +441,10 @@ impl KernelKey {
             KernelKey::FwdCluster { .. } => Family::FwdCluster,
             KernelKey::BwdCluster { .. } => Family::BwdCluster,
             KernelKey::BwdRows { .. } => Family::BwdRows,
+            KernelKey::FwdQRow { .. } => Family::FwdQRow,
+            KernelKey::FwdQSplitAmax { .. } => Family::FwdQSplitAmax,
+            KernelKey::FwdQSplitApply { .. } => Family::FwdQSplitApply,
+            KernelKey::FwdQTranspose => Family::FwdQTranspose,
         }
     }
 
@@ -402,18 +458,25 @@ impl KernelKey {
             | KernelKey::BwdSplitStats { aligned, .. }
             | KernelKey::BwdSplitApply { aligned, .. }
             | KernelKey::FwdReg { aligned, .. }
-            | KernelKey::FwdCluster { aligned, .. } => aligned,
+            | KernelKey::FwdCluster { aligned, .. }
+            | KernelKey::FwdQRow { aligned, .. }
+            | KernelKey::FwdQSplitAmax { aligned, .. }
+            | KernelKey::FwdQSplitApply { aligned, .. } => aligned,
             KernelKey::BwdReg { .. } | KernelKey::BwdCluster { .. } | KernelKey::BwdRows { .. } => true,
             KernelKey::FwdSplitReduce
             | KernelKey::BwdSplitReduce
             | KernelKey::BwdFinalize
             | KernelKey::BwdFinalizeWide
-            | KernelKey::BwdFinalizeCols => false,
+            | KernelKey::BwdFinalizeCols
+            | KernelKey::FwdQTranspose => false,
         }
     }
 
     /// Every tensor f16/bf16: the NARROW variants, or a specialised kernel of a 16-bit dtype.
     pub const fn narrow(self) -> bool {
+        if let KernelKey::FwdQRow { narrow, .. } = self {
+            return narrow;
+        }
         match self.spec() {
             Spec::Narrow(n) => n,
             Spec::Int(s) => s & 3 != 0,
@@ -429,7 +492,13 @@ impl KernelKey {
             | KernelKey::FwdSplitApply { narrow, .. }
             | KernelKey::BwdRow { narrow, .. }
             | KernelKey::BwdSplitStats { narrow, .. }
-            | KernelKey::BwdSplitApply { narrow, .. } => Spec::Narrow(narrow),
+            | KernelKey::BwdSplitApply { narrow, .. }
+            | KernelKey::FwdQSplitAmax { narrow, .. }
+            | KernelKey::FwdQSplitApply { narrow, .. } => Spec::Narrow(narrow),
+            KernelKey::FwdQRow { narrow, chunks, residual, strided, .. } => {
+                Spec::Int(narrow as u32 + 2 * (chunks.get() as u32 / 4) + 16 * residual as u32 + 32 * strided as u32)
+            }
+            KernelKey::FwdQTranspose => Spec::Narrow(false),
             KernelKey::FwdSplitReduce
             | KernelKey::BwdSplitReduce
             | KernelKey::BwdFinalize
@@ -476,6 +545,14 @@ impl KernelKey {
             KernelKey::BwdRow { aligned, narrow } => generic("nk_bwd_row", aligned, narrow),
             KernelKey::BwdSplitStats { aligned, narrow } => generic("nk_bwd_split_stats", aligned, narrow),
             KernelKey::BwdSplitApply { aligned, narrow } => generic("nk_bwd_split_apply_pre", aligned, narrow),
+            KernelKey::FwdQSplitAmax { aligned, narrow } => generic("nk_fwd_q_split_amax", aligned, narrow),
+            KernelKey::FwdQSplitApply { aligned, narrow } => generic("nk_fwd_q_split_apply", aligned, narrow),
+            KernelKey::FwdQRow { aligned, narrow, chunks, residual, strided } => generic(
+                &format!("nk_fwd_q_row{}{}{}", chunks.get(), res(residual), if strided { "_st" } else { "" }),
+                aligned,
+                narrow,
+            ),
+            KernelKey::FwdQTranspose => "nk_fwd_q_transpose".to_owned(),
             KernelKey::FwdSplitReduce
             | KernelKey::BwdSplitReduce
             | KernelKey::BwdFinalize

@@ -7,6 +7,7 @@
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 #include <stdint.h>
+#include "nk_params.h"
 
 #define NK_DEVICE __device__ __forceinline__
 #define NK_KERNEL_ATTR extern "C" __global__
@@ -101,3 +102,32 @@ NK_DEVICE void nk_copy_async_wait() { asm volatile("cp.async.commit_group;\ncp.a
 NK_DEVICE void nk_copy_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 NK_DEVICE void nk_copy_async_wait_prior() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
 NK_DEVICE void nk_copy_async_wait_all() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
+
+// Single bytes and 8-byte pairs (FP8 outputs), and the integer atomic max of the FP8 amax.
+NK_DEVICE void nk_store_g8(void* p, uint32_t v) { asm volatile("st.global.u8 [%0], %1;" ::"l"(p), "h"((unsigned short)v)); }
+NK_DEVICE uint32_t nk_load_g8(const void* p) {
+    unsigned short v;
+    asm volatile("ld.global.u8 %0, [%1];" : "=h"(v) : "l"(p));
+    return (uint32_t)v;
+}
+NK_DEVICE void nk_store_g64(void* p, uint32_t lo, uint32_t hi) { asm volatile("st.global.v2.u32 [%0], {%1, %2};" ::"l"(p), "r"(lo), "r"(hi)); }
+NK_DEVICE void nk_atomic_max_u32(uint32_t* p, uint32_t v) { atomicMax(reinterpret_cast<unsigned int*>(p), v); }
+NK_DEVICE float nk_fmax(float a, float b) { return fmaxf(a, b); }  // NaN-ignoring (IEEE maxNum)
+NK_DEVICE float nk_fabs(float v) { return fabsf(v); }
+
+// FP8: two f32 to the OCP formats by cvt.rn.satfinite (sm_89+): round to nearest even, finite
+// overflow and infinities to ±max finite, NaN to NaN — the contract's conversion, in hardware.
+// `out`: lo in the low byte. False for the fnuz formats (no instruction): the caller converts in
+// software (kernels-common/nk_fp8.cuh, fp8_encode_sw).
+NK_DEVICE bool nk_cvt_fp8x2(int fmt, float lo, float hi, uint32_t& out) {
+    unsigned short r;
+    if (fmt == NK_DT_E4M3) {
+        asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
+    } else if (fmt == NK_DT_E5M2) {
+        asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
+    } else {
+        return false;
+    }
+    out = r;
+    return true;
+}

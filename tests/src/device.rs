@@ -220,6 +220,19 @@ pub fn kernel_tour<K: NormKernel>(k: &K, shapes: &[(usize, usize, usize, DType)]
     }
 }
 
+/// The FP8 kernels under the same tour (compute-sanitizer runs it): every case of
+/// [`crate::suite::fp8_path_cases`] through the full FP8 check (poisoned outputs, values against
+/// the oracle, yT bitwise the transpose of y_q).
+pub fn fp8_tour<K: NormKernel>(k: &K) {
+    for c in crate::suite::fp8_path_cases() {
+        match crate::check::check_fp8(k, &c) {
+            Ok(crate::Ran::Passed) => {}
+            Ok(crate::Ran::Skipped(why)) => panic!("{c}: the backend declined an FP8 case of the tour: {why}"),
+            Err(e) => panic!("{e}"),
+        }
+    }
+}
+
 /// The device-only tests as [`Trial`](crate::harness::Trial)s for `harness::run`: `$ctor` makes
 /// the backend (a [`RawBuffers`]), `$shapes` is the backend's `kernel_tour` list of
 /// `(m, n, stride, dtype)` (its own path thresholds decide which shapes reach every kernel).
@@ -236,7 +249,9 @@ macro_rules! device_trials {
             $crate::device::misaligned_views_take_the_scalar_path(&$ctor)
         }
         fn kernel_tour() {
-            $crate::device::kernel_tour(&$ctor, &$shapes)
+            let k = $ctor;
+            $crate::device::kernel_tour(&k, &$shapes);
+            $crate::device::fp8_tour(&k);
         }
         $crate::trials![
             overlapping_raw_views_are_rejected,

@@ -405,7 +405,38 @@ fn fp8<K: NormKernel>(k: &K) -> Result<Summary, String> {
             run.add(|| c.to_string(), check_fp8(k, &c));
         }
     }
+    for c in fp8_path_cases() {
+        run.add(|| c.to_string(), check_fp8(k, &c));
+    }
     run.finish()
+}
+
+/// FP8 cases sized for the GPU paths (e4m3, and e5m2fnuz where the conversion is software): the
+/// row kernel with several fused-transpose tiles and a partial last one (70 × 4096), 512-thread
+/// groups (16384), 16 chunks per thread with the separate transpose (40000), and split rows with
+/// per-row scaling and the separate transpose (70000), with and without the residual.
+pub fn fp8_path_cases() -> Vec<Fp8Case> {
+    use DType::*;
+    let rms = NormDesc::rms(1e-6);
+    let res = NormDesc::rms(1e-6).with_residual(true);
+    let list: [(NormDesc, DTypes, usize, usize, Fp8Scale, Views); 8] = [
+        (rms, DTypes { y: F8E4M3, ..DTypes::uniform(BF16) }, 70, 4096, Fp8Scale::Device(16.0), Views::Contiguous),
+        (res, DTypes { y: F8E4M3, ..DTypes::uniform(BF16) }, 70, 4096, Fp8Scale::PerRow, Views::Contiguous),
+        (rms, DTypes { y: F8E5M2Fnuz, ..DTypes::uniform(F16) }, 37, 4096, Fp8Scale::Host(64.0), Views::Strided { odd: false }),
+        (NormDesc::layer(1e-5), DTypes { y: F8E4M3, ..DTypes::f32_weight(BF16) }, 33, 16384, Fp8Scale::PerRow, Views::Contiguous),
+        (rms, DTypes { y: F8E4M3, ..DTypes::uniform(BF16) }, 9, 40000, Fp8Scale::PerRow, Views::Contiguous),
+        (rms, DTypes { y: F8E4M3, ..DTypes::uniform(BF16) }, 3, 70000, Fp8Scale::PerRow, Views::Contiguous),
+        (res, DTypes { y: F8E4M3Fnuz, ..DTypes::uniform(F32) }, 3, 70001, Fp8Scale::Device(32.0), Views::Strided { odd: true }),
+        (rms, DTypes { y: F8E4M3, ..DTypes::uniform(F32) }, 5, 4099, Fp8Scale::Host(100.0), Views::Strided { odd: true }),
+    ];
+    list.into_iter()
+        .enumerate()
+        .map(|(i, (desc, dtypes, m, n, scale, views))| {
+            let mut base = FwdCase::new(desc, dtypes, m, n, seed(24, i));
+            base.views = views;
+            Fp8Case { base, scale, amax: true, transposed: i != 3 }
+        })
+        .collect()
 }
 
 fn count(r: Result<usize, String>) -> Result<Summary, String> {

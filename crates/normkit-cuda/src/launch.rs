@@ -22,6 +22,11 @@ pub(crate) trait PlanParams: Copy {
     fn apply(&mut self, f: &Fields, ws: &Workspace, base: u64);
     /// This launch's `group` (finalize_wide: columns per CTA).
     fn set_group(&mut self, group: i32);
+    /// Stream work that must precede the kernels (an FP8 `amax` is zeroed: the kernels apply
+    /// atomicMax to its bits).
+    fn prepare(&self, _dev: &Device) -> Result<()> {
+        Ok(())
+    }
 }
 
 impl PlanParams for FwdParams {
@@ -33,9 +38,24 @@ impl PlanParams for FwdParams {
         if let Some(at) = ws.stats {
             self.ws = base + at;
         }
+        self.q |= f.q;
+        self.tm = f.tm;
+        self.tpitch = f.tpitch;
+        if let Some(at) = ws.q {
+            self.ws_q = base + at;
+        }
     }
     fn set_group(&mut self, group: i32) {
         self.group = group;
+    }
+    fn prepare(&self, dev: &Device) -> Result<()> {
+        if self.q & normkit_gpu_host::params::Q_AMAX != 0 {
+            dev.ctx.bind_to_thread().map_err(dev_err("bind context"))?;
+            // SAFETY: `amax` is one f32 (4-byte aligned) of a buffer this backend owns, checked by
+            // the validation; the memset is queued on the backend's stream before the kernels.
+            unsafe { sys::cuMemsetD32Async(self.amax, 0, 1, dev.stream.cu_stream()) }.result().map_err(dev_err("amax zeroing"))?;
+        }
+        Ok(())
     }
 }
 
@@ -69,6 +89,7 @@ where
 {
     let lease = mem.workspace(dev, l.workspace.bytes)?;
     p.apply(&l.fields, &l.workspace, lease.ptr);
+    p.prepare(dev)?;
     for s in l.steps() {
         match s.group {
             Some(g) => {

@@ -334,16 +334,15 @@ impl NormKernel for CudaBackend {
         self.dev.name.clone()
     }
 
-    /// Everything but an FP8 `y`, whose kernels do not exist yet (`Unsupported`).
+    /// Every valid call, FP8 outputs included (all four formats: e4m3 and e5m2 by the
+    /// `cvt.rn.satfinite` instructions, the fnuz formats by an exact software conversion).
     fn supports(&self, dir: Direction, desc: &NormDesc, dtypes: &DTypes) -> Result<()> {
         normkit_core::check_desc(desc)?;
-        normkit_core::check_dtypes(desc, dir, dtypes)?;
-        normkit_gpu_host::fp8_unsupported(BACKEND, dtypes)
+        normkit_core::check_dtypes(desc, dir, dtypes)
     }
 
     fn forward(&self, desc: &NormDesc, a: Forward<'_, CudaBuffer>) -> Result<()> {
         let v = validate_forward_for(self, desc, &a)?;
-        normkit_gpu_host::fp8_unsupported(BACKEND, &v.dtypes)?;
         let (mut p, call) = params::forward(desc, &a, &v, self.extra_flags());
         let l = plan::forward(&self.tuning, &self.dev.facts, &self.dev, &call)?;
         launch::run(&self.dev, &self.mem, &l, &mut p)

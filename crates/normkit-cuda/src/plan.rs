@@ -97,7 +97,7 @@ pub use normkit_gpu_host::FwdInfo as FwdCall;
 pub use normkit_gpu_host::BwdInfo as BwdCall;
 
 /// The kernel family of a plan's main pass.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Family {
     /// Nothing to launch (a forward over M = 0).
     Empty,
@@ -119,6 +119,10 @@ pub enum Family {
     BwdRow,
     /// Backward split rows (stats, reduce, apply).
     BwdSplit,
+    /// Quantised (FP8) forward, register-resident rows (`nk_fwd_q_row*`).
+    FwdQuant,
+    /// Quantised forward, split rows (stats, reduce, [amax,] apply).
+    FwdQuantSplit,
 }
 
 /// How one kernel is launched.
@@ -173,6 +177,8 @@ pub struct Workspace {
     pub dw: u64,
     /// Backward: the dB partial rows (`ws_db`).
     pub db: u64,
+    /// FP8 split rows, per row: the per-(row, chunk) maxima (`ws_q`).
+    pub q: Option<u64>,
 }
 
 /// Parameter fields that depend on the path (the rest come from the operands).
@@ -190,10 +196,17 @@ pub struct Fields {
     pub nsplit: i64,
     /// Backward register kernels: read the weight from global memory (NK_F_WGLOBAL).
     pub wglobal: bool,
+    /// FP8: `Q_*` bits the path adds (the fused transpose).
+    pub q: i32,
+    /// FP8 fused transpose: rows per tile.
+    pub tm: i32,
+    /// FP8 fused transpose: bytes per shared-memory row of the tile.
+    pub tpitch: i32,
 }
 
-/// Most kernels one call launches (split backward: stats, reduce, apply, finalize).
-pub const MAX_STEPS: usize = 4;
+/// Most kernels one call launches (split backward: stats, reduce, apply, finalize; FP8 split rows:
+/// stats, reduce, amax, apply, transpose).
+pub const MAX_STEPS: usize = 5;
 
 /// A planned call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -279,6 +292,9 @@ fn bwd_row_smem(rc: tuning::RowConfig, n: usize, slot: usize, nw: usize, staged:
 
 /// Plans a forward call.
 pub fn forward(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall) -> Result<Launch> {
+    if let Some(q) = c.fp8 {
+        return forward_fp8(t, d, occ, c, q);
+    }
     if c.m == 0 {
         return Ok(Launch::new(Family::Empty, Workspace::default(), Fields::default()));
     }
@@ -359,6 +375,140 @@ pub fn forward(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall) ->
     l.push(Step::plain(FWD_SPLIT_REDUCE, (reduce_blocks(m, threads), 1), threads, 0));
     l.push(Step::plain(ka, (blocks, 1), threads, 0));
     Ok(l)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Quantised (FP8) forward
+
+/// Bytes per row of the fused transpose's shared-memory tile of `tm` rows for N = `n`: N rounded
+/// up to 8, plus a pad that makes the 4-byte reads of `q_write_t` (nk_fp8.cuh) conflict-free: its
+/// warp reads rows 4·rb + k, words cb, with tm/4 values of rb — the pitch in words must be odd for
+/// 8 row blocks (tm = 32) and ≡ 2 (mod 8) for 4 (tm = 16); smaller tiles take the odd pitch.
+pub fn fp8_tile_pitch(n: usize, tm: u32) -> usize {
+    let words = n.div_ceil(8) * 2; // even
+    let target = if tm == 16 { 2 } else { 1 };
+    let pad = (target + 8 - words % 8) % 8;
+    (words + pad) * 4
+}
+
+/// The register kernel of a quantised forward and its group: the fewest chunks per thread whose
+/// group (a power of two ≥ ⌈chunks/K⌉) fits the kernel's launch bound; `None` beyond them.
+fn fp8_row_kernel(c: &FwdCall, narrow: bool, strided: bool) -> Option<(Kernel, u32)> {
+    let nch = c.n.div_ceil(8);
+    let options: &[FwdChunks] = if narrow { &[FwdChunks::K4, FwdChunks::K8, FwdChunks::K16] } else { &[FwdChunks::K4, FwdChunks::K8] };
+    for &chunks in options {
+        if strided && (chunks != FwdChunks::K4 || !narrow || c.residual) {
+            continue;
+        }
+        let key = KernelKey::FwdQRow { aligned: c.aligned, narrow, chunks, residual: c.residual, strided };
+        let Some(k) = kernels::lookup(key) else { continue };
+        let group = nch.div_ceil(chunks.get()).next_power_of_two() as u32;
+        if group <= k.max_threads {
+            return Some((k, group));
+        }
+    }
+    None
+}
+
+/// Plans a quantised (FP8) forward: the register kernel while a row fits its registers (with the
+/// transposed output through its shared-memory tile where a tile of at least `min_tm` rows fits,
+/// else the separate transpose kernel after it), else split rows (statistics, combine, per-row
+/// chunk maxima, apply, then the separate transpose). Chosen by N, the dtypes and the flags only.
+/// With an `amax`, the launch zeroes it first (every CTA applies an atomicMax to its bits).
+fn forward_fp8(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall, q: normkit_gpu_host::Fp8Info) -> Result<Launch> {
+    let dts = &c.dtypes;
+    let affine = c.weight || c.bias;
+    let all16 = dts.x != DType::F32 && (!c.residual || dts.residual != DType::F32) && (!affine || dts.weight != DType::F32);
+    let narrow = c.aligned && all16;
+    let m = c.m as u64;
+    let f = &t.fp8;
+    let strided = q.transposed && f.transpose == tuning::Fp8Transpose::Strided;
+    let transpose = require(KernelKey::FwdQTranspose)?;
+    if m == 0 {
+        // Nothing to quantise, but a per-tensor `scale_inv` is still written (and `amax`, zeroed
+        // by the launch, stays 0): one CTA of a row kernel that visits no row.
+        let k = require(KernelKey::FwdQRow { aligned: false, narrow: false, chunks: FwdChunks::K4, residual: c.residual, strided: false })?;
+        let mut l = Launch::new(Family::FwdQuant, Workspace::default(), Fields { group: 32, rpc: 1, ..Fields::default() });
+        l.push(Step::plain(k, (1, 1), 32, 0));
+        return Ok(l);
+    }
+    if let Some((k, group)) = fp8_row_kernel(c, narrow, strided).or_else(|| if strided { fp8_row_kernel(c, narrow, false) } else { None }) {
+        let strided = strided && matches!(k.key, KernelKey::FwdQRow { strided: true, .. });
+        let rpc = (f.cta_threads / group).max(1);
+        // The fused tile: the most rows (≤ max_tm, ≥ rows per CTA pass) whose tile fits.
+        let mut tm = 0u32;
+        if q.transposed && f.transpose == tuning::Fp8Transpose::Fused {
+            let mut cand = f.max_tm;
+            while cand >= f.min_tm.max(4) {
+                if cand as usize * fp8_tile_pitch(c.n, cand) <= f.tile_smem.min(d.dyn_smem_max[k.index]) {
+                    tm = cand;
+                    break;
+                }
+                cand /= 2;
+            }
+        }
+        let rpc = if tm > 0 { rpc.min(tm) } else { rpc };
+        let block = group * rpc;
+        let (smem, tpitch) = if tm > 0 {
+            let pitch = fp8_tile_pitch(c.n, tm);
+            (tm as usize * pitch, pitch as i32)
+        } else {
+            (0, 0)
+        };
+        let rows_per_tile = if tm > 0 { tm } else { rpc };
+        let work = m.div_ceil(rows_per_tile as u64).max(1);
+        let blocks = persistent_blocks(d, occ, k, block, smem, work)?;
+        let fields = Fields {
+            group: group as i32,
+            rpc: rpc as i32,
+            q: if tm > 0 { normkit_gpu_host::params::Q_TFUSED } else { 0 },
+            tm: tm as i32,
+            tpitch,
+            ..Fields::default()
+        };
+        let mut l = Launch::new(Family::FwdQuant, Workspace::default(), fields);
+        l.push(Step::plain(k, (blocks, 1), block, smem as u32));
+        if q.transposed && tm == 0 && !strided && m > 0 {
+            l.push(Step::plain(transpose, (transpose_blocks(d, c), 1), transpose.max_threads, 0));
+        }
+        return Ok(l);
+    }
+    // Split rows.
+    let s = c.n.div_ceil(SPLIT_CHUNK);
+    let tiles = m.checked_mul(s as u64).ok_or(NormError::Overflow { operand: Operand::X })?;
+    // [chunk partials (M·S pairs) | combined (mean, rstd) per row (M pairs) | per row: M·S maxima]
+    let stats_bytes = tiles.checked_add(m).and_then(|t| t.checked_mul(8)).and_then(|b| usize::try_from(b).ok()).ok_or_else(too_big)?;
+    let q_at = align256(stats_bytes);
+    let bytes = if q.per_row {
+        tiles.checked_mul(4).and_then(|b| usize::try_from(b).ok()).and_then(|b| b.checked_add(q_at)).ok_or_else(too_big)?
+    } else {
+        stats_bytes
+    };
+    let blocks = tiles.min(MAX_GRID) as u32;
+    let threads = kernels::NK_SPLIT_THREADS as u32;
+    let all16s = all16 && c.aligned;
+    let ks = require(KernelKey::FwdSplitStats { aligned: c.aligned, narrow: all16s })?;
+    let ka = require(KernelKey::FwdQSplitApply { aligned: c.aligned, narrow })?;
+    let ws = Workspace { bytes, stats: Some(0), q: q.per_row.then_some(q_at as u64), ..Workspace::default() };
+    let mut l = Launch::new(Family::FwdQuantSplit, ws, Fields { nsplit: s as i64, ..Fields::default() });
+    l.push(Step::plain(ks, (blocks, 1), threads, 0));
+    l.push(Step::plain(FWD_SPLIT_REDUCE, (reduce_blocks(m, threads), 1), threads, 0));
+    if q.per_row {
+        l.push(Step::plain(require(KernelKey::FwdQSplitAmax { aligned: c.aligned, narrow })?, (blocks, 1), threads, 0));
+    }
+    // The apply folds amax once per CTA (one atomicMax each): a persistent grid.
+    let apply_blocks = persistent_blocks(d, occ, ka, threads, 0, tiles)?;
+    l.push(Step::plain(ka, (apply_blocks, 1), threads, 0));
+    if q.transposed {
+        l.push(Step::plain(transpose, (transpose_blocks(d, c), 1), transpose.max_threads, 0));
+    }
+    Ok(l)
+}
+
+/// CTAs of the separate transpose: its 32 × 256 tiles, at most 8 per SM (persistent).
+fn transpose_blocks(d: &DeviceFacts, c: &FwdCall) -> u32 {
+    let tiles = (c.m as u64).div_ceil(32) * (c.n as u64).div_ceil(256);
+    tiles.clamp(1, d.sms as u64 * 8) as u32
 }
 
 /// The cluster table row for N, if it applies (the caps, the shape override, the kernels' KMAX).
@@ -451,7 +601,7 @@ pub fn workspace_bound(m: usize, n: usize, sms: usize) -> usize {
 
 /// Workspace of the paths that keep only partial rows: `[dW parts | dB parts]`.
 fn parts_workspace(c: &BwdCall, part_bytes: usize, bytes: usize) -> Workspace {
-    Workspace { bytes, stats: None, dw: 0, db: if c.dw { align256(part_bytes) as u64 } else { 0 } }
+    Workspace { bytes, stats: None, dw: 0, db: if c.dw { align256(part_bytes) as u64 } else { 0 }, q: None }
 }
 
 /// Plans a backward call. The number of partial rows may depend on M and the device: it only
@@ -500,7 +650,7 @@ pub fn backward(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &BwdCall) -
     let part_bytes = (parts as usize).checked_mul(n * 4).ok_or_else(too_big)?;
     let bytes = align256(stats_bytes).checked_add(align256(part_bytes) * nacc).ok_or_else(too_big)?;
     let dw_at = align256(stats_bytes) as u64;
-    let ws = Workspace { bytes, stats: Some(0), dw: dw_at, db: dw_at + if c.dw { align256(part_bytes) as u64 } else { 0 } };
+    let ws = Workspace { bytes, stats: Some(0), dw: dw_at, db: dw_at + if c.dw { align256(part_bytes) as u64 } else { 0 }, q: None };
     let family = if row.is_some() { Family::BwdRow } else { Family::BwdSplit };
     let mut l = Launch::new(family, ws, Fields { nparts: parts as i64, nsplit: s as i64, ..Fields::default() });
     if m > 0 {
@@ -727,6 +877,7 @@ mod tests {
     //! occupancy), and a walk over every reachable plan checking the kernels it names exist.
 
     use normkit_core::DTypes;
+    use normkit_gpu_host::Fp8Info;
     use std::collections::BTreeSet;
 
     use super::*;
@@ -748,6 +899,7 @@ mod tests {
                 kernels::Family::FwdReg => OPTIN - 256,
                 kernels::Family::BwdReg => OPTIN - 512,
                 kernels::Family::BwdRows => OPTIN - 2048,
+                kernels::Family::FwdQRow => OPTIN - 2048,
                 _ => 48 * 1024,
             })
             .collect();
@@ -778,7 +930,18 @@ mod tests {
     const OCC: FakeOcc = FakeOcc { sms: 132, clusters: true };
 
     fn fwd(dt: DType, n: usize, m: usize) -> FwdCall {
-        FwdCall { m, n, dtypes: DTypes::uniform(dt), ln: false, gemma: true, residual: false, weight: true, bias: false, aligned: true }
+        FwdCall {
+            m,
+            n,
+            dtypes: DTypes::uniform(dt),
+            ln: false,
+            gemma: true,
+            residual: false,
+            weight: true,
+            bias: false,
+            aligned: true,
+            fp8: None,
+        }
     }
     fn bwd(dt: DType, n: usize, m: usize) -> BwdCall {
         BwdCall { m, n, dtypes: DTypes::uniform(dt), ln: false, d_residual: false, weight: true, dw: true, db: false, aligned: true }
@@ -800,10 +963,10 @@ mod tests {
     }
 
     fn ws(bytes: usize, stats: Option<u64>, dw: u64, db: u64) -> Workspace {
-        Workspace { bytes, stats, dw, db }
+        Workspace { bytes, stats, dw, db, q: None }
     }
     fn f(group: i32, rpc: i32, slot: i32, nparts: i64, nsplit: i64) -> Fields {
-        Fields { group, rpc, slot, nparts, nsplit, wglobal: false }
+        Fields { group, rpc, slot, nparts, nsplit, ..Fields::default() }
     }
 
     fn check(what: &str, l: Launch, family: Family, steps: &[S], w: Workspace, fields: Fields) {
@@ -1340,7 +1503,7 @@ mod tests {
                                         let mut first = None;
                                         for m in MS {
                                             for aligned in [true, false] {
-                                                let c = FwdCall { m, n, dtypes, ln, gemma, residual, weight, bias, aligned };
+                                                let c = FwdCall { m, n, dtypes, ln, gemma, residual, weight, bias, aligned, fp8: None };
                                                 let what = || format!("{c:?}");
                                                 match forward(t, &d, occ, &c) {
                                                     Ok(l) => {
@@ -1404,6 +1567,84 @@ mod tests {
         assert_eq!(internal, known.iter().map(|n| format!("kernel {n} is missing from the fatbin")).collect());
     }
 
+    /// Every FP8 plan over shapes, dtypes, options and the transpose modes names kernels of the
+    /// table within their launch bounds and shared memory; the path (and tile) never depends on M
+    /// or, beyond the kernel's access width, on the layout; `yT` is always written by exactly one
+    /// of the fused tile, the strided baseline or the separate kernel.
+    #[test]
+    fn every_fp8_plan_fits_and_writes_the_transpose_once() {
+        let d = h100();
+        let modes = ["fused", "separate", "strided"];
+        let mut paths = BTreeSet::new();
+        for mode in modes {
+            let t = Tuning::for_sm90().with_env(|k| (k == "NORMKIT_CUDA_FP8_T").then(|| mode.to_owned()));
+            for dtypes in dtype_sets() {
+                let dtypes = DTypes { y: DType::F8E4M3, ..dtypes };
+                for n in NS {
+                    for (ln, residual) in [(false, false), (false, true), (true, false), (true, true)] {
+                        for (per_row, transposed) in [(false, false), (false, true), (true, false), (true, true)] {
+                            for aligned in [true, false] {
+                                let mut first = None;
+                                for m in MS {
+                                    let c = FwdCall {
+                                        m,
+                                        n,
+                                        dtypes,
+                                        ln,
+                                        gemma: true,
+                                        residual,
+                                        weight: true,
+                                        bias: ln,
+                                        aligned,
+                                        fp8: Some(Fp8Info { per_row, transposed }),
+                                    };
+                                    let what = || format!("{mode} {c:?}");
+                                    let l = forward(&t, &d, &OCC, &c).unwrap_or_else(|e| panic!("{}: {e}", what()));
+                                    check_steps(&what, &l, &d);
+                                    assert!(l.workspace.bytes <= workspace_bound(m, n, OCC.sms as usize), "{}", what());
+                                    if m == 0 {
+                                        assert_eq!(l.steps().count(), 1, "{}", what());
+                                        continue;
+                                    }
+                                    let main = l.steps().find(|s| !matches!(s.kernel.key, KernelKey::FwdSplitStats { .. })).unwrap().kernel;
+                                    let fused = l.fields.q & normkit_gpu_host::params::Q_TFUSED != 0;
+                                    let st = matches!(main.key, KernelKey::FwdQRow { strided: true, .. });
+                                    let sep = l.steps().filter(|s| s.kernel.key == KernelKey::FwdQTranspose).count();
+                                    assert_eq!(usize::from(fused) + usize::from(st) + sep, usize::from(transposed), "{}", what());
+                                    if fused {
+                                        assert!(l.fields.tm >= 8 && l.fields.rpc <= l.fields.tm, "{}", what());
+                                        assert_eq!(l.fields.tpitch as usize, fp8_tile_pitch(n, l.fields.tm as u32), "{}", what());
+                                    }
+                                    let shape = (l.family, l.fields.group, l.fields.rpc, l.fields.tm, l.fields.nsplit, l.workspace.q.is_some());
+                                    assert_eq!(*first.get_or_insert(shape), shape, "{}", what());
+                                    paths.insert((l.family, main.name));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(paths.iter().any(|p| p.0 == Family::FwdQuantSplit) && paths.len() > 10, "{paths:?}");
+    }
+
+    /// The fused tile's pitch: N rounded up to 8 bytes, plus the pad of `q_write_t`'s bank rule.
+    #[test]
+    fn fp8_tile_pitch_follows_the_bank_rule() {
+        for n in [1usize, 7, 8, 9, 1000, 4096, 4097, 8192] {
+            for tm in [8u32, 16, 32] {
+                let p = fp8_tile_pitch(n, tm);
+                assert!(p >= n.div_ceil(8) * 8 && p % 4 == 0 && p < n.div_ceil(8) * 8 + 32, "{n} {tm}: {p}");
+                let words = p / 4;
+                if tm == 16 {
+                    assert_eq!(words % 8, 2, "{n}");
+                } else {
+                    assert_eq!(words % 2, 1, "{n}");
+                }
+            }
+        }
+    }
+
     /// bf16 RMSNorm backward with d_residual_out at N = 163840 (cluster, 512 threads): the
     /// shared-memory kernel, with or without the prefetching twins enabled (RMSNorm has no twin
     /// with d_residual_out); without d_residual_out the twin runs.
@@ -1433,7 +1674,13 @@ mod tests {
             for &n in &[1usize, 7, 64, 1000, 4096, 8192, 12288, 65536, 131072, 262145, 1 << 20] {
                 for &m in &[1usize, 3, 128, 1000, 4096, 70000] {
                     let bound = workspace_bound(m, n, sms);
-                    for c in [fwd(dt, n, m), ln_fwd(fwd(dt, n, m)), FwdCall { residual: true, ..fwd(dt, n, m) }] {
+                    let q = |c: FwdCall, per_row| FwdCall {
+                        dtypes: DTypes { y: DType::F8E4M3, ..c.dtypes },
+                        fp8: Some(Fp8Info { per_row, transposed: true }),
+                        ..c
+                    };
+                    let res = FwdCall { residual: true, ..fwd(dt, n, m) };
+                    for c in [fwd(dt, n, m), ln_fwd(fwd(dt, n, m)), res, q(fwd(dt, n, m), false), q(res, true), q(ln_fwd(fwd(dt, n, m)), true)] {
                         let l = forward(&t, &d, &OCC, &c).unwrap();
                         assert!(l.workspace.bytes <= bound, "fwd {dt} {m}x{n}: {} > {bound}", l.workspace.bytes);
                     }

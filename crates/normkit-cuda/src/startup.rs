@@ -109,13 +109,17 @@ impl Device {
                 .set_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem_limit)
                 .map_err(dev_err("kernel attribute"))?;
         }
-        // The register kernels (prefetch buffers, the backward's group reduction): each its own
+        // The register kernels (prefetch buffers, the backward's group reduction, the FP8 transposed
+        // tile): each its own
         // opt-in limit less its static shared memory.
         let mut dyn_smem_max = vec![48 * 1024; kernels::ALL.len()];
         for k in kernels::ALL.iter() {
             if ROW_KERNELS.iter().any(|r| r.index == k.index) {
                 dyn_smem_max[k.index] = smem_limit as usize;
-            } else if k.name.starts_with("nk_fwd_reg") || k.name.starts_with("nk_bwd_reg") || k.name.starts_with("nk_bwd_rows") {
+            } else if k.name.starts_with("nk_fwd_reg")
+                || k.name.starts_with("nk_bwd_reg")
+                || k.name.starts_with("nk_bwd_rows")
+                || k.name.starts_with("nk_fwd_q_row") {
                 let f = &funcs[k.index];
                 let st =
                     f.get_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES).map_err(dev_err("kernel attribute"))?;

@@ -7,11 +7,13 @@
 //! Absent operands are encoded as address 0 and stride 0, and leave their flag unset.
 
 use normkit_core::{
-    Backward, BackwardPlan, Buffer, CastingMode, DType, DTypes, Forward, ForwardPlan, InOut, Layout, NormDesc, NormKind, Span,
+    Backward, BackwardPlan, Buffer, CastingMode, DType, DTypes, Forward, ForwardPlan, Fp8ScalePlan, Fp8Scaling, InOut, Layout, NormDesc,
+    NormKind, Scale, Span,
 };
 
 use crate::params::{
-    BwdParams, FwdParams, CAST_GEMMA, CAST_LLAMA, CAST_NONE, DT_BF16, DT_F16, DT_F32, F_BIAS, F_LN, F_RESIDUAL, F_STATS, F_WEIGHT,
+    BwdParams, FwdParams, CAST_GEMMA, CAST_LLAMA, CAST_NONE, DT_BF16, DT_E4M3, DT_E4M3FNUZ, DT_E5M2, DT_E5M2FNUZ, DT_F16, DT_F32, F_BIAS,
+    F_LN, F_RESIDUAL, F_STATS, F_WEIGHT, Q_AMAX, Q_DEVSCALE, Q_INV, Q_ROW,
 };
 
 /// A buffer in device memory, as the parameter filling sees it: its dtype (from [`Buffer`]) and
@@ -26,12 +28,18 @@ pub trait DeviceBuffer: Buffer {
     }
 }
 
-/// The `dt_*` code of a dtype (`DT_F32`, `DT_F16`, `DT_BF16`).
+/// The `dt_*` code of a dtype (`DT_F32`, `DT_F16`, `DT_BF16`, and the FP8 codes of a quantised `y`).
 pub fn dt_code(d: DType) -> i32 {
     match d {
         DType::F32 => DT_F32,
         DType::F16 => DT_F16,
-        _ => DT_BF16,
+        DType::BF16 => DT_BF16,
+        DType::F8E4M3 => DT_E4M3,
+        DType::F8E5M2 => DT_E5M2,
+        DType::F8E4M3Fnuz => DT_E4M3FNUZ,
+        DType::F8E5M2Fnuz => DT_E5M2FNUZ,
+        // DType is non-exhaustive; validation admits no other dtype.
+        _ => DT_F32,
     }
 }
 
@@ -86,6 +94,17 @@ pub struct FwdInfo {
     /// with a stride that is a multiple of 8, the weight and bias 16-byte aligned ([`mat_vec_ok`],
     /// [`span_vec_ok`]; the saved statistics do not count).
     pub aligned: bool,
+    /// The FP8 quantisation of `y`, if any.
+    pub fp8: Option<Fp8Info>,
+}
+
+/// A quantised forward, as far as planning goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fp8Info {
+    /// Per-row dynamic scaling (else one scale for the tensor).
+    pub per_row: bool,
+    /// `yT` is written.
+    pub transposed: bool,
 }
 
 /// A backward call as far as planning goes: what each backend's planner input is made of.
@@ -169,6 +188,30 @@ pub fn fwd_params<B: DeviceBuffer + ?Sized>(desc: &NormDesc, a: &Forward<'_, B>,
     if let (Some(mb), Some(s)) = (&a.mean, plan.mean) {
         p.mean = mb.buf.addr(s.offset);
     }
+    let mut fp8 = None;
+    if let (Some(q), Some(qp)) = (&a.fp8, plan.fp8) {
+        match (&q.scaling, qp.scale) {
+            (_, Fp8ScalePlan::Host(s)) => p.scale_host = s,
+            (Fp8Scaling::PerTensor(Scale::Device(v)), Fp8ScalePlan::Device(s)) => {
+                p.scale = v.buf.addr(s.offset);
+                p.q |= Q_DEVSCALE;
+            }
+            _ => p.q |= Q_ROW,
+        }
+        if let (Some(v), Some(s)) = (&q.amax, qp.amax) {
+            p.amax = v.buf.addr(s.offset);
+            p.q |= Q_AMAX;
+        }
+        if let (Some(v), Some(s)) = (&q.scale_inv, qp.scale_inv) {
+            p.scale_inv = v.buf.addr(s.offset);
+            p.q |= Q_INV;
+        }
+        if let (Some(t), Some(l)) = (&q.transposed, qp.transposed) {
+            p.yt = t.buf.addr(l.offset);
+            p.syt = l.stride as i64;
+        }
+        fp8 = Some(Fp8Info { per_row: p.q & Q_ROW != 0, transposed: qp.transposed.is_some() });
+    }
     p.flags = flags;
     let info = FwdInfo {
         m: plan.m,
@@ -180,6 +223,7 @@ pub fn fwd_params<B: DeviceBuffer + ?Sized>(desc: &NormDesc, a: &Forward<'_, B>,
         weight: flags & F_WEIGHT != 0,
         bias: flags & F_BIAS != 0,
         aligned: vec_ok,
+        fp8,
     };
     (p, info)
 }

@@ -56,7 +56,7 @@ pub fn fp8_unsupported(backend: &'static str, dtypes: &normkit_core::DTypes) -> 
     }
 }
 
-pub use fill::{bwd_params, casting_code, dt_code, fwd_params, mat_vec_ok, span_vec_ok, BwdInfo, DeviceBuffer, FwdInfo};
+pub use fill::{bwd_params, casting_code, dt_code, fwd_params, mat_vec_ok, span_vec_ok, BwdInfo, DeviceBuffer, Fp8Info, FwdInfo};
 pub use params::{BwdParams, FwdParams};
 
 #[cfg(test)]

@@ -14,6 +14,26 @@ pub const DT_F16: i32 = 1;
 /// `NK_DT_BF16`: bf16.
 pub const DT_BF16: i32 = 2;
 
+/// `NK_DT_E4M3`: a quantised `y` in OCP E4M3FN (`dt_y` only).
+pub const DT_E4M3: i32 = 3;
+/// `NK_DT_E5M2`: OCP E5M2.
+pub const DT_E5M2: i32 = 4;
+/// `NK_DT_E4M3FNUZ`: AMD gfx942 e4m3fnuz.
+pub const DT_E4M3FNUZ: i32 = 5;
+/// `NK_DT_E5M2FNUZ`: AMD gfx942 e5m2fnuz.
+pub const DT_E5M2FNUZ: i32 = 6;
+
+/// `NK_Q_ROW`: per-row dynamic scaling.
+pub const Q_ROW: i32 = 1;
+/// `NK_Q_DEVSCALE`: the per-tensor scale is read from `scale` (else `scale_host`).
+pub const Q_DEVSCALE: i32 = 2;
+/// `NK_Q_AMAX`: `amax` is written (atomicMax on its bits: the launch zeroes it first).
+pub const Q_AMAX: i32 = 4;
+/// `NK_Q_INV`: `scale_inv` is written.
+pub const Q_INV: i32 = 8;
+/// `NK_Q_TFUSED`: the row kernel writes yT through its shared-memory tile (set by the plan).
+pub const Q_TFUSED: i32 = 16;
+
 /// `NK_F_LN` flag: LayerNorm (else RMSNorm).
 pub const F_LN: i32 = 1;
 /// `NK_F_WEIGHT` flag: an affine weight is present (forward) / `dw` is wanted (backward).
@@ -96,10 +116,30 @@ pub struct FwdParams {
     pub rpc: i32,
     /// Row path: bytes per staged chunk (16 if every tensor is 16-bit, else 32).
     pub slot: i32,
-    /// Padding to the C struct's size.
+    /// Padding to the C struct's layout.
     pub pad_: i32,
+    /// FP8: device address of the per-tensor scale (`Q_DEVSCALE`).
+    pub scale: u64,
+    /// FP8: device address of `amax` (`Q_AMAX`).
+    pub amax: u64,
+    /// FP8: device address of `scale_inv` (`Q_INV`; per row, always).
+    pub scale_inv: u64,
+    /// FP8: device address of `yT` (0 without).
+    pub yt: u64,
+    /// FP8, long rows per row: the workspace of per-(row, chunk) maxima.
+    pub ws_q: u64,
+    /// FP8: row stride of `yT`, in bytes (elements).
+    pub syt: i64,
+    /// FP8: the host scale (without `Q_DEVSCALE`).
+    pub scale_host: f32,
+    /// FP8: `Q_*` bits (0: y is not quantised).
+    pub q: i32,
+    /// FP8 fused transpose: rows per tile.
+    pub tm: i32,
+    /// FP8 fused transpose: bytes per shared-memory tile row.
+    pub tpitch: i32,
 }
-const _: () = assert!(std::mem::size_of::<FwdParams>() == 176);
+const _: () = assert!(std::mem::size_of::<FwdParams>() == 240);
 
 /// `NkBwdParams`.
 #[repr(C)]
@@ -165,7 +205,7 @@ pub struct BwdParams {
 const _: () = assert!(std::mem::size_of::<BwdParams>() == 192);
 
 /// Every field's offset, in the order nk_params.h declares them (9 addresses, 7 `int64_t`, two
-/// floats, 12 `int32_t`).
+/// floats, 12 `int32_t`; then the FP8 fields: 5 addresses, an `int64_t`, a float, 3 `int32_t`).
 const _: () = {
     use std::mem::offset_of;
     assert!(offset_of!(FwdParams, x) == 0);
@@ -196,6 +236,16 @@ const _: () = {
     assert!(offset_of!(FwdParams, rpc) == 164);
     assert!(offset_of!(FwdParams, slot) == 168);
     assert!(offset_of!(FwdParams, pad_) == 172);
+    assert!(offset_of!(FwdParams, scale) == 176);
+    assert!(offset_of!(FwdParams, amax) == 184);
+    assert!(offset_of!(FwdParams, scale_inv) == 192);
+    assert!(offset_of!(FwdParams, yt) == 200);
+    assert!(offset_of!(FwdParams, ws_q) == 208);
+    assert!(offset_of!(FwdParams, syt) == 216);
+    assert!(offset_of!(FwdParams, scale_host) == 224);
+    assert!(offset_of!(FwdParams, q) == 228);
+    assert!(offset_of!(FwdParams, tm) == 232);
+    assert!(offset_of!(FwdParams, tpitch) == 236);
 };
 
 /// Every field's offset, in the order nk_params.h declares them (12 addresses, 8 `int64_t`, a

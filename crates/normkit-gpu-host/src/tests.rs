@@ -87,7 +87,8 @@ fn a_full_forward_call_fills_every_operand_field() {
             weight: true,
             bias: true,
             // residual_out starts 4 bytes into its buffer.
-            aligned: false
+            aligned: false,
+            fp8: None
         }
     );
 }
@@ -107,7 +108,7 @@ fn an_in_place_forward_without_optional_operands_leaves_them_zero() {
     assert_eq!((p.dt_x, p.dt_y, p.dt_r, p.dt_w), (DT_F16, DT_F16, DT_F16, DT_F32));
     assert_eq!(
         info,
-        FwdInfo { m, n, dtypes: plan.dtypes, ln: false, gemma: true, residual: false, weight: false, bias: false, aligned: true }
+        FwdInfo { m, n, dtypes: plan.dtypes, ln: false, gemma: true, residual: false, weight: false, bias: false, aligned: true, fp8: None }
     );
 }
 
