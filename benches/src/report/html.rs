@@ -375,7 +375,7 @@ fn peers(s: &mut String, file: &ResultsFile) {
     }
     s.push_str(
         "<section id=\"peers\"><h2>Peers</h2><p class=\"desc\">GPU peers measured by <code>peers/bench_peers.py</code> \
-        (CUDA-graph replay), CPU peers (candle) in the same run as normkit; the same byte model. They are drawn in the charts above. Below: the fastest peer per case and \
+        (the FP8 ops by <code>benches/peers/fp8_peers.py</code>; CUDA-graph replay), CPU peers (candle) in the same run as normkit; the same byte model. They are drawn in the charts above. Below: the fastest peer per case and \
         normkit on the same device (µs for latency-bound shapes, GB/s otherwise).</p>",
     );
     s.push_str("<div class=\"scroll\"><table class=\"peers\"><thead><tr><th>op</th><th>shape (M×N)</th><th>dtype</th><th>fastest peer</th><th></th><th>normkit</th></tr></thead><tbody>");

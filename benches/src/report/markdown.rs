@@ -94,7 +94,7 @@ fn peers(s: &mut String, file: &ResultsFile) {
     let _ = writeln!(s, "\n## Peers: the fastest per case, and normkit on the same device\n");
     let _ = writeln!(
         s,
-        "GPU peers measured by `peers/bench_peers.py` (CUDA-graph replay), CPU peers (candle) in the same run as normkit; the same \
+        "GPU peers measured by `peers/bench_peers.py` (the FP8 ops by `benches/peers/fp8_peers.py`; CUDA-graph replay), CPU peers (candle) in the same run as normkit; the same \
          byte model. µs for latency-bound shapes, GB/s otherwise.\n"
     );
     let _ = writeln!(s, "| op | shape | dtype | fastest peer | normkit |\n|---|---|---|---|---|");
