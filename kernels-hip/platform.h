@@ -14,6 +14,7 @@
 #endif
 
 #include <stdint.h>
+#include "nk_params.h"
 
 #ifndef __device__
 #define __device__ __attribute__((device))
@@ -153,3 +154,103 @@ NK_DEVICE void nk_copy_async_wait_all() {}
 
 // Streaming store of a 16-byte vector (non-temporal: outputs are not re-read by the kernel).
 NK_DEVICE void nk_store_u128_stream(nk_u128* p, nk_u128 v) { __builtin_nontemporal_store(v, p); }
+
+// Single bytes and 8-byte pairs (FP8 outputs), the integer atomic max of the FP8 amax, and the
+// float max / absolute value (NaN-ignoring fmax, as IEEE maxNum).
+NK_DEVICE void nk_store_g8(void* p, uint32_t v) { *(NK_GLOBAL uint8_t*)p = (uint8_t)v; }
+NK_DEVICE uint32_t nk_load_g8(const void* p) { return (uint32_t)*(const NK_GLOBAL uint8_t*)p; }
+NK_DEVICE void nk_store_g64(void* p, uint32_t lo, uint32_t hi) {
+  typedef uint32_t nk_u64v __attribute__((ext_vector_type(2)));
+  nk_u64v v = {lo, hi};
+  *(NK_GLOBAL nk_u64v*)p = v;
+}
+NK_DEVICE void nk_atomic_max_u32(uint32_t* p, uint32_t v) {
+  __atomic_fetch_max((NK_GLOBAL uint32_t*)p, v, __ATOMIC_RELAXED);
+}
+NK_DEVICE float nk_fmax(float a, float b) { return __builtin_fmaxf(a, b); }
+NK_DEVICE float nk_fabs(float v) { return __builtin_fabsf(v); }
+
+// FP8: two f32 into two FP8 bytes (lo in the low byte) by the conversion instruction where the
+// target has one for `fmt`; false otherwise, and kernels-common converts in software
+// (nk_fp8.cuh, fp8_encode_sw). The contract is the software's: round to nearest even,
+// saturating (finite overflow and infinities to ±max finite), NaN to NaN, and in the fnuz formats
+// no −0 (a value that rounds to zero is 0x00: 0x80 is their NaN).
+//
+// The instructions, v_cvt_pk_fp8_f32 / v_cvt_pk_bf8_f32 (clang:
+// __builtin_amdgcn_cvt_pk_{fp8,bf8}_f32(a, b, old, word_sel): a into byte 0, b into byte 1 of the
+// low word with word_sel false, the high word taken from `old`):
+//   gfx942 (CDNA3): to e4m3fnuz / e5m2fnuz (bias 8 / 16, no infinities, NaN 0x80). Its OCP
+//                   formats: software.
+//   gfx950 (CDNA4): the same opcodes convert to OCP e4m3fn / e5m2 (bias 7 / 15). Its fnuz formats
+//                   (no instruction since CDNA4): software.
+//   gfx90a (CDNA2): no FP8 conversion: software for every format.
+// What this adds around them, and why:
+//   - Saturation. The instructions round with the MODE register's f32 rounding (round to nearest
+//     even: HIP code never changes it) and saturate only with their clamp bit, which the builtins
+//     cannot set; without it an overflow or an infinite input gives NaN or ±inf (ROCm's own
+//     headers clamp before converting for that reason). So each input is saturated in f32 first, by a
+//     comparison: |v| > max ? copysign(max, v) : v. Exact: every value beyond max finite rounds
+//     (saturating) to max finite, which is itself exact in the format. A NaN fails the comparison
+//     and reaches the instruction unchanged — fminf / fmaxf / v_med3_f32 would turn it into a
+//     number, hence no clamp builtin.
+//   - fnuz underflow (gfx942). A value of magnitude at most half the smallest subnormal rounds to
+//     zero (a tie goes to the even code, 0); for a negative one the instruction may keep the sign
+//     bit, 0x80, which is NaN in fnuz. Such inputs (−0 included) become +0 before the conversion,
+//     again by a comparison that a NaN fails: 2^-11 for e4m3fnuz (smallest subnormal 2^-10),
+//     2^-18 for e5m2fnuz (2^-17). The OCP formats have a −0 (0x80), which the software conversion
+//     also returns: nothing to do on gfx950.
+//   - NaN. Its code is the instruction's: 0x80 in fnuz (the only NaN there); in the OCP formats a
+//     NaN code whose sign and low bits may differ from the software's 0x7F | sign. Still NaN, and
+//     every byte of one call comes from the same conversion, so yT stays bitwise y_q's transpose.
+//   - gfx950's scaled forms (v_cvt_scalef32_pk_fp8_f32 ...) are not used: they apply MX-style
+//     power-of-two block scales, while normkit's scale is any f32, multiplied in before this
+//     conversion with one rounding (nk_mul_rn), exactly as the CPU reference does.
+// None of this has run on AMD hardware: the instruction semantics above are from AMD's ISA
+// documentation and ROCm's own headers (which saturate the same way before converting), the code
+// is checked only by compiling it (crates/normkit-hip/tests/isa.rs).
+#if defined(__gfx942__) || defined(__gfx950__)
+// Saturation in f32: |v| > mx gives ±mx; anything else (NaN included) is v.
+NK_DEVICE float nk_fp8_sat(float v, float mx) { return __builtin_fabsf(v) > mx ? __builtin_copysignf(mx, v) : v; }
+// The same, and |v| <= tiny (half the smallest subnormal) gives +0: the fnuz formats.
+NK_DEVICE float nk_fp8_sat_fnuz(float v, float mx, float tiny) {
+  const float a = __builtin_fabsf(v);
+  return a > mx ? __builtin_copysignf(mx, v) : (a <= tiny ? 0.0f : v);
+}
+#endif
+
+// `old` = 0: the high word of the instruction's result is zero, so `out` holds the two bytes only.
+NK_DEVICE bool nk_cvt_fp8x2(int fmt, float lo, float hi, uint32_t& out) {
+#if defined(__gfx942__)
+  if (fmt == NK_DT_E4M3FNUZ) {
+    out = (uint32_t)__builtin_amdgcn_cvt_pk_fp8_f32(nk_fp8_sat_fnuz(lo, 240.0f, 0x1p-11f), nk_fp8_sat_fnuz(hi, 240.0f, 0x1p-11f), 0, false);
+    return true;
+  }
+  if (fmt == NK_DT_E5M2FNUZ) {
+    out = (uint32_t)__builtin_amdgcn_cvt_pk_bf8_f32(nk_fp8_sat_fnuz(lo, 57344.0f, 0x1p-18f), nk_fp8_sat_fnuz(hi, 57344.0f, 0x1p-18f), 0, false);
+    return true;
+  }
+  return false;
+#elif defined(__gfx950__)
+  if (fmt == NK_DT_E4M3) {
+    out = (uint32_t)__builtin_amdgcn_cvt_pk_fp8_f32(nk_fp8_sat(lo, 448.0f), nk_fp8_sat(hi, 448.0f), 0, false);
+    return true;
+  }
+  if (fmt == NK_DT_E5M2) {
+    out = (uint32_t)__builtin_amdgcn_cvt_pk_bf8_f32(nk_fp8_sat(lo, 57344.0f), nk_fp8_sat(hi, 57344.0f), 0, false);
+    return true;
+  }
+  return false;
+#else
+  (void)fmt, (void)lo, (void)hi, (void)out;
+  return false;
+#endif
+}
+
+// The FP8 amax's last-CTA protocol (kernels-common/nk_fp8.cuh, q_amax_commit): device-scope
+// integer atomics and a device-scope fence.
+NK_DEVICE uint32_t nk_atomic_max_u32_ret(uint32_t* p, uint32_t v) {
+  return __atomic_fetch_max((NK_GLOBAL uint32_t*)p, v, __ATOMIC_RELAXED);
+}
+NK_DEVICE uint32_t nk_atomic_add_u32(uint32_t* p, uint32_t v) { return __atomic_fetch_add((NK_GLOBAL uint32_t*)p, v, __ATOMIC_RELAXED); }
+NK_DEVICE void nk_atomic_exch_u32(uint32_t* p, uint32_t v) { __atomic_exchange_n((NK_GLOBAL uint32_t*)p, v, __ATOMIC_RELAXED); }
+NK_DEVICE void nk_threadfence() { __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, "agent"); }

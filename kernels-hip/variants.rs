@@ -126,4 +126,38 @@ pub const VARIANTS: &[Variant] = &[
     v(BwdReg { dtype: Bf16, ln: true, residual: true, chunks: BwdChunks::K4, prefetch: false }, 512, 1),
     // Not here: CUDA's 8-chunk forward (nk_fwd_reg8_*): in 1024-thread workgroups clang-22 spills it
     // on gfx942 (127 VGPRs + 28 bytes of scratch), and its table needs 1024-thread groups.
+
+    // Quantised (FP8) forward (kernels-common/nk_fp8.cuh): register-resident rows (SPEC = NARROW +
+    // 2·chunks/4 + 16·residual; NARROW: every tensor but y 16-bit, Gemma casting), the long-row
+    // amax and apply passes, the separate transpose. The row kernels hold a row's chunks (and the
+    // residual's) in registers, and the next row's prefetched, in workgroups of up to 512 threads
+    // (8 waves, 2 per SIMD: at most 256 VGPRs); clang-22 (gfx90a / gfx942 / gfx950): 4 chunks
+    // 16-bit 110-142 VGPRs, with an f32 tensor 195-256; 8 chunks 16-bit 167-239. Each chunking
+    // has its 16-byte and element-wise variants (16-bit: `_ah` / `_uh`), so the path never
+    // depends on the layout. Not here: 8 chunks with an f32 tensor (spilled at 512 even before
+    // the prefetch: 184-480 bytes of scratch; at 256 threads they would reach no further than 4
+    // chunks at 512) and 16 chunks (16-bit: 251 VGPRs + 528 bytes of scratch at 512 without the
+    // prefetch) — those rows take the split path; nor CUDA's strided-store baseline (a
+    // measurement kernel).
+    v(FwdQRow { aligned: true, narrow: true, chunks: FwdChunks::K4, residual: false, strided: false }, 512, 1),
+    v(FwdQRow { aligned: true, narrow: true, chunks: FwdChunks::K4, residual: true, strided: false }, 512, 1),
+    v(FwdQRow { aligned: false, narrow: true, chunks: FwdChunks::K4, residual: false, strided: false }, 512, 1),
+    v(FwdQRow { aligned: false, narrow: true, chunks: FwdChunks::K4, residual: true, strided: false }, 512, 1),
+    v(FwdQRow { aligned: true, narrow: true, chunks: FwdChunks::K8, residual: false, strided: false }, 512, 1),
+    v(FwdQRow { aligned: true, narrow: true, chunks: FwdChunks::K8, residual: true, strided: false }, 512, 1),
+    v(FwdQRow { aligned: false, narrow: true, chunks: FwdChunks::K8, residual: false, strided: false }, 512, 1),
+    v(FwdQRow { aligned: false, narrow: true, chunks: FwdChunks::K8, residual: true, strided: false }, 512, 1),
+    v(FwdQRow { aligned: true, narrow: false, chunks: FwdChunks::K4, residual: false, strided: false }, 512, 1),
+    v(FwdQRow { aligned: true, narrow: false, chunks: FwdChunks::K4, residual: true, strided: false }, 512, 1),
+    v(FwdQRow { aligned: false, narrow: false, chunks: FwdChunks::K4, residual: false, strided: false }, 512, 1),
+    v(FwdQRow { aligned: false, narrow: false, chunks: FwdChunks::K4, residual: true, strided: false }, 512, 1),
+    // Long rows: 256 threads (4 waves) as the other split kernels; 57-96 VGPRs.
+    v(FwdQSplitAmax { aligned: true, narrow: true }, 256, 1),
+    v(FwdQSplitAmax { aligned: true, narrow: false }, 256, 1),
+    v(FwdQSplitAmax { aligned: false, narrow: false }, 256, 1),
+    v(FwdQSplitApply { aligned: true, narrow: true }, 256, 1),
+    v(FwdQSplitApply { aligned: true, narrow: false }, 256, 1),
+    v(FwdQSplitApply { aligned: false, narrow: false }, 256, 1),
+    // The separate transpose: 32 × 256-byte tiles in 8 KiB of static LDS, 256 threads.
+    v(FwdQTranspose, 256, 1),
 ];

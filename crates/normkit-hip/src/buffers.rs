@@ -93,9 +93,19 @@ impl DeviceBuffer for HipBuffer {
 pub(crate) struct WsLease<'a> {
     _lock: Option<MutexGuard<'a, Workspace>>,
     pub(crate) ptr: u64,
+    /// The FP8 amax's two synchronisation words (running max, workgroups arrived): zero between
+    /// calls, in the allocation's reserved tail after the lent bytes (0 when the call needs no
+    /// workspace).
+    pub(crate) sync: u64,
 }
 
-/// Device scratch reused across calls (split-row statistics, dW/dB partials); grows, never
+/// Bytes after the workspace kept for [`WsLease::sync`]: zeroed when the allocation is made (on
+/// the stream, before any kernel that reads them); the kernels that use them put them back to
+/// zero (kernels-common/nk_fp8.cuh, `q_amax_commit`).
+const SYNC_BYTES: usize = 256;
+
+/// Device scratch reused across calls (split-row statistics, dW/dB partials; FP8 chunk maxima),
+/// followed in its allocation by [`SYNC_BYTES`] of zeroed synchronisation words; grows, never
 /// shrinks, freed with the backend.
 pub(crate) struct Workspace {
     pub(crate) ptr: u64,
@@ -129,7 +139,7 @@ impl HipBackend {
     /// lock and lends address 0.
     pub(crate) fn workspace(&self, bytes: usize) -> Result<WsLease<'_>> {
         if bytes == 0 {
-            return Ok(WsLease { _lock: None, ptr: 0 });
+            return Ok(WsLease { _lock: None, ptr: 0, sync: 0 });
         }
         let mut ws = self.ctx.ws.lock().map_err(|_| crate::poisoned())?;
         if ws.bytes < bytes {
@@ -144,11 +154,23 @@ impl HipBackend {
                 *ws = Workspace { ptr: 0, bytes: 0 };
             }
             self.bind()?;
-            let p = self.malloc(bytes)?;
+            let total = bytes.checked_add(SYNC_BYTES).ok_or(NormError::ResourceLimit {
+                resource: "HIP workspace bytes",
+                requested: u64::MAX,
+                available: usize::MAX as u64,
+            })?;
+            let p = self.malloc(total)?;
+            // SAFETY: the tail of the allocation just made (`total` bytes), zeroed on the stream
+            // before any kernel that reads it is queued.
+            if let Err(e) = unsafe { result::memset_async(api, (p as u64 + bytes as u64) as DevicePtr, 0, SYNC_BYTES, self.ctx.stream) } {
+                // SAFETY: allocated above, not yet shared.
+                let _ = unsafe { result::free(api, p) };
+                return Err(device_error("workspace")(e));
+            }
             *ws = Workspace { ptr: p as u64, bytes };
         }
-        let ptr = ws.ptr;
-        Ok(WsLease { _lock: Some(ws), ptr })
+        let (ptr, sync) = (ws.ptr, ws.ptr + ws.bytes as u64);
+        Ok(WsLease { _lock: Some(ws), ptr, sync })
     }
 
     /// A buffer over device memory this backend does not own (not freed on drop): `len`

@@ -1,12 +1,12 @@
 //! Executing a call: the planner's view of a validated call ([`FwdShape`], [`BwdShape`], from
 //! the kernel arguments and call summary normkit-gpu-host fills), then the kernels of a
-//! [`FwdLaunch`] / [`BwdLaunch`] queued in order on the backend's stream.
+//! [`FwdLaunch`] / [`FwdQLaunch`] / [`BwdLaunch`] queued in order on the backend's stream.
 
 use crate::buffers::HipBuffer;
 use crate::ffi::Function;
 use crate::kernels::{self, Dt, Kernel};
 use crate::params::{self, BwdParams, FwdParams};
-use crate::plan::{self, align256, BwdLaunch, BwdPath, BwdShape, FwdLaunch, FwdShape};
+use crate::plan::{self, align256, BwdLaunch, BwdPath, BwdShape, FwdLaunch, FwdQLaunch, FwdShape};
 use crate::result::{self, device_error, lookup_error};
 use crate::HipBackend;
 use normkit_core::{Backward, BackwardPlan, DType, Forward, ForwardPlan, NormDesc, NormError, Result};
@@ -28,7 +28,7 @@ pub(crate) fn forward_args(desc: &NormDesc, a: &Forward<'_, HipBuffer>, plan: &F
     // The register-resident kernels: every tensor in x's dtype and Gemma casting.
     let uniform = d.y == d.x && (!i.residual || d.residual == d.x) && (!(i.weight || i.bias) || d.weight == d.x);
     let reg = if uniform && i.gemma { Dt::of(d.x).map(|dt| (dt, i.ln)) } else { None };
-    let shape = FwdShape { m: i.m, n: i.n, aligned: i.aligned, all16, nvec, residual: i.residual, reg };
+    let shape = FwdShape { m: i.m, n: i.n, aligned: i.aligned, all16, nvec, residual: i.residual, reg, gemma: i.gemma, fp8: i.fp8 };
     (p, shape)
 }
 
@@ -72,6 +72,63 @@ impl HipBackend {
                 self.launch(stats, (blocks, 1), threads, 0, p)?;
                 self.launch(reduce, (reduce_blocks, 1), threads, 0, p)?;
                 self.launch(apply, (blocks, 1), threads, 0, p)
+            }
+        }
+    }
+
+    /// Queues the kernels of a planned quantised (FP8) forward call. With an `amax`, the workgroups
+    /// fold their maxima into the workspace's synchronisation words and the last one writes it
+    /// (kernels-common/nk_fp8.cuh, `q_amax_commit`): the row path then leases a workspace for
+    /// those words alone.
+    pub(crate) fn run_forward_fp8(&self, launch: FwdQLaunch, p: &mut FwdParams) -> Result<()> {
+        match launch {
+            FwdQLaunch::Row { kernel, group, rows_per_cta, tm, tpitch, lds, blocks, transpose } => {
+                let lease = self.workspace(if p.q & params::Q_AMAX != 0 { 256 } else { 0 })?;
+                p.q_sync = lease.sync;
+                p.group = group as i32;
+                p.rpc = rows_per_cta as i32;
+                p.tm = tm as i32;
+                p.tpitch = tpitch as i32;
+                if tm > 0 {
+                    p.q |= params::Q_TFUSED;
+                }
+                self.launch(kernel, (blocks, 1), group * rows_per_cta, lds, p)?;
+                if let Some(t) = transpose {
+                    self.launch(t.kernel, (t.blocks, 1), t.kernel.max_threads, 0, p)?;
+                }
+                Ok(())
+            }
+            FwdQLaunch::Split {
+                stats,
+                reduce,
+                amax,
+                apply,
+                nsplit,
+                blocks,
+                reduce_blocks,
+                apply_blocks,
+                threads,
+                ws_bytes,
+                ws_q,
+                transpose,
+            } => {
+                let lease = self.workspace(ws_bytes)?;
+                p.ws = lease.ptr;
+                p.q_sync = lease.sync;
+                if let Some(at) = ws_q {
+                    p.ws_q = lease.ptr + at as u64;
+                }
+                p.nsplit = nsplit as i64;
+                self.launch(stats, (blocks, 1), threads, 0, p)?;
+                self.launch(reduce, (reduce_blocks, 1), threads, 0, p)?;
+                if let Some(k) = amax {
+                    self.launch(k, (blocks, 1), threads, 0, p)?;
+                }
+                self.launch(apply, (apply_blocks, 1), threads, 0, p)?;
+                if let Some(t) = transpose {
+                    self.launch(t.kernel, (t.blocks, 1), t.kernel.max_threads, 0, p)?;
+                }
+                Ok(())
             }
         }
     }

@@ -71,6 +71,13 @@
 //! kernel sums them in a fixed order: deterministic, no atomics. The path depends on N, the
 //! dtypes and which operands exist, never on M or the layout (batch-invariant forward; see
 //! [`plan`]). All indexing is 64-bit.
+//!
+//! FP8 outputs (`Forward::fp8`, all four formats): register rows (16-bit Gemma rows to N = 32768,
+//! the rest to 16384), else split rows, and a separate transpose for `yT`
+//! ([`plan::forward_fp8`]); gfx942 converts e4m3fnuz / e5m2fnuz and
+//! gfx950 e4m3 / e5m2 with `v_cvt_pk_{fp8,bf8}_f32` (inputs saturated first), every other
+//! (format, target) pair in exact software. Compiled and ISA-checked only; not yet run on AMD
+//! hardware.
 
 #![warn(missing_docs)]
 #![deny(rustdoc::broken_intra_doc_links)]
@@ -171,17 +178,22 @@ impl NormKernel for HipBackend {
     }
 
     /// Every op, option and dtype combination of the contract (the kernels take the dtypes at
-    /// run time) but an FP8 `y`, whose kernels do not exist yet (`Unsupported`).
+    /// run time), FP8 outputs included: all four formats, converted by the target's instruction
+    /// where it has one (gfx942: e4m3fnuz / e5m2fnuz; gfx950: e4m3 / e5m2), else by an exact
+    /// software conversion (kernels-hip/README.md, "FP8 outputs").
     fn supports(&self, dir: Direction, desc: &NormDesc, dtypes: &DTypes) -> Result<()> {
         check_desc(desc)?;
-        check_dtypes(desc, dir, dtypes)?;
-        normkit_gpu_host::fp8_unsupported(self.name(), dtypes)
+        check_dtypes(desc, dir, dtypes)
     }
 
     fn forward(&self, desc: &NormDesc, a: Forward<'_, HipBuffer>) -> Result<()> {
         let checked = validate_forward_for(self, desc, &a)?;
-        normkit_gpu_host::fp8_unsupported(self.name(), &checked.dtypes)?;
         let (mut params, shape) = launch::forward_args(desc, &a, &checked);
+        if shape.fp8.is_some() {
+            // Also with M = 0: a per-tensor `scale_inv` and a zero `amax` are still written.
+            let launch = plan::forward_fp8(&self.ctx.config, self.ctx.cus, &shape, self.ctx.fwd_q_lds_limit)?;
+            return self.run_forward_fp8(launch, &mut params);
+        }
         if shape.m == 0 {
             return Ok(());
         }

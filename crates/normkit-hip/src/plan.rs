@@ -6,6 +6,7 @@ use crate::elf::CodeObject;
 use crate::kernels::{self, BwdChunks, Dt, FwdChunks, Kernel, KernelKey};
 use crate::tuning::{bwd_row_lds, fwd_row_lds, pick, Tuning, BREG_KMAX, REG_KMAX};
 use normkit_core::{NormError, Operand, Result};
+pub use normkit_gpu_host::Fp8Info;
 
 /// Elements of one split-path chunk.
 pub const SPLIT_CHUNK: usize = kernels::NK_SPLIT_THREADS * kernels::NK_SPLIT_ELEMS;
@@ -58,6 +59,10 @@ pub struct FwdShape {
     /// The register-resident kernels apply (every tensor in x's dtype, Gemma casting): x's dtype
     /// and whether this is LayerNorm.
     pub reg: Option<(Dt, bool)>,
+    /// Gemma casting (the quantised forward's 16-bit row kernels are compiled for it only).
+    pub gemma: bool,
+    /// A quantised (FP8) `y`: planned by [`forward_fp8`].
+    pub fp8: Option<Fp8Info>,
 }
 
 /// How a forward call runs.
@@ -159,6 +164,226 @@ pub fn forward(cfg: &Tuning, cus: u32, s: &FwdShape, lds_limit: usize) -> Result
         reduce_blocks: split_reduce_blocks(s.m as u64),
         threads,
         ws_bytes,
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Quantised (FP8) forward
+
+/// Bytes per row of the fused transpose's LDS tile of `tm` rows for N = `n`: N rounded up to 8,
+/// plus a pad that makes the 4-byte tile reads of `q_write_t` (kernels-common/nk_fp8.cuh)
+/// conflict-free. 32 lanes read rows 4·rb + k, words cb, with tm/4 values of rb and 32·4/tm of cb,
+/// so 4·pitch (in words) must step the banks by the cb span: the pitch in words odd for tm = 32,
+/// ≡ 2 (mod 8) for 16, ≡ 4 (mod 8) for 8 (normkit-cuda's rule, but for tm = 8, where its odd
+/// pitch leaves 2-way conflicts; tm = 8 is common here: 2048-4096-element rows on gfx942/gfx950).
+/// CDNA's LDS has 32 banks of 4 bytes and serves a wavefront's 4-byte reads 32 lanes at a time,
+/// as a CUDA warp's (`fp8_tile_pitch_is_conflict_free` checks every case).
+pub fn fp8_tile_pitch(n: usize, tm: u32) -> usize {
+    let words = n.div_ceil(8) * 2; // even
+    let target = match tm {
+        16 => 2,
+        8 => 4,
+        _ => 1,
+    };
+    let pad = (target + 8 - words % 8) % 8;
+    (words + pad) * 4
+}
+
+/// The separate transpose's tile: `Q_TR` rows × `Q_TC` bytes, staged in `Q_TR` × `Q_TPITCH` bytes
+/// of static LDS (kernels-common/nk_fp8.cuh's constants).
+const Q_TR: u64 = 64;
+const Q_TC: u64 = 256;
+const Q_TRANSPOSE_LDS: usize = Q_TR as usize * (Q_TC as usize + 4);
+
+/// The separate transpose (`nk_fwd_q_transpose`) of a quantised forward: its persistent grid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QTranspose {
+    /// The kernel.
+    pub kernel: Kernel,
+    /// Workgroups (of `kernel.max_threads` threads) over its 64 × 256-byte tiles.
+    pub blocks: u64,
+}
+
+/// How a quantised (FP8) forward runs. Chosen by N, the dtypes, the casting mode, the residual
+/// and the FP8 options only — never by M (but for M = 0, which quantises nothing) or the layout —
+/// so a row's bytes depend on neither the batch nor the strides. With an `amax`, every workgroup
+/// folds its max into the workspace's synchronisation words and the last one writes it
+/// (kernels-common/nk_fp8.cuh, `q_amax_commit`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FwdQLaunch {
+    /// The register-resident row kernel: `group` threads per row, `rows_per_cta` groups per
+    /// workgroup; with `tm` > 0 the transposed output goes through an LDS tile of `tm` rows ×
+    /// `tpitch` bytes (`lds` bytes of dynamic LDS); `transpose`: the separate kernel after it
+    /// (a `yT` without a fused tile). M = 0: one wavefront that visits no row (a per-tensor
+    /// `scale_inv` is still written, `amax` stays 0).
+    Row {
+        /// The row kernel.
+        kernel: Kernel,
+        /// Threads per row.
+        group: u32,
+        /// Rows (groups) per workgroup and pass.
+        rows_per_cta: u32,
+        /// Rows per transposed tile (0: no fused transpose).
+        tm: u32,
+        /// Bytes per LDS row of the tile.
+        tpitch: u32,
+        /// Dynamic LDS bytes (`tm · tpitch`).
+        lds: usize,
+        /// Persistent workgroups.
+        blocks: u64,
+        /// The separate transpose, if `yT` is wanted and not fused.
+        transpose: Option<QTranspose>,
+    },
+    /// Long rows: `stats` (chunk statistics), `reduce` (one combine per row), per row `amax`
+    /// (each chunk's max |y|), `apply` (y_q), then the separate transpose.
+    Split {
+        /// `nk_fwd_split_stats*`, over (row, chunk) tiles.
+        stats: Kernel,
+        /// `nk_fwd_split_reduce`.
+        reduce: Kernel,
+        /// `nk_fwd_q_split_amax*` (per-row scaling only).
+        amax: Option<Kernel>,
+        /// `nk_fwd_q_split_apply*`.
+        apply: Kernel,
+        /// Chunks per row.
+        nsplit: usize,
+        /// Workgroups of `stats` and `amax`.
+        blocks: u64,
+        /// Workgroups of `reduce`.
+        reduce_blocks: u64,
+        /// Workgroups of `apply` (persistent: one atomic max per workgroup).
+        apply_blocks: u64,
+        /// Threads per workgroup of the split kernels.
+        threads: u32,
+        /// Workspace bytes: `[chunk partials (M·S pairs) | combined (mean, rstd) per row (M pairs)
+        /// | per row, 256-byte aligned: M·S chunk maxima]`.
+        ws_bytes: usize,
+        /// Offset of the chunk maxima (`ws_q`) in the workspace (per-row scaling).
+        ws_q: Option<usize>,
+        /// The separate transpose, if `yT` is wanted.
+        transpose: Option<QTranspose>,
+    },
+}
+
+impl FwdQLaunch {
+    /// What decides a row's bytes: the path, the kernel's chunking and group, the split — never
+    /// the grid, the tile or the transpose (the same y_q either way).
+    pub fn row_shape(&self) -> (bool, u32, u32, usize) {
+        match *self {
+            FwdQLaunch::Row { kernel, group, .. } => {
+                let chunks = match kernel.key {
+                    KernelKey::FwdQRow { chunks, .. } => chunks.get() as u32,
+                    _ => 0,
+                };
+                (true, group, chunks, 0)
+            }
+            FwdQLaunch::Split { nsplit, .. } => (false, 0, 0, nsplit),
+        }
+    }
+}
+
+/// The register kernel of a quantised forward and its group: the fewest chunks per thread whose
+/// group (a power of two ≥ ⌈chunks/K⌉) fits the kernel's launch bound; `None` beyond them. The
+/// choice depends on N, the dtypes, the casting mode and the residual only: each chunking has its
+/// 16-byte and element-wise kernels (kernels-hip/variants.rs), the same arithmetic. The 16-bit
+/// kernels (8 chunks too) take every tensor but y 16-bit with Gemma casting; the others 4 chunks.
+fn fp8_row_kernel(s: &FwdShape) -> Result<Option<(Kernel, u32)>> {
+    let nch = s.n.div_ceil(8);
+    let narrow = s.all16 && s.gemma;
+    let options: &[FwdChunks] = if narrow { &[FwdChunks::K4, FwdChunks::K8] } else { &[FwdChunks::K4] };
+    for &chunks in options {
+        let k = require(KernelKey::FwdQRow { aligned: s.aligned, narrow, chunks, residual: s.residual, strided: false })?;
+        let group = nch.div_ceil(chunks.get()).next_power_of_two();
+        if group <= k.max_threads as usize {
+            return Ok(Some((k, group as u32)));
+        }
+    }
+    Ok(None)
+}
+
+/// Plans a quantised (FP8) forward (`s.fp8` set): the register kernel while a row fits its
+/// registers, then the separate transpose if `yT` is wanted — or, with
+/// [`Fp8Tuning::fused_transpose`](crate::tuning::Fp8Tuning::fused_transpose), the transposed
+/// output through the row kernel's LDS tile where a tile of at least `min_tm` rows fits
+/// `lds_limit` (the dynamic LDS of `nk_fwd_q_row*`, [`dyn_lds_limit`]) and the tuning's tile
+/// budget — otherwise split rows (statistics, combine, per-row chunk maxima, apply, then the
+/// separate transpose). `cus`: compute units.
+pub fn forward_fp8(cfg: &Tuning, cus: u32, s: &FwdShape, lds_limit: usize) -> Result<FwdQLaunch> {
+    let q = s.fp8.ok_or_else(|| NormError::Internal { backend: "hip", what: "forward_fp8 without an FP8 output".into() })?;
+    let f = &cfg.fp8;
+    let cus = u64::from(cus.max(1));
+    let wave = cfg.wavefront;
+    // The split kernels' 16-bit variants are 16-byte only (same arithmetic as the others).
+    let narrow = s.aligned && s.all16;
+    let m = s.m as u64;
+    let transpose = |kernel: Kernel| {
+        let tiles = m.div_ceil(Q_TR) * (s.n as u64).div_ceil(Q_TC);
+        let per_cu = cfg.ctas_per_cu(kernel, kernel.max_threads, Q_TRANSPOSE_LDS);
+        QTranspose { kernel, blocks: tiles.clamp(1, cus * u64::from(per_cu)) }
+    };
+    if m == 0 {
+        let kernel =
+            require(KernelKey::FwdQRow { aligned: false, narrow: false, chunks: FwdChunks::K4, residual: s.residual, strided: false })?;
+        return Ok(FwdQLaunch::Row { kernel, group: wave, rows_per_cta: 1, tm: 0, tpitch: 0, lds: 0, blocks: 1, transpose: None });
+    }
+    if let Some((kernel, group)) = fp8_row_kernel(s)? {
+        let rpc = (f.cta_threads / group).max(1);
+        // The fused tile (when the tuning asks for it): the most rows (≤ max_tm, ≥ min_tm) whose
+        // tile fits.
+        let budget = f.tile_lds.min(lds_limit);
+        let mut tm = 0;
+        if q.transposed && f.fused_transpose {
+            let mut cand = f.max_tm;
+            while cand >= f.min_tm.max(4) {
+                if cand as usize * fp8_tile_pitch(s.n, cand) <= budget {
+                    tm = cand;
+                    break;
+                }
+                cand /= 2;
+            }
+        }
+        // A tile of tm rows takes at most tm groups per pass; whole wavefronts (the block
+        // reductions of nk_fp8.cuh read every lane of a wavefront), groups past the tile idle.
+        let rpc = if tm > 0 { rpc.min(tm) } else { rpc }.max(wave / group).max(1);
+        let threads = group * rpc;
+        let (lds, tpitch) = if tm > 0 {
+            let pitch = fp8_tile_pitch(s.n, tm);
+            (tm as usize * pitch, pitch as u32)
+        } else {
+            (0, 0)
+        };
+        let rows_per_tile = if tm > 0 { tm } else { rpc };
+        let per_cu = cfg.ctas_per_cu(kernel, threads, lds);
+        let blocks = m.div_ceil(u64::from(rows_per_tile)).min(cus * u64::from(per_cu)).max(1);
+        let transpose = if q.transposed && tm == 0 { Some(transpose(require(KernelKey::FwdQTranspose)?)) } else { None };
+        return Ok(FwdQLaunch::Row { kernel, group, rows_per_cta: rpc, tm, tpitch, lds, blocks, transpose });
+    }
+    let nsplit = s.n.div_ceil(SPLIT_CHUNK);
+    let tiles = m.checked_mul(nsplit as u64).ok_or(NormError::Overflow { operand: Operand::X })?;
+    let stats_bytes = tiles.checked_add(m).and_then(|t| t.checked_mul(8)).and_then(|b| usize::try_from(b).ok()).ok_or_else(too_big)?;
+    let (ws_bytes, ws_q) = if q.per_row {
+        let at = align256(stats_bytes);
+        let bytes = tiles.checked_mul(4).and_then(|b| usize::try_from(b).ok()).and_then(|b| b.checked_add(at)).ok_or_else(too_big)?;
+        (bytes, Some(at))
+    } else {
+        (stats_bytes, None)
+    };
+    let threads = kernels::NK_SPLIT_THREADS as u32;
+    let apply = require(KernelKey::FwdQSplitApply { aligned: s.aligned, narrow })?;
+    let amax = if q.per_row { Some(require(KernelKey::FwdQSplitAmax { aligned: s.aligned, narrow })?) } else { None };
+    Ok(FwdQLaunch::Split {
+        stats: require(KernelKey::FwdSplitStats { aligned: s.aligned, narrow })?,
+        reduce: FWD_SPLIT_REDUCE,
+        amax,
+        apply,
+        nsplit,
+        blocks: tiles.clamp(1, MAX_GRID),
+        reduce_blocks: split_reduce_blocks(m),
+        apply_blocks: tiles.min(cus * u64::from(cfg.ctas_per_cu(apply, threads, 0))).max(1),
+        threads,
+        ws_bytes,
+        ws_q,
+        transpose: if q.transposed { Some(transpose(require(KernelKey::FwdQTranspose)?)) } else { None },
     })
 }
 
@@ -344,7 +569,7 @@ mod tests {
                     for nvec in 0..=2 {
                         for residual in [false, true] {
                             let reg = if all16 { Some((Dt::Bf16, nvec == 2)) } else { None };
-                            let shape = |m, aligned| FwdShape { m, n, aligned, all16, nvec, residual, reg };
+                            let shape = |m, aligned| FwdShape { m, n, aligned, all16, nvec, residual, reg, gemma: true, fp8: None };
                             let first = forward(&cfg, 304, &shape(1, false), lim).unwrap().row_shape();
                             for m in MS {
                                 for aligned in [false, true] {
@@ -374,7 +599,7 @@ mod tests {
     fn forward_row_path_limits() {
         let cfg = Tuning::for_gfx942();
         let lim = limit(&cfg, "nk_fwd_r");
-        let s = |n, nvec| FwdShape { m: 4, n, aligned: true, all16: true, nvec, residual: false, reg: None };
+        let s = |n, nvec| FwdShape { m: 4, n, aligned: true, all16: true, nvec, residual: false, reg: None, gemma: true, fp8: None };
         assert!(
             matches!(forward(&cfg, 304, &s(8192, 1), lim).unwrap(), FwdLaunch::Row { group: 256, slot: 16, kernel, .. } if kernel.narrow)
         );
@@ -478,7 +703,7 @@ mod tests {
                             for aligned in [true, false] {
                                 for residual in [false, true] {
                                     for nvec in 0..=2 {
-                                        let f = FwdShape { m, n, aligned, all16, nvec, residual, reg };
+                                        let f = FwdShape { m, n, aligned, all16, nvec, residual, reg, gemma: true, fp8: None };
                                         let what = || format!("{} {f:?}", cfg.arch);
                                         plans += 1;
                                         match forward(&cfg, 304, &f, lim) {
@@ -532,5 +757,207 @@ mod tests {
         let missing: BTreeSet<String> = asked.iter().filter(|&&k| kernels::get(k).is_none()).map(|k| k.symbol()).collect();
         assert_eq!(missing, BTreeSet::new(), "keys the planner asks for and the list lacks");
         assert_eq!(internal, BTreeSet::new());
+    }
+
+    fn q_shape(m: usize, n: usize, all16: bool, residual: bool, aligned: bool, fp8: Fp8Info) -> FwdShape {
+        FwdShape { m, n, aligned, all16, nvec: 1, residual, reg: None, gemma: true, fp8: Some(fp8) }
+    }
+
+    /// The tile pitch: whole 8-byte chunks per row, and the 4-byte reads of `q_write_t` (items
+    /// along the rows first: lane i reads row 4·(i mod TM/4) + k, word i div (TM/4)) fall in 32
+    /// distinct banks of 4 bytes for every 32 lanes — a CDNA wavefront's LDS access is served 32
+    /// lanes at a time.
+    #[test]
+    fn fp8_tile_pitch_is_conflict_free() {
+        for n in [1, 7, 8, 9, 64, 100, 1000, 1024, 2048, 4095, 4096, 8192] {
+            for tm in [8u32, 16, 32] {
+                let pitch = fp8_tile_pitch(n, tm);
+                assert!(pitch >= n.div_ceil(8) * 8 && pitch.is_multiple_of(4), "n={n} tm={tm}: {pitch}");
+                let nrb = tm as usize / 4;
+                for k in 0..4 {
+                    let banks: std::collections::BTreeSet<usize> =
+                        (0..32).map(|i| ((4 * (i % nrb) + k) * pitch / 4 + i / nrb) % 32).collect();
+                    assert_eq!(banks.len(), 32, "n={n} tm={tm} k={k}: pitch {pitch}");
+                }
+            }
+        }
+    }
+
+    /// Quantised forward plans: the path, kernel chunking and group depend on N, the dtypes and
+    /// the residual only (never M or the layout); workgroups are whole wavefronts within the
+    /// kernel's bound; the fused tile fits its LDS; the workspace holds the split layout.
+    #[test]
+    fn fp8_plans() {
+        let targets = [Tuning::for_gfx942(), Tuning::for_gfx950(), Tuning::for_gfx90a()];
+        for cfg in targets.into_iter().flat_map(|t| [t, fused(t)]) {
+            let lim = limit(&cfg, "nk_fwd_q_row");
+            assert!(lim > 60 * 1024 && lim <= 64 * 1024, "{lim}");
+            for n in [1, 7, 8, 32, 33, 64, 100, 769, 1024, 2048, 3584, 4096, 8192, 8200, 16384, 16385, 32768, 32769, 65536] {
+                for (all16, gemma) in [(true, true), (true, false), (false, true)] {
+                    for residual in [false, true] {
+                        for per_row in [false, true] {
+                            for transposed in [false, true] {
+                                let q = Fp8Info { per_row, transposed };
+                                let shape = |m, aligned| FwdShape { gemma, ..q_shape(m, n, all16, residual, aligned, q) };
+                                let first = forward_fp8(&cfg, 304, &shape(1, false), lim).unwrap().row_shape();
+                                for m in MS {
+                                    for aligned in [false, true] {
+                                        let s = shape(m, aligned);
+                                        let what = format!("{} {s:?}", cfg.arch);
+                                        let l = forward_fp8(&cfg, 304, &s, lim).unwrap();
+                                        assert_eq!(l.row_shape(), first, "{what}");
+                                        match l {
+                                            FwdQLaunch::Row { kernel, group, rows_per_cta, tm, tpitch, lds, blocks, transpose } => {
+                                                let KernelKey::FwdQRow { chunks, narrow, residual: r, aligned: a, strided } = kernel.key
+                                                else {
+                                                    panic!("{what}: {kernel:?}")
+                                                };
+                                                assert_eq!((narrow, r, a, strided), (all16 && gemma, residual, aligned, false), "{what}");
+                                                assert!(group as usize * chunks.get() * 8 >= n, "{what}");
+                                                let threads = group * rows_per_cta;
+                                                assert!(
+                                                    threads <= kernel.max_threads && threads.is_multiple_of(cfg.wavefront),
+                                                    "{what}: {threads}"
+                                                );
+                                                assert!((1..=MAX_GRID).contains(&blocks), "{what}");
+                                                assert_eq!(lds, tm as usize * tpitch as usize, "{what}");
+                                                assert!(lds <= lim.min(cfg.fp8.tile_lds), "{what}");
+                                                if tm > 0 {
+                                                    assert!(cfg.fp8.fused_transpose, "{what}");
+                                                    assert!(transposed && tm >= cfg.fp8.min_tm && tm <= cfg.fp8.max_tm, "{what}");
+                                                    assert_eq!(tpitch as usize, fp8_tile_pitch(n, tm));
+                                                }
+                                                assert_eq!(transpose.is_some(), transposed && tm == 0, "{what}");
+                                            }
+                                            FwdQLaunch::Split {
+                                                stats,
+                                                amax,
+                                                apply,
+                                                nsplit,
+                                                ws_bytes,
+                                                ws_q,
+                                                transpose,
+                                                apply_blocks,
+                                                ..
+                                            } => {
+                                                assert_eq!(nsplit, n.div_ceil(SPLIT_CHUNK));
+                                                assert!(matches!(stats.key, KernelKey::FwdSplitStats { .. }));
+                                                assert!(matches!(apply.key, KernelKey::FwdQSplitApply { .. }));
+                                                assert_eq!(amax.is_some(), per_row, "{what}");
+                                                assert_eq!(transpose.is_some(), transposed, "{what}");
+                                                let stats_bytes = (m * nsplit + m) * 8;
+                                                match ws_q {
+                                                    Some(at) => {
+                                                        assert_eq!(at, align256(stats_bytes));
+                                                        assert_eq!(ws_bytes, at + m * nsplit * 4);
+                                                    }
+                                                    None => assert_eq!(ws_bytes, stats_bytes),
+                                                }
+                                                assert!(apply_blocks >= 1 && apply_blocks <= (m * nsplit) as u64, "{what}");
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// A target's tuning with the fused transpose on.
+    fn fused(cfg: Tuning) -> Tuning {
+        Tuning { fp8: crate::tuning::Fp8Tuning { fused_transpose: true, ..cfg.fp8 }, ..cfg }
+    }
+
+    #[test]
+    fn fp8_paths() {
+        let g942 = fused(Tuning::for_gfx942());
+        let lim = limit(&g942, "nk_fwd_q_row");
+        let t = Fp8Info { per_row: false, transposed: true };
+        let plan = |cfg: &Tuning, n, all16, aligned| forward_fp8(cfg, 304, &q_shape(4096, n, all16, false, aligned, t), lim).unwrap();
+        // By default yT is written by the separate transpose (CUDA's measured choice).
+        let l = forward_fp8(&Tuning::for_gfx942(), 304, &q_shape(4096, 512, true, false, true, t), lim).unwrap();
+        assert!(matches!(l, FwdQLaunch::Row { tm: 0, lds: 0, transpose: Some(QTranspose { blocks: 128, .. }), .. }), "{l:?}");
+        // bf16 512: 4 chunks per thread in groups of 16, a fused 32-row tile (16.1 KiB); 1024: a
+        // 32-row tile would take 32.1 KiB, so 16 rows.
+        let l = plan(&g942, 512, true, true);
+        assert!(
+            matches!(l, FwdQLaunch::Row { kernel, group: 16, rows_per_cta: 16, tm: 32, transpose: None, .. } if kernel.name == "nk_fwd_q_row4_ah"),
+            "{l:?}"
+        );
+        let l = plan(&g942, 1024, true, true);
+        assert!(matches!(l, FwdQLaunch::Row { group: 32, rows_per_cta: 8, tm: 16, lds: 16512, transpose: None, .. }), "{l:?}");
+        // bf16 4096 on gfx942: an 8-row tile (32896 bytes) passes the 31 KiB budget: the separate
+        // transpose. On gfx950 (64 KiB per workgroup) it is fused.
+        let l = plan(&g942, 4096, true, true);
+        assert!(matches!(l, FwdQLaunch::Row { group: 128, tm: 0, transpose: Some(_), .. }), "{l:?}");
+        let l = plan(&fused(Tuning::for_gfx950()), 4096, true, true);
+        assert!(matches!(l, FwdQLaunch::Row { group: 128, tm: 8, lds: 32896, transpose: None, .. }), "{l:?}");
+        // 16-bit rows to 32768 in registers (8 chunks, groups of 512), element-wise too; beyond: split.
+        let l = plan(&g942, 32768, true, false);
+        assert!(matches!(l, FwdQLaunch::Row { kernel, group: 512, .. } if kernel.name == "nk_fwd_q_row8_uh"), "{l:?}");
+        assert!(matches!(plan(&g942, 32769, true, true), FwdQLaunch::Split { nsplit: 9, .. }));
+        // Llama casting: the generic kernels, 4 chunks.
+        let llama = |n| forward_fp8(&g942, 304, &FwdShape { gemma: false, ..q_shape(8, n, true, false, true, t) }, lim).unwrap();
+        assert!(matches!(llama(16384), FwdQLaunch::Row { kernel, group: 512, .. } if kernel.name == "nk_fwd_q_row4_a"));
+        assert!(matches!(llama(16385), FwdQLaunch::Split { apply, .. } if apply.name == "nk_fwd_q_split_apply_ah"));
+        // With an f32 tensor: 4 chunks only, to 16384.
+        let l = plan(&g942, 16384, false, true);
+        assert!(matches!(l, FwdQLaunch::Row { kernel, group: 512, .. } if kernel.name == "nk_fwd_q_row4_a"), "{l:?}");
+        assert!(matches!(plan(&g942, 16385, false, true), FwdQLaunch::Split { apply, .. } if apply.name == "nk_fwd_q_split_apply_a"));
+        // Tiny rows: one thread per row, still whole wavefronts (groups past the 32-row tile idle).
+        let l = plan(&g942, 8, true, true);
+        assert!(matches!(l, FwdQLaunch::Row { group: 1, rows_per_cta: 64, tm: 32, .. }), "{l:?}");
+        // M = 0: one wavefront of a row kernel that visits no row (scale_inv, amax = 0).
+        let l = forward_fp8(&g942, 304, &q_shape(0, 4096, true, true, true, t), lim).unwrap();
+        assert!(matches!(l, FwdQLaunch::Row { group: 64, rows_per_cta: 1, blocks: 1, tm: 0, transpose: None, .. }), "{l:?}");
+        // Per-row scaling of long rows: the chunk maxima after the statistics, 256-byte aligned.
+        let r = Fp8Info { per_row: true, transposed: false };
+        let l = forward_fp8(&g942, 304, &q_shape(3, 65536, true, false, true, r), lim).unwrap();
+        let FwdQLaunch::Split { amax: Some(k), nsplit: 16, ws_q: Some(at), ws_bytes, .. } = l else { panic!("{l:?}") };
+        assert_eq!((k.name, at, ws_bytes), ("nk_fwd_q_split_amax_ah", 512, 512 + 3 * 16 * 4));
+        // No FP8 output: not this planner's call.
+        assert!(forward_fp8(&g942, 304, &FwdShape { fp8: None, ..q_shape(1, 8, true, false, true, r) }, lim).is_err());
+    }
+
+    /// Every quantised plan names kernels of the list (every key asked for exists).
+    #[test]
+    fn every_fp8_plan_names_existing_kernels() {
+        use std::collections::BTreeSet;
+        kernels::take_asked();
+        for cfg in [Tuning::for_gfx942(), fused(Tuning::for_gfx950()), Tuning::for_gfx90a()] {
+            let lim = cfg.lds_per_workgroup as usize - 1024;
+            for n in [1, 100, 4096, 16384, 16385, 32768, 32769, 262_144] {
+                for (all16, residual, aligned, per_row, transposed, gemma) in
+                    (0..64).map(|b| (b & 1 != 0, b & 2 != 0, b & 4 != 0, b & 8 != 0, b & 16 != 0, b & 32 != 0))
+                {
+                    for m in [0, 1, 5000] {
+                        let s = FwdShape { gemma, ..q_shape(m, n, all16, residual, aligned, Fp8Info { per_row, transposed }) };
+                        let l = forward_fp8(&cfg, 304, &s, lim).unwrap_or_else(|e| panic!("{} {s:?}: {e}", cfg.arch));
+                        let ks: Vec<(Kernel, u32)> = match l {
+                            FwdQLaunch::Row { kernel, group, rows_per_cta, transpose, .. } => {
+                                let mut v = vec![(kernel, group * rows_per_cta)];
+                                v.extend(transpose.map(|t| (t.kernel, t.kernel.max_threads)));
+                                v
+                            }
+                            FwdQLaunch::Split { stats, reduce, amax, apply, threads, transpose, .. } => {
+                                let mut v = vec![(stats, threads), (reduce, threads), (apply, threads)];
+                                v.extend(amax.map(|k| (k, threads)));
+                                v.extend(transpose.map(|t| (t.kernel, t.kernel.max_threads)));
+                                v
+                            }
+                        };
+                        for (k, threads) in ks {
+                            assert_eq!(kernels::KERNELS.get(k.index), Some(&k));
+                            assert!(threads >= 1 && threads <= k.max_threads, "{} {s:?}: {} with {threads}", cfg.arch, k.name);
+                        }
+                    }
+                }
+            }
+        }
+        let missing: BTreeSet<String> = kernels::take_asked().iter().filter(|&&k| kernels::get(k).is_none()).map(|k| k.symbol()).collect();
+        assert_eq!(missing, BTreeSet::new());
     }
 }

@@ -161,6 +161,8 @@ pub(crate) struct Ctx {
     /// static LDS, from the kernel descriptors).
     pub(crate) fwd_lds_limit: usize,
     pub(crate) bwd_lds_limit: usize,
+    /// Dynamic LDS the quantised forward's row kernels may use (their fused transpose tile).
+    pub(crate) fwd_q_lds_limit: usize,
     pub(crate) cus: u32,
     pub(crate) name: String,
     pub(crate) funcs: Mutex<HashMap<&'static str, usize>>,
@@ -293,6 +295,7 @@ impl HipBackend {
             // "nk_fwd_r" / "nk_bwd_r": the LDS row kernels and the register-resident ones.
             fwd_lds_limit: plan::dyn_lds_limit(&config, &co, "nk_fwd_r"),
             bwd_lds_limit: plan::dyn_lds_limit(&config, &co, "nk_bwd_r"),
+            fwd_q_lds_limit: plan::dyn_lds_limit(&config, &co, "nk_fwd_q_row"),
             cus: cus.max(1) as u32,
             name,
             funcs: Mutex::new(HashMap::new()),

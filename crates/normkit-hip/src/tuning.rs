@@ -16,7 +16,7 @@
 //! is the same whatever the batch. Groups above the wavefront width are multiples of it (64), as
 //! the shared reductions require.
 
-use crate::kernels::{self, BwdChunks, Dt, Kernel, KernelKey};
+use crate::kernels::{self, BwdChunks, Dt, FwdChunks, Kernel, KernelKey};
 
 /// One row of a launch table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -138,6 +138,14 @@ pub const MAX_WAVES_PER_SIMD: u32 = 8;
 ///   hard limit), f32 3 (87-126 in 512-thread workgroups); `bwd_reg` 16-bit 3 (114-144), f32 2 (128-166: 166 would
 ///   sit at the 3-wave edge); `bwd_reg1` 4 (86-107 in 1024-thread workgroups), `bwd_reg4` 2
 ///   (166-220).
+/// - quantised (FP8) forward, rows in 512-thread workgroups (2 waves per SIMD at least; each
+///   thread holds its row's chunks and prefetches the next row's): `fwd_q_row4_ah` 4 (110-119
+///   VGPRs), the other 16-bit 4-chunk kernels 3 (120-142); 8 chunks 2 (167-239); with an f32
+///   tensor (`fwd_q_row4_{a,u}`) 2 (195-256: with the residual at the 512-VGPR-per-lane edge of
+///   2 waves); `fwd_q_split_amax_ah` 6 (57-58), `_a` / `_u` 5 (76); `fwd_q_split_apply_ah` 5
+///   (73-81), `_a` / `_u` 4 (92-102); `fwd_q_transpose` 3 (53-60 used; its 16.25 KiB LDS tile
+///   lets 3 workgroups share a 64 KiB CU, 3 waves per SIMD, and clang-22 then allocates that
+///   occupancy's VGPRs: 136 on gfx90a / gfx942).
 pub const fn designed_waves(key: KernelKey) -> u32 {
     use KernelKey::*;
     match key {
@@ -163,8 +171,17 @@ pub const fn designed_waves(key: KernelKey) -> u32 {
         BwdReg { chunks: BwdChunks::K2, .. } => 3,
         BwdReg { chunks: BwdChunks::K1, .. } => 4,
         BwdReg { chunks: BwdChunks::K4, .. } => 2,
-        // Not compiled for AMD (kernels-hip/variants.rs has none of them).
-        BwdFinalizeCols | FwdCluster { .. } | BwdCluster { .. } | BwdRows { .. } => 1,
+        FwdQRow { narrow: true, chunks: FwdChunks::K4, residual: false, aligned: true, .. } => 4,
+        FwdQRow { narrow: true, chunks: FwdChunks::K4, .. } => 3,
+        FwdQRow { .. } => 2,
+        FwdQSplitAmax { narrow: true, .. } => 6,
+        FwdQSplitAmax { .. } => 5,
+        FwdQSplitApply { narrow: true, .. } => 5,
+        FwdQSplitApply { .. } => 4,
+        FwdQTranspose => 3,
+        // Not compiled for AMD (kernels-hip/variants.rs has none of them; the quantised twins of
+        // the register forward, FwdRegQ, not yet).
+        BwdFinalizeCols | FwdCluster { .. } | BwdCluster { .. } | BwdRows { .. } | FwdRegQ { .. } => 1,
     }
 }
 
@@ -177,6 +194,35 @@ pub fn occupancy(name: &str) -> Option<u32> {
 /// Most VGPRs (allocation granule 8) a wavefront may use for `waves` of them to fit a SIMD.
 pub const fn vgpr_budget(waves: u32) -> u32 {
     (VGPRS_PER_SIMD / waves) / 8 * 8
+}
+
+/// The quantised (FP8) forward's register-resident row kernels (`nk_fwd_q_row*`) and the
+/// transposed output. CUDA's choices (normkit-cuda's `Fp8Tuning`) with CDNA's LDS; not measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fp8Tuning {
+    /// Threads per workgroup when a row needs fewer (groups per workgroup = this / group): 4
+    /// wavefronts, one per SIMD.
+    pub cta_threads: u32,
+    /// Whether `yT` goes through the row kernel's LDS tile (where one fits) rather than the
+    /// separate transpose kernel reading y_q back. Off: CUDA measured the separate kernel faster
+    /// on an H100 (bf16 → e4m3 with yT: 32768×4096 394 µs against 626 fused, 2048×8192 54.8
+    /// against 82.3, 4096×1024 18.7 against 29.0; normkit-cuda's `Fp8Tuning`); nothing is measured
+    /// on CDNA, where the fused tile also competes with occupancy for the 64 KiB of LDS.
+    pub fused_transpose: bool,
+    /// The largest tile of the fused transpose, rows: 32. Its LDS pitch (`plan::fp8_tile_pitch`)
+    /// makes the 4-byte tile reads conflict-free for a half-wavefront (32 lanes, CDNA's 32 banks of
+    /// 4 bytes — what CUDA's warp sees); 64 rows would write 64-byte runs of `yT` but read the tile
+    /// with 2-way bank conflicts under that pitch.
+    pub max_tm: u32,
+    /// The smallest tile worth fusing, rows (8: CUDA's); below it the separate transpose kernel
+    /// (32-row tiles) writes `yT`.
+    pub min_tm: u32,
+    /// LDS the fused tile may take per workgroup, bytes: half a CU's LDS less 1 KiB, so two
+    /// workgroups of the row kernel (their static reduction scratch included) stay resident per
+    /// CU; the planner also caps it at the kernel's dynamic-LDS limit (64 KiB per workgroup less
+    /// its static LDS). gfx942 / gfx90a: 31 KiB (a bf16 row of 4096 has no 8-row tile: the
+    /// separate transpose); gfx950: the per-workgroup limit.
+    pub tile_lds: usize,
 }
 
 /// How one target is launched: every table and threshold the planner uses.
@@ -204,6 +250,8 @@ pub struct Tuning {
     /// Split-row backward: target workgroups per CU for the (chunks × parts) grid; 2 = the
     /// designed occupancy of `bwd_split_apply` (2 waves per SIMD) in 4-wave workgroups.
     pub split_bwd_ctas_per_cu: u32,
+    /// The quantised (FP8) forward.
+    pub fp8: Fp8Tuning,
 }
 
 impl Tuning {
@@ -221,6 +269,7 @@ impl Tuning {
             bwd_reg1_rows: &BWD_REG1_ROWS,
             bwd_reg4_rows: &BWD_REG4_ROWS,
             split_bwd_ctas_per_cu: 2,
+            fp8: Fp8Tuning { cta_threads: 256, fused_transpose: false, max_tm: 32, min_tm: 8, tile_lds: 31 * 1024 },
         }
     }
 
@@ -228,7 +277,8 @@ impl Tuning {
     /// The per-workgroup LDS is kept at 64 KiB until a launch with more dynamic LDS is verified
     /// on a device (HIP may need a function attribute for it); residency uses the 160 KiB.
     pub const fn for_gfx950() -> Self {
-        Tuning { arch: "gfx950", lds_per_cu: 160 * 1024, ..Self::for_gfx942() }
+        let base = Self::for_gfx942();
+        Tuning { arch: "gfx950", lds_per_cu: 160 * 1024, fp8: Fp8Tuning { tile_lds: 79 * 1024, ..base.fp8 }, ..base }
     }
 
     /// MI200 (gfx90a): 110 CUs per GCD, 64 KiB LDS; same derivation, not measured.

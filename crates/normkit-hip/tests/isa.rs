@@ -10,7 +10,12 @@
 //!
 //! Fails if any kernel regresses: scratch or VGPR spills appear, the wavefront is not 64, VGPRs exceed
 //! the budget of the occupancy the kernel is designed for (`config::designed_waves`), or a 16-byte
-//! kernel stops moving its tensors with `global_load_dwordx4` / `global_store_dwordx4`.
+//! kernel stops moving its tensors with `global_load_dwordx4` / `global_store_dwordx4`. The FP8
+//! kernels (`nk_fwd_q_*`), in addition: the quantising ones convert with the hardware's
+//! `v_cvt_pk_fp8_f32` and `v_cvt_pk_bf8_f32` on gfx942 (fnuz formats) and gfx950 (OCP formats),
+//! and store y_q 8 bytes at a time (`global_store_dwordx2`) on the 16-byte path; the row kernels
+//! stage their fused transposed tile in LDS (`ds_write2_b32` / `ds_write_b64` of a chunk's 8
+//! bytes) and the separate transpose reads and writes its LDS tile.
 //!
 //! Tools: `NORMKIT_LLVM_OBJDUMP` / `NORMKIT_LLVM_READELF`, else `llvm-objdump-22` /
 //! `llvm-readelf-22` (installed with clang-22 by `cargo xtask toolchains`), else
@@ -19,6 +24,7 @@
 use normkit_hip::config::{occupancy, vgpr_budget};
 use normkit_hip::{elf, kernels};
 use std::collections::HashMap;
+use std::mem::size_of;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -45,7 +51,23 @@ const VECTOR_ACCESS: &[(&str, usize, usize)] = &[
     // h, weight, bias in; y out.
     ("nk_fwd_split_apply_pre_a", 3, 1),
     ("nk_fwd_split_apply_pre_ah", 3, 1),
+    // FP8, long rows: h, weight, bias in; y_q out 8 bytes at a time (FP8_Q8_STORES).
+    ("nk_fwd_q_split_amax_a", 3, 0),
+    ("nk_fwd_q_split_amax_ah", 3, 0),
+    ("nk_fwd_q_split_apply_a", 3, 0),
+    ("nk_fwd_q_split_apply_ah", 3, 0),
 ];
+
+/// The FP8 kernels that store y_q with 8-byte `global_store_dwordx2` on the 16-byte path: the
+/// aligned row kernels and split apply kernels.
+fn q8_stores(name: &str) -> bool {
+    name.starts_with("nk_fwd_q_") && !name.contains("amax") && (name.ends_with("_a") || name.ends_with("_ah"))
+}
+
+/// The FP8 kernels that quantise (and so convert f32 to FP8): the row and split apply kernels.
+fn quantises(name: &str) -> bool {
+    name.starts_with("nk_fwd_q_row") || name.starts_with("nk_fwd_q_split_apply")
+}
 
 /// The floors of a kernel: its VECTOR_ACCESS entry, or for the register-resident aligned kernels
 /// x and the weight in (plus the residual), y out (plus residual_out) / dx out.
@@ -56,6 +78,10 @@ fn floors(name: &str) -> Option<(usize, usize)> {
     let res = name.contains("_res");
     if name.starts_with("nk_fwd_reg_") && name.ends_with("_a") {
         return Some(if res { (3, 2) } else { (2, 1) });
+    }
+    // FP8 rows: x and the weight (plus the residual) in, residual_out out; y_q: FP8_Q8_STORES.
+    if name.starts_with("nk_fwd_q_row") && (name.ends_with("_a") || name.ends_with("_ah")) {
+        return Some(if res { (3, 1) } else { (2, 0) });
     }
     if name.starts_with("nk_bwd_reg") {
         return Some(if res { (3, 1) } else { (2, 1) });
@@ -186,7 +212,7 @@ fn every_kernel_of_every_target_passes_the_isa_checks() {
             if desc.vgprs_allocated < vgpr {
                 fail(format!("descriptor allocates {} VGPRs but the metadata says {vgpr}", desc.vgprs_allocated));
             }
-            let param_bytes = if k.bwd { 192 } else { 168 };
+            let param_bytes = if k.bwd { size_of::<normkit_hip::params::BwdParams>() } else { size_of::<normkit_hip::params::FwdParams>() };
             if (desc.kernarg_size as usize) < param_bytes {
                 fail(format!("kernarg {} bytes < {param_bytes}", desc.kernarg_size));
             }
@@ -219,8 +245,42 @@ fn every_kernel_of_every_target_passes_the_isa_checks() {
                     fail("no ds_bpermute_b32: the wavefront reduction is gone".into());
                 }
             }
+            let mut fp8 = String::new();
+            if k.name.starts_with("nk_fwd_q_") {
+                let (c8, cb8) = (count(body, "v_cvt_pk_fp8_f32"), count(body, "v_cvt_pk_bf8_f32"));
+                let st8 = count(body, "global_store_dwordx2");
+                let tile_st = count(body, "ds_write2_b32") + count(body, "ds_write_b64");
+                let lds_rd = count(body, "ds_read_b32") + count(body, "ds_read2_b32") + count(body, "ds_read_b64");
+                let lds_wr = count(body, "ds_write_b32") + count(body, "ds_write_b8") + tile_st;
+                if quantises(k.name) {
+                    // gfx942 converts to e4m3fnuz / e5m2fnuz, gfx950 to e4m3 / e5m2 in hardware;
+                    // gfx90a has no FP8 conversion (software for every format).
+                    let hw = matches!(arch, "gfx942" | "gfx950");
+                    if hw && (c8 == 0 || cb8 == 0) {
+                        fail(format!("{c8} v_cvt_pk_fp8_f32 / {cb8} v_cvt_pk_bf8_f32: the hardware FP8 conversion is gone"));
+                    }
+                    if !hw && c8 + cb8 != 0 {
+                        fail(format!("{c8} + {cb8} FP8 conversion instructions on a target without them"));
+                    }
+                }
+                if q8_stores(k.name) && st8 == 0 {
+                    fail("no global_store_dwordx2: y_q is no longer stored 8 bytes at a time".into());
+                }
+                if k.name.starts_with("nk_fwd_q_row") && (tile_st == 0 || lds_rd == 0) {
+                    // The reductions write single words; a chunk's 8 bytes into the tile are the
+                    // fused transpose.
+                    fail(format!("{tile_st} ds_write2_b32 / ds_write_b64, {lds_rd} LDS reads: the fused transpose tile is gone"));
+                }
+                if k.name == "nk_fwd_q_transpose" && (lds_wr == 0 || lds_rd == 0 || desc.group_segment_fixed_size < 8 * 1024) {
+                    fail(format!(
+                        "{lds_wr} LDS writes / {lds_rd} reads, {} bytes of LDS: the staged tile is gone",
+                        desc.group_segment_fixed_size
+                    ));
+                }
+                fp8 = format!(" cvt fp8 {c8:>2} bf8 {cb8:>2} dwordx2 st {st8:>2} lds wr {lds_wr:>2} rd {lds_rd:>2}");
+            }
             report.push_str(&format!(
-                "  {:24} vgpr {vgpr:>3} agpr {agpr:>2} alloc {:>3}/{budget:<3} ({waves} w/SIMD) scratch {} sgpr-spill-to-vgpr {sgpr_spills:>2} lds {:>4} dwordx4 ld {ld:>3} st {st:>3}\n",
+                "  {:24} vgpr {vgpr:>3} agpr {agpr:>2} alloc {:>3}/{budget:<3} ({waves} w/SIMD) scratch {} sgpr-spill-to-vgpr {sgpr_spills:>2} lds {:>4} dwordx4 ld {ld:>3} st {st:>3}{fp8}\n",
                 k.name, desc.vgprs_allocated, desc.private_segment_fixed_size, desc.group_segment_fixed_size
             ));
         }
