@@ -14,11 +14,13 @@
 //                      max |y| of each (row, chunk) into ws_q.
 //   fwd_q_split_apply  long rows: y from the reduced statistics, the row's scale from its chunk
 //                      maxima (per row), quantised and stored.
-//   fwd_q_transpose    yT from the row-major y_q (long rows, and the separate-kernel baseline):
-//                      32 × 256-byte tiles staged in shared memory, written as fwd_q_row does.
-// amax: each CTA folds its threads' max |y| (NaN ignored: fmaxf) and applies one atomicMax to the
-// bits of the f32 amax, which the host zeroed first (cuMemsetD32Async) — an integer max over
-// non-negative floats, exact and order-independent, so still deterministic.
+//   fwd_q_transpose    yT from the row-major y_q (the default way to write yT; measured faster
+//                      than the fused tile, kernels-cuda/NOTES.md): 64 × 256-byte tiles staged in
+//                      shared memory, written as fwd_q_row's fused tile is.
+// amax: each CTA folds its threads' max |y| (NaN ignored: fmaxf) into one atomicMax on the bits of
+// a zeroed word of the backend's, and the last CTA to arrive writes amax (q_amax_commit) — an
+// integer max over non-negative floats, exact and order-independent, so still deterministic, and
+// no memset before the kernel.
 #pragma once
 #include "nk_base.cuh"
 
@@ -50,7 +52,13 @@ NK_DEVICE Fp8Fmt fp8_fmt(int dt) {
 // the quantum is 2^(max(e, emin) − man); the significand is shifted to it with round to nearest
 // even on the bits shifted out, and ((max(e, emin) + bias − 1) << man) + q is the code (right for
 // subnormals, normals and a carry into the next binade); saturation is a min on the code.
-NK_DEVICE uint32_t fp8_encode_sw(int dt, float v) {
+#ifndef NK_NOINLINE
+#define NK_NOINLINE __attribute__((noinline))
+#endif
+// Out of line: the formats without an instruction are the rare path, and inlined eight times per
+// chunk its temporaries raised the register allocation of every kernel (the hot e4m3 path
+// included) past the occupancy the row kernels need.
+__device__ NK_NOINLINE uint32_t fp8_encode_sw(int dt, float v) {
     const Fp8Fmt f = fp8_fmt(dt);
     const uint32_t bits = nk_f32_as_u32(v);
     const uint32_t sign = (bits >> 24) & 0x80u, a = bits & 0x7FFFFFFFu;
@@ -129,11 +137,25 @@ NK_DEVICE float block_max(float v, float* scratch) {
     return s;
 }
 
-// amax: the CTA's max |y| into the f32 at p.amax (atomicMax on the bits of a non-negative float).
+// amax: the CTA's max |y| folded into q_sync[0] (atomicMax on the bits of a non-negative float);
+// the last CTA to arrive (q_sync[1], an arrival count) writes the result to p.amax and puts both
+// words back to zero for the next launch (the backend zeroes them once, when it allocates them).
+// Integer atomics only: the max is exact in any order, so the result is deterministic.
 NK_DEVICE void q_amax_commit(const NkFwdParams& p, float amax_t, float* scratch) {
     if (!(p.q & NK_Q_AMAX)) return;
     const float m = block_max(amax_t, scratch);
-    if (nk_tid() == 0) nk_atomic_max_u32(reinterpret_cast<uint32_t*>(p.amax), nk_f32_as_u32(m));
+    if (nk_tid() == 0) {
+        uint32_t* s = reinterpret_cast<uint32_t*>(p.q_sync);
+        nk_atomic_max_u32(s, nk_f32_as_u32(m));
+        nk_threadfence();
+        if (nk_atomic_add_u32(s + 1, 1u) == (uint32_t)nk_nblocks() - 1u) {
+            nk_threadfence();
+            const uint32_t v = nk_atomic_max_u32_ret(s, 0u);
+            nk_store_g32(reinterpret_cast<void*>(p.amax), v);
+            nk_atomic_exch_u32(s, 0u);
+            nk_atomic_exch_u32(s + 1, 0u);
+        }
+    }
 }
 
 // The per-tensor scale (0 per row) and, from CTA 0, 1/scale.
@@ -202,6 +224,25 @@ NK_DEVICE NkFwdParams specialise_q(const NkFwdParams& p0) {
     return p;
 }
 
+// Loads row ftl·TM + frl's chunks of x (and the residual) into px (pr), if that row exists.
+template <bool ALIGNED, bool NARROW, int KMAX, bool RES>
+NK_DEVICE void q_fetch(const NkFwdParams& p, int64_t ftl, int frl, int TM, int64_t ntiles, int G, int t, int K, int nch, Raw (&px)[KMAX],
+                       Raw (&pr)[RES ? KMAX : 1]) {
+    const int64_t frow = ftl * TM + frl;
+    if (ftl < ntiles && frl < TM && frow < p.m) {
+        const void* xrow = row_ptr(p.x, frow, p.sx, p.dt_x);
+        const void* rrow = row_ptr(p.r, frow, p.sr, p.dt_r);
+#pragma unroll
+        for (int k = 0; k < KMAX; ++k) {
+            const int c = k * G + t;
+            if (k < K && c < nch) {
+                load_chunk<ALIGNED, NARROW>(xrow, p.dt_x, (int64_t)c * CH, p.n, px[k]);
+                if (RES) load_chunk<ALIGNED, NARROW>(rrow, p.dt_r, (int64_t)c * CH, p.n, pr[RES ? k : 0]);
+            }
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // The row kernel. Thread t of a group owns the chunks t, t + G, ... (K ≤ KMAX) of its row, as
 // fwd_reg; the statistics are reduced in the same order (chunk order per thread, then group_sum).
@@ -228,26 +269,36 @@ NK_DEVICE void fwd_q_row_body(const NkFwdParams& p0) {
     const int64_t ntiles = (p.m + TM - 1) / TM;
     float amax_t = 0.f;
     int par = 0;
-    for (int64_t tl = nk_bid(); tl < ntiles; tl += nk_nblocks()) {
+    // The group's rows, in order: tile tl (its TM rows, rpc at a time: pass i), tiles strided by
+    // the grid. The next row's x (and residual) is loaded into registers before the current one is
+    // reduced and written, so every thread keeps two rows' loads in flight.
+    const int ipt = (TM + rpc - 1) / rpc;
+    int64_t tl = nk_bid();
+    int pi = 0;
+    Raw px[KMAX], pr[RES ? KMAX : 1];
+    q_fetch<ALIGNED, NARROW, KMAX, RES>(p, tl, pi * rpc + g, TM, ntiles, G, t, K, nch, px, pr);
+    while (tl < ntiles) {
         const int64_t row0 = tl * TM;
-        for (int i0 = 0; i0 < TM; i0 += rpc) {
+        const int i0 = pi * rpc;
+        {
             const int rl = i0 + g;
             const int64_t row = row0 + rl;
             const bool active = rl < TM && row < p.m;
             Raw h[KMAX];
+            Raw r[RES ? KMAX : 1];
+#pragma unroll
+            for (int k = 0; k < KMAX; ++k) {
+                h[k] = px[k];
+                if (RES) r[RES ? k : 0] = pr[RES ? k : 0];
+            }
+            // Advance, and prefetch the next row of this group.
+            if (++pi == ipt) {
+                pi = 0;
+                tl += nk_nblocks();
+            }
+            q_fetch<ALIGNED, NARROW, KMAX, RES>(p, tl, pi * rpc + g, TM, ntiles, G, t, K, nch, px, pr);
             float acc[1] = {0.f};
             if (active) {
-                const void* xrow = row_ptr(p.x, row, p.sx, p.dt_x);
-                const void* rrow = row_ptr(p.r, row, p.sr, p.dt_r);
-                Raw r[RES ? KMAX : 1];
-#pragma unroll
-                for (int k = 0; k < KMAX; ++k) {
-                    const int c = k * G + t;
-                    if (k < K && c < nch) {
-                        load_chunk<ALIGNED, NARROW>(xrow, p.dt_x, (int64_t)c * CH, n, h[k]);
-                        if (RES) load_chunk<ALIGNED, NARROW>(rrow, p.dt_r, (int64_t)c * CH, n, r[RES ? k : 0]);
-                    }
-                }
                 void* rorow = row_ptr_mut(p.r_out, row, p.sro, p.dt_r);
 #pragma unroll
                 for (int k = 0; k < KMAX; ++k) {
@@ -355,7 +406,8 @@ NK_DEVICE void fwd_q_row_body(const NkFwdParams& p0) {
                 }
             }
         }
-        if (fused) {
+        // pi == 0: the pass just done was the tile's last.
+        if (fused && pi == 0) {
             nk_sync();
             const int64_t left = p.m - row0;
             q_write_t(p, tile, p.tpitch, row0, left < TM ? (int)left : TM, TM, 0, (int)n);
@@ -476,22 +528,39 @@ NK_DEVICE void fwd_q_split_apply_body(const NkFwdParams& p0) {
     q_amax_commit(p, amax_t, red);
 }
 
-// yT from y_q: tiles of Q_TR rows × Q_TC bytes staged in shared memory (rows read as 4-byte words
-// where y's rows allow it, else bytes), then q_write_t. Row-major tiles, persistent CTAs.
-constexpr int Q_TR = 32, Q_TC = 256, Q_TPITCH = Q_TC + 4;  // pitch/4 odd: conflict-free reads in q_write_t
+// yT from y_q: tiles of Q_TR rows × Q_TC bytes staged in shared memory (rows read as 16-byte
+// vectors where y's rows allow it, else 4-byte words, else bytes), then q_write_t: 64-byte runs
+// per yT row (two full sectors). Row-major tiles, persistent CTAs.
+// The pitch in words is odd: q_write_t's reads of a warp (16 row blocks × 2 column words at 64
+// rows) meet at most 2-way bank conflicts.
+constexpr int Q_TR = 64, Q_TC = 256, Q_TPITCH = Q_TC + 4;
 template <bool ALIGNED, int SPEC>
 NK_DEVICE void fwd_q_transpose(const NkFwdParams& p) {
     NK_SHARED uint32_t tile_w[Q_TR * Q_TPITCH / 4];
     unsigned char* tile = reinterpret_cast<unsigned char*>(tile_w);
     const int64_t m = p.m, n = p.n;
     const int64_t tr = (m + Q_TR - 1) / Q_TR, tc = (n + Q_TC - 1) / Q_TC;
+    const bool v16 = ((p.y | (uint64_t)p.sy | (uint64_t)n) & 15u) == 0;
     const bool words = ((p.y | (uint64_t)p.sy | (uint64_t)n) & 3u) == 0;
     for (int64_t it = nk_bid(); it < tr * tc; it += nk_nblocks()) {
         const int64_t rt = it / tc, ct = it - rt * tc;
         const int64_t row0 = rt * Q_TR, c0 = ct * Q_TC;
         const int vr = (int)(m - row0 < Q_TR ? m - row0 : Q_TR), nc = (int)(n - c0 < Q_TC ? n - c0 : Q_TC);
-        if (words) {
-            const int wpr = (nc + 3) / 4;  // n % 4 == 0: whole words
+        if (v16) {
+            // n % 16 == 0: whole vectors; a row's 16-byte pieces land at pitch offsets that are
+            // 4-byte aligned, so they are stored as four words.
+            const int vpr = nc / 16;
+            for (int i = nk_tid(); i < vr * vpr; i += nk_bdim()) {
+                const int r = i / vpr, vi = i - r * vpr;
+                const nk_u128 v = nk_load_g128(reinterpret_cast<const unsigned char*>(p.y + (uint64_t)((row0 + r) * p.sy + c0 + 16 * vi)));
+                uint32_t* d = reinterpret_cast<uint32_t*>(tile + r * Q_TPITCH + 16 * vi);
+                d[0] = v.x;
+                d[1] = v.y;
+                d[2] = v.z;
+                d[3] = v.w;
+            }
+        } else if (words) {
+            const int wpr = nc / 4;  // n % 4 == 0: whole words
             for (int i = nk_tid(); i < vr * wpr; i += nk_bdim()) {
                 const int r = i / wpr, wd = i - r * wpr;
                 const unsigned char* src = reinterpret_cast<const unsigned char*>(p.y + (uint64_t)((row0 + r) * p.sy + c0 + 4 * wd));
@@ -528,7 +597,7 @@ NK_DEVICE void fwd_q_transpose(const NkFwdParams& p) {
         }                                                                                       \
     }
 
-// fwd_q_row's SPEC: bit 0 NARROW, bits 1..3 KMAX / 4 (1, 2 or 4), bit 4 the fused residual add,
+// fwd_q_row's SPEC: bit 0 NARROW (every tensor but y 16-bit, Gemma casting), bits 1..3 KMAX / 4 (1, 2 or 4), bit 4 the fused residual add,
 // bit 5 the strided-store baseline (yT written one byte per element from the row's registers: the
 // uncoalesced form a fused transpose replaces; a measurement kernel, never planned by default).
 template <bool ALIGNED, int SPEC>
@@ -536,14 +605,10 @@ NK_DEVICE void fwd_q_row(const NkFwdParams& p) {
     constexpr bool NARROW = (SPEC & 1) != 0, RES = (SPEC & 16) != 0, ST = (SPEC & 32) != 0;
     constexpr int KMAX = 4 * ((SPEC >> 1) & 7);
     if constexpr (NARROW) {
-        const bool bf = p.dt_x == NK_DT_BF16;
-        if (p.casting == NK_CAST_GEMMA) {
-            if (bf) fwd_q_row_body<ALIGNED, true, NK_DT_BF16, NK_CAST_GEMMA, KMAX, RES, ST>(p);
-            else fwd_q_row_body<ALIGNED, true, NK_DT_F16, NK_CAST_GEMMA, KMAX, RES, ST>(p);
-        } else {
-            if (bf) fwd_q_row_body<ALIGNED, true, NK_DT_BF16, -1, KMAX, RES, ST>(p);
-            else fwd_q_row_body<ALIGNED, true, NK_DT_F16, -1, KMAX, RES, ST>(p);
-        }
+        // Gemma casting only (the host sends the other modes to the generic kernels): one body
+        // per 16-bit dtype, so the hot path's register allocation is its own.
+        if (p.dt_x == NK_DT_BF16) fwd_q_row_body<ALIGNED, true, NK_DT_BF16, NK_CAST_GEMMA, KMAX, RES, ST>(p);
+        else fwd_q_row_body<ALIGNED, true, NK_DT_F16, NK_CAST_GEMMA, KMAX, RES, ST>(p);
     } else {
         fwd_q_row_body<ALIGNED, false, -1, -1, KMAX, RES, ST>(p);
     }

@@ -38,6 +38,6 @@
 #include "nk_row.cuh"
 #include "nk_split.cuh"
 #include "nk_finalize.cuh"
+#include "nk_fp8.cuh"
 #include "nk_reg.cuh"
 #include "nk_entry.cuh"
-#include "nk_fp8.cuh"

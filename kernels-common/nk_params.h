@@ -32,7 +32,7 @@
 // `q` bits of a quantised (FP8) forward.
 #define NK_Q_ROW 1         // per-row dynamic scaling (else one scale for the tensor)
 #define NK_Q_DEVSCALE 2    // per tensor: the scale is read from `scale` (else `scale_host`)
-#define NK_Q_AMAX 4        // write max|y| to `amax` (atomicMax on its bits; the host zeroes it first)
+#define NK_Q_AMAX 4        // write max|y| to `amax` (through q_sync: see nk_fp8.cuh)
 #define NK_Q_INV 8         // write 1/scale to `scale_inv` (per row: always)
 #define NK_Q_TFUSED 16     // write yT through the shared-memory tile (the row kernel)
 #define NK_Q_TSTRIDED 32   // measurement baseline: write yT with one byte store per element
@@ -55,6 +55,7 @@ struct NkFwdParams {
     int32_t q;                    // NK_Q_* bits
     int32_t tm;                   // transposed tile: rows per tile
     int32_t tpitch;               // transposed tile: bytes per shared-memory row
+    uint64_t q_sync;              // amax: two zeroed words of the backend's (running max, CTAs arrived)
 };
 
 struct NkBwdParams {
@@ -71,6 +72,6 @@ struct NkBwdParams {
 };
 
 #ifdef __cplusplus
-static_assert(sizeof(NkFwdParams) == 240, "NkFwdParams layout is shared with Rust");
+static_assert(sizeof(NkFwdParams) == 248, "NkFwdParams layout is shared with Rust");
 static_assert(sizeof(NkBwdParams) == 192, "NkBwdParams layout is shared with Rust");
 #endif

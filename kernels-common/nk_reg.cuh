@@ -2,6 +2,7 @@
 // Gemma casting, a row's chunks held in registers (or prefetched into shared-memory slots).
 #pragma once
 #include "nk_base.cuh"
+#include "nk_fp8.cuh"
 
 namespace nk {
 
@@ -57,6 +58,12 @@ NK_DEVICE void residual_add(Raw& h, const Raw& r) {
 // stay in flight across the reduction, and occupancy is not bounded by a row's registers. Both
 // forms (and the element-wise twin) perform the same arithmetic in the same order, bit for bit.
 // Dynamic shared memory with PF: 2·(1 + RES)·K·blockDim·16·SW bytes (SW = 2 for f32, else 1).
+//
+// SPEC + 128 (Q): the quantised twin (nk_fp8.cuh's FP8 outputs, per tensor or per row, amax and
+// scale_inv; no yT): the same statistics and y, then y·scale rounded by the platform's FP8
+// conversion and stored as 8 bytes per chunk. p0.dt_y is the FP8 format; the grid is persistent
+// (the amax is one atomic per CTA). Per row, a pass over the registers finds the row's max |y|
+// first.
 template <bool ALIGNED, int SPEC, bool FULL>
 NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
     constexpr int DT = SPEC & 3;
@@ -64,9 +71,13 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
     constexpr bool NARROW = DT != NK_DT_F32;
     constexpr int KMAX = FWD_REG_KMAX<SPEC>;
     constexpr bool PF = ALIGNED && (SPEC & 64) != 0;
+    constexpr bool Q = (SPEC & 128) != 0;
     constexpr int NS = RES ? 2 : 1, SW = NARROW ? 1 : 2;
     const NkFwdParams p = specialise<DT, NK_CAST_GEMMA>(p0);
     NK_SHARED float scratch[2][NK_ROW_MAX_THREADS / NK_WARP];
+    const int qfmt = p0.dt_y;
+    float qscale = 0.f, amax_t = 0.f;
+    if constexpr (Q) qscale = q_tensor_scale(p0);
     NK_DYN_SMEM(smem);
     int par = 0, buf = 0;
     const bool has_w = (p.flags & NK_F_WEIGHT) != 0, has_b = (p.flags & NK_F_BIAS) != 0;
@@ -200,48 +211,135 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
         }
         par ^= 1;
         const float rstd = nk_rsqrt_rn(nk_add_rn(var, p.eps));
-        if (active) {
-            if (stats && t == 0) {
-                store_one(reinterpret_cast<void*>(p.rstd), NK_DT_F32, row, rstd);
-                if (LN) store_one(reinterpret_cast<void*>(p.mean), NK_DT_F32, row, mean);
+        if constexpr (Q) {
+            // y of chunk k (elements e..): x̂·(w + offset) + b; an absent weight multiplies by 1 and
+            // an absent bias adds −0, both exact, so they are skipped (no instruction per element).
+            auto ycalc = [&](int k, int64_t e, float (&y)[CH]) {
+                float v[CH];
+                Raw hk;
+                get(k, hk);
+                unpack<NARROW>(DT, hk, v);
+    #pragma unroll
+                for (int j = 0; j < CH; ++j) y[j] = nk_mul_rn(LN ? nk_sub_rn(v[j], mean) : v[j], rstd);
+                if (has_w) {
+                    Raw wr;
+                    float w[CH];
+                    load_chunk<ALIGNED, NARROW>(wp, DT, e, n, wr);
+                    unpack<NARROW>(DT, wr, w);
+    #pragma unroll
+                    for (int j = 0; j < CH; ++j) y[j] = nk_mul_rn(y[j], nk_add_rn(w[j], offset));
+                }
+                if (has_b) {
+                    Raw br;
+                    float b[CH];
+                    load_chunk<ALIGNED, NARROW>(bp, DT, e, n, br);
+                    unpack<NARROW>(DT, br, b);
+    #pragma unroll
+                    for (int j = 0; j < CH; ++j) y[j] = nk_add_rn(y[j], b[j]);
+                }
+            };
+            float qs = qscale;
+            if constexpr (Q) {
+                if (p0.q & NK_Q_ROW) {
+                    float mx = 0.f;
+                    if (active) {
+    #pragma unroll
+                        for (int k = 0; k < KMAX; ++k) {
+                            const int c = k * G + t;
+                            if (FULL || (k < K && c < nch)) {
+                                const int64_t e = (int64_t)c * CH;
+                                float y[CH];
+                                ycalc(k, e, y);
+                                const int lim = FULL ? CH : chunk_len(e, n);
+    #pragma unroll
+                                for (int j = 0; j < CH; ++j)
+                                    if (j < lim) mx = nk_fmax(mx, nk_fabs(y[j]));
+                            }
+                        }
+                    }
+                    group_max_nb(mx, G, scratch[par]);
+                    par ^= 1;
+                    qs = q_row_scale(qfmt, mx);
+                    if (active && t == 0) store_one(reinterpret_cast<void*>(p0.scale_inv), NK_DT_F32, row, nk_div_rn(1.f, qs));
+                }
             }
-            void* yrow = row_ptr_mut(p.y, row, p.sy, DT);
-#pragma unroll
-            for (int k = 0; k < KMAX; ++k) {
-                const int c = k * G + t;
-                if (FULL || (k < K && c < nch)) {
-                    const int64_t e = (int64_t)c * CH;
-                    float v[CH], y[CH];
-                    Raw hk;
-                    get(k, hk);
-                    unpack<NARROW>(DT, hk, v);
-#pragma unroll
-                    for (int j = 0; j < CH; ++j) y[j] = nk_mul_rn(LN ? nk_sub_rn(v[j], mean) : v[j], rstd);
-                    // y = x̂·(w + offset) + b; an absent weight multiplies by 1 and an absent bias
-                    // adds −0, both exact, so they are skipped (no instruction per element).
-                    if (has_w) {
-                        Raw wr;
-                        float w[CH];
-                        load_chunk<ALIGNED, NARROW>(wp, DT, e, n, wr);
-                        unpack<NARROW>(DT, wr, w);
-#pragma unroll
-                        for (int j = 0; j < CH; ++j) y[j] = nk_mul_rn(y[j], nk_add_rn(w[j], offset));
+            if (active) {
+                if (stats && t == 0) {
+                    store_one(reinterpret_cast<void*>(p.rstd), NK_DT_F32, row, rstd);
+                    if (LN) store_one(reinterpret_cast<void*>(p.mean), NK_DT_F32, row, mean);
+                }
+    #pragma unroll
+                for (int k = 0; k < KMAX; ++k) {
+                    const int c = k * G + t;
+                    if (FULL || (k < K && c < nch)) {
+                        const int64_t e = (int64_t)c * CH;
+                        float y[CH];
+                        ycalc(k, e, y);
+                        if constexpr (Q) {
+                            const int lim = FULL ? CH : chunk_len(e, n);
+                            float qv[CH];
+    #pragma unroll
+                            for (int j = 0; j < CH; ++j) {
+                                if (j < lim) amax_t = nk_fmax(amax_t, nk_fabs(y[j]));
+                                qv[j] = nk_mul_rn(y[j], qs);
+                            }
+                            uint32_t w2[2];
+                            fp8_pack8(qfmt, qv, w2);
+                            store_q8<ALIGNED>(reinterpret_cast<unsigned char*>(p0.y + (uint64_t)(row * p0.sy)), e, n, w2);
+                        } else {
+                            store<ALIGNED, NARROW>(row_ptr_mut(p.y, row, p.sy, DT), DT, e, n, y);
+                        }
                     }
-                    if (has_b) {
-                        Raw br;
-                        float b[CH];
-                        load_chunk<ALIGNED, NARROW>(bp, DT, e, n, br);
-                        unpack<NARROW>(DT, br, b);
-#pragma unroll
-                        for (int j = 0; j < CH; ++j) y[j] = nk_add_rn(y[j], b[j]);
+                }
+            }
+        } else {
+            if (active) {
+                if (stats && t == 0) {
+                    store_one(reinterpret_cast<void*>(p.rstd), NK_DT_F32, row, rstd);
+                    if (LN) store_one(reinterpret_cast<void*>(p.mean), NK_DT_F32, row, mean);
+                }
+                void* yrow = row_ptr_mut(p.y, row, p.sy, DT);
+    #pragma unroll
+                for (int k = 0; k < KMAX; ++k) {
+                    const int c = k * G + t;
+                    if (FULL || (k < K && c < nch)) {
+                        const int64_t e = (int64_t)c * CH;
+                        float v[CH], y[CH];
+                        Raw hk;
+                        get(k, hk);
+                        unpack<NARROW>(DT, hk, v);
+    #pragma unroll
+                        for (int j = 0; j < CH; ++j) y[j] = nk_mul_rn(LN ? nk_sub_rn(v[j], mean) : v[j], rstd);
+                        // y = x̂·(w + offset) + b; an absent weight multiplies by 1 and an absent bias
+                        // adds −0, both exact, so they are skipped (no instruction per element).
+                        if (has_w) {
+                            Raw wr;
+                            float w[CH];
+                            load_chunk<ALIGNED, NARROW>(wp, DT, e, n, wr);
+                            unpack<NARROW>(DT, wr, w);
+    #pragma unroll
+                            for (int j = 0; j < CH; ++j) y[j] = nk_mul_rn(y[j], nk_add_rn(w[j], offset));
+                        }
+                        if (has_b) {
+                            Raw br;
+                            float b[CH];
+                            load_chunk<ALIGNED, NARROW>(bp, DT, e, n, br);
+                            unpack<NARROW>(DT, br, b);
+    #pragma unroll
+                            for (int j = 0; j < CH; ++j) y[j] = nk_add_rn(y[j], b[j]);
+                        }
+                        store<ALIGNED, NARROW>(yrow, DT, e, n, y);
                     }
-                    store<ALIGNED, NARROW>(yrow, DT, e, n, y);
                 }
             }
         }
         buf ^= 1;
     }
     if (PF) nk_copy_async_wait_all();
+    if constexpr (Q) {
+        NK_SHARED float qred[NK_ROW_MAX_THREADS / NK_WARP];
+        q_amax_commit(p0, amax_t, qred);
+    }
 }
 
 // Backward, register-resident (16-byte accesses only; other layouts take bwd_row): every tensor

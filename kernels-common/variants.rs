@@ -53,6 +53,8 @@ pub enum Family {
     FwdQSplitApply,
     /// yT from a quantised y (the separate transpose).
     FwdQTranspose,
+    /// Quantised forward on the register-resident forward's body (`fwd_reg` with SPEC + 128).
+    FwdRegQ,
 }
 
 impl Family {
@@ -79,6 +81,7 @@ impl Family {
             Family::FwdQSplitAmax => "fwd_q_split_amax",
             Family::FwdQSplitApply => "fwd_q_split_apply",
             Family::FwdQTranspose => "fwd_q_transpose",
+            Family::FwdRegQ => "fwd_reg",
         }
     }
 
@@ -96,6 +99,7 @@ impl Family {
                 | Family::FwdQSplitAmax
                 | Family::FwdQSplitApply
                 | Family::FwdQTranspose
+                | Family::FwdRegQ
         )
     }
 }
@@ -345,6 +349,20 @@ pub enum KernelKey {
     },
     /// `nk_fwd_q_transpose`.
     FwdQTranspose,
+    /// `nk_fwd_regq{|8|16}_{dt}_{rms|ln}{|_res}_{a|u}`: the quantised twin of `FwdReg` (SPEC + 128):
+    /// every tensor but y in `dtype`, Gemma casting, y in FP8.
+    FwdRegQ {
+        /// Every tensor's dtype but y's.
+        dtype: Dt,
+        /// LayerNorm (else RMSNorm).
+        ln: bool,
+        /// The fused residual add.
+        residual: bool,
+        /// Chunks per thread.
+        chunks: FwdChunks,
+        /// 16-byte accesses (and 8-byte y_q stores).
+        aligned: bool,
+    },
 }
 
 /// One entry of a kernel list: the variant and its launch bounds (`__launch_bounds__`).
@@ -445,6 +463,7 @@ impl KernelKey {
             KernelKey::FwdQSplitAmax { .. } => Family::FwdQSplitAmax,
             KernelKey::FwdQSplitApply { .. } => Family::FwdQSplitApply,
             KernelKey::FwdQTranspose => Family::FwdQTranspose,
+            KernelKey::FwdRegQ { .. } => Family::FwdRegQ,
         }
     }
 
@@ -461,7 +480,8 @@ impl KernelKey {
             | KernelKey::FwdCluster { aligned, .. }
             | KernelKey::FwdQRow { aligned, .. }
             | KernelKey::FwdQSplitAmax { aligned, .. }
-            | KernelKey::FwdQSplitApply { aligned, .. } => aligned,
+            | KernelKey::FwdQSplitApply { aligned, .. }
+            | KernelKey::FwdRegQ { aligned, .. } => aligned,
             KernelKey::BwdReg { .. } | KernelKey::BwdCluster { .. } | KernelKey::BwdRows { .. } => true,
             KernelKey::FwdSplitReduce
             | KernelKey::BwdSplitReduce
@@ -522,6 +542,15 @@ impl KernelKey {
                     + 64 * prefetch as u32,
             ),
             KernelKey::FwdCluster { dtype, ln, residual, .. } => Spec::Int(base(dtype, ln, residual)),
+            KernelKey::FwdRegQ { dtype, ln, residual, chunks, .. } => Spec::Int(
+                base(dtype, ln, residual)
+                    + match chunks {
+                        FwdChunks::K4 => 0,
+                        FwdChunks::K8 => 16,
+                        FwdChunks::K16 => 32,
+                    }
+                    + 128,
+            ),
             KernelKey::BwdCluster { dtype, ln, residual, shared_acc, prefetch } => {
                 Spec::Int(base(dtype, ln, residual) + 16 * shared_acc as u32 + 32 * prefetch as u32)
             }
@@ -547,11 +576,9 @@ impl KernelKey {
             KernelKey::BwdSplitApply { aligned, narrow } => generic("nk_bwd_split_apply_pre", aligned, narrow),
             KernelKey::FwdQSplitAmax { aligned, narrow } => generic("nk_fwd_q_split_amax", aligned, narrow),
             KernelKey::FwdQSplitApply { aligned, narrow } => generic("nk_fwd_q_split_apply", aligned, narrow),
-            KernelKey::FwdQRow { aligned, narrow, chunks, residual, strided } => generic(
-                &format!("nk_fwd_q_row{}{}{}", chunks.get(), res(residual), if strided { "_st" } else { "" }),
-                aligned,
-                narrow,
-            ),
+            KernelKey::FwdQRow { aligned, narrow, chunks, residual, strided } => {
+                generic(&format!("nk_fwd_q_row{}{}{}", chunks.get(), res(residual), if strided { "_st" } else { "" }), aligned, narrow)
+            }
             KernelKey::FwdQTranspose => "nk_fwd_q_transpose".to_owned(),
             KernelKey::FwdSplitReduce
             | KernelKey::BwdSplitReduce
@@ -573,6 +600,14 @@ impl KernelKey {
                     BwdChunks::K4 => "4",
                 };
                 format!("nk_bwd_reg{ks}{}_{}_{}{}", if prefetch { "pf" } else { "" }, dtype.tag(), rms_ln(ln), res(residual))
+            }
+            KernelKey::FwdRegQ { dtype, ln, residual, chunks, aligned } => {
+                let ks = match chunks {
+                    FwdChunks::K4 => "",
+                    FwdChunks::K8 => "8",
+                    FwdChunks::K16 => "16",
+                };
+                format!("nk_fwd_regq{ks}_{}_{}{}_{}", dtype.tag(), rms_ln(ln), res(residual), if aligned { "a" } else { "u" })
             }
             KernelKey::FwdCluster { dtype, ln, residual, aligned } => {
                 format!("nk_fwd_cl_{}_{}{}_{}", dtype.tag(), rms_ln(ln), res(residual), if aligned { "a" } else { "u" })

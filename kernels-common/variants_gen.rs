@@ -52,7 +52,7 @@ pub fn cpp_line(v: &Variant) -> String {
 fn rust_key(k: KernelKey) -> String {
     let s = format!("{k:?}").replace("dtype: ", "dtype: Dt::").replace("group: ", "group: RowsGroup::");
     let s = match k {
-        KernelKey::FwdReg { .. } | KernelKey::FwdQRow { .. } => s.replace("chunks: ", "chunks: FwdChunks::"),
+        KernelKey::FwdReg { .. } | KernelKey::FwdQRow { .. } | KernelKey::FwdRegQ { .. } => s.replace("chunks: ", "chunks: FwdChunks::"),
         KernelKey::BwdReg { .. } => s.replace("chunks: ", "chunks: BwdChunks::"),
         _ => s,
     };

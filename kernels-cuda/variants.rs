@@ -278,4 +278,14 @@ pub const VARIANTS: &[Variant] = &[
     v(FwdQSplitApply { aligned: true, narrow: false }, 256, 1),
     v(FwdQSplitApply { aligned: false, narrow: false }, 256, 1),
     v(FwdQTranspose, 256, 1),
+    // The quantised twins of the register forward (fwd_reg, SPEC + 128): 16-bit, Gemma, 16-byte
+    // layouts, 4 chunks per thread; 64 registers like their plain twins.
+    v(FwdRegQ { dtype: Bf16, ln: false, residual: false, chunks: FwdChunks::K4, aligned: true }, 1024, 1),
+    v(FwdRegQ { dtype: Bf16, ln: false, residual: true, chunks: FwdChunks::K4, aligned: true }, 1024, 1),
+    v(FwdRegQ { dtype: Bf16, ln: true, residual: false, chunks: FwdChunks::K4, aligned: true }, 1024, 1),
+    v(FwdRegQ { dtype: Bf16, ln: true, residual: true, chunks: FwdChunks::K4, aligned: true }, 1024, 1),
+    v(FwdRegQ { dtype: F16, ln: false, residual: false, chunks: FwdChunks::K4, aligned: true }, 1024, 1),
+    v(FwdRegQ { dtype: F16, ln: false, residual: true, chunks: FwdChunks::K4, aligned: true }, 1024, 1),
+    v(FwdRegQ { dtype: F16, ln: true, residual: false, chunks: FwdChunks::K4, aligned: true }, 1024, 1),
+    v(FwdRegQ { dtype: F16, ln: true, residual: true, chunks: FwdChunks::K4, aligned: true }, 1024, 1),
 ];

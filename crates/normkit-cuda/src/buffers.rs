@@ -94,7 +94,14 @@ pub(crate) struct WsLease<'a> {
     _lock: Option<MutexGuard<'a, Workspace>>,
     /// Base address (0 when the call needs none).
     pub ptr: u64,
+    /// The FP8 amax's two synchronisation words (running max, CTAs arrived): zero between calls,
+    /// in the workspace allocation's reserved tail (0 when the call needs no workspace).
+    pub sync: u64,
 }
+
+/// Bytes after the lent workspace kept for [`WsLease::sync`]: zeroed when the allocation is made;
+/// the kernels that use them put them back to zero (kernels-common/nk_fp8.cuh, q_amax_commit).
+const SYNC_BYTES: usize = 256;
 
 /// Scratch memory reused across calls (stream-ordered; grows, never shrinks).
 #[derive(Debug, Default)]
@@ -186,7 +193,7 @@ impl Memory {
     /// `bytes == 0` takes no lock and lends address 0.
     pub(crate) fn workspace(&self, dev: &Device, bytes: usize) -> Result<WsLease<'_>> {
         if bytes == 0 {
-            return Ok(WsLease { _lock: None, ptr: 0 });
+            return Ok(WsLease { _lock: None, ptr: 0, sync: 0 });
         }
         let mut ws = self.workspace.lock().unwrap_or_else(|p| p.into_inner());
         if ws.bytes < bytes {
@@ -204,12 +211,19 @@ impl Memory {
             dev.stream.synchronize().map_err(dev_err("workspace growth"))?;
             ws.alloc = None;
             ws.bytes = 0;
-            let a = self.malloc(dev, bytes.max(1 << 20))?;
-            ws.bytes = bytes.max(1 << 20);
+            let cap = bytes.max(1 << 20);
+            let a = self.malloc(dev, cap + SYNC_BYTES)?;
+            // SAFETY: the tail of the allocation just made (cap + SYNC_BYTES bytes), queued on the
+            // backend's stream before any kernel that reads it.
+            unsafe { sys::cuMemsetD8Async(a.ptr + cap as u64, 0, SYNC_BYTES, dev.stream.cu_stream()) }
+                .result()
+                .map_err(dev_err("workspace growth"))?;
+            ws.bytes = cap;
             ws.alloc = Some(a);
         }
         let ptr = ws.alloc.as_ref().map_or(0, |a| a.ptr);
-        Ok(WsLease { _lock: Some(ws), ptr })
+        let sync = ptr + ws.bytes as u64;
+        Ok(WsLease { _lock: Some(ws), ptr, sync })
     }
 }
 

@@ -18,19 +18,15 @@ use crate::startup::{dev_err, Device};
 
 /// A kernel parameter struct a [`Launch`] can complete (launched as a [`KernelArg`]).
 pub(crate) trait PlanParams: Copy {
-    /// Writes the path's fields and the workspace addresses (`base`: the lent workspace).
-    fn apply(&mut self, f: &Fields, ws: &Workspace, base: u64);
+    /// Writes the path's fields and the workspace addresses (`base`: the lent workspace, `sync`:
+    /// its zeroed synchronisation words).
+    fn apply(&mut self, f: &Fields, ws: &Workspace, base: u64, sync: u64);
     /// This launch's `group` (finalize_wide: columns per CTA).
     fn set_group(&mut self, group: i32);
-    /// Stream work that must precede the kernels (an FP8 `amax` is zeroed: the kernels apply
-    /// atomicMax to its bits).
-    fn prepare(&self, _dev: &Device) -> Result<()> {
-        Ok(())
-    }
 }
 
 impl PlanParams for FwdParams {
-    fn apply(&mut self, f: &Fields, ws: &Workspace, base: u64) {
+    fn apply(&mut self, f: &Fields, ws: &Workspace, base: u64, sync: u64) {
         self.group = f.group;
         self.rpc = f.rpc;
         self.slot = f.slot;
@@ -44,23 +40,15 @@ impl PlanParams for FwdParams {
         if let Some(at) = ws.q {
             self.ws_q = base + at;
         }
+        self.q_sync = sync;
     }
     fn set_group(&mut self, group: i32) {
         self.group = group;
     }
-    fn prepare(&self, dev: &Device) -> Result<()> {
-        if self.q & normkit_gpu_host::params::Q_AMAX != 0 {
-            dev.ctx.bind_to_thread().map_err(dev_err("bind context"))?;
-            // SAFETY: `amax` is one f32 (4-byte aligned) of a buffer this backend owns, checked by
-            // the validation; the memset is queued on the backend's stream before the kernels.
-            unsafe { sys::cuMemsetD32Async(self.amax, 0, 1, dev.stream.cu_stream()) }.result().map_err(dev_err("amax zeroing"))?;
-        }
-        Ok(())
-    }
 }
 
 impl PlanParams for BwdParams {
-    fn apply(&mut self, f: &Fields, ws: &Workspace, base: u64) {
+    fn apply(&mut self, f: &Fields, ws: &Workspace, base: u64, _sync: u64) {
         if f.wglobal {
             self.flags |= params::F_WGLOBAL;
         }
@@ -88,8 +76,7 @@ where
     KernelArg<P>: DeviceRepr,
 {
     let lease = mem.workspace(dev, l.workspace.bytes)?;
-    p.apply(&l.fields, &l.workspace, lease.ptr);
-    p.prepare(dev)?;
+    p.apply(&l.fields, &l.workspace, lease.ptr, lease.sync);
     for s in l.steps() {
         match s.group {
             Some(g) => {

@@ -383,17 +383,29 @@ pub fn forward(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall) ->
 /// Bytes per row of the fused transpose's shared-memory tile of `tm` rows for N = `n`: N rounded
 /// up to 8, plus a pad that makes the 4-byte reads of `q_write_t` (nk_fp8.cuh) conflict-free: its
 /// warp reads rows 4·rb + k, words cb, with tm/4 values of rb — the pitch in words must be odd for
-/// 8 row blocks (tm = 32) and ≡ 2 (mod 8) for 4 (tm = 16); smaller tiles take the odd pitch.
+/// 8 row blocks (tm = 32), ≡ 2 (mod 8) for 4 (tm = 16) and ≡ 4 (mod 8) for 2 (tm = 8); other tiles
+/// take the odd pitch.
 pub fn fp8_tile_pitch(n: usize, tm: u32) -> usize {
     let words = n.div_ceil(8) * 2; // even
-    let target = if tm == 16 { 2 } else { 1 };
+    let target = match tm {
+        16 => 2,
+        8 => 4,
+        _ => 1,
+    };
     let pad = (target + 8 - words % 8) % 8;
     (words + pad) * 4
 }
 
+/// The workspace of the FP8 row path: none of its bytes are used, but a lent workspace carries
+/// the zeroed words the amax's last CTA uses (`buffers::WsLease::sync`).
+const FP8_WS: Workspace = Workspace { bytes: 256, stats: None, dw: 0, db: 0, q: None };
+
 /// The register kernel of a quantised forward and its group: the fewest chunks per thread whose
 /// group (a power of two ≥ ⌈chunks/K⌉) fits the kernel's launch bound; `None` beyond them.
-fn fp8_row_kernel(c: &FwdCall, narrow: bool, strided: bool) -> Option<(Kernel, u32)> {
+fn fp8_row_kernel(t: &Tuning, c: &FwdCall, narrow: bool, strided: bool) -> Option<(Kernel, u32)> {
+    if c.n > t.fp8.row_max_n {
+        return None;
+    }
     let nch = c.n.div_ceil(8);
     let options: &[FwdChunks] = if narrow { &[FwdChunks::K4, FwdChunks::K8, FwdChunks::K16] } else { &[FwdChunks::K4, FwdChunks::K8] };
     for &chunks in options {
@@ -414,7 +426,8 @@ fn fp8_row_kernel(c: &FwdCall, narrow: bool, strided: bool) -> Option<(Kernel, u
 /// transposed output through its shared-memory tile where a tile of at least `min_tm` rows fits,
 /// else the separate transpose kernel after it), else split rows (statistics, combine, per-row
 /// chunk maxima, apply, then the separate transpose). Chosen by N, the dtypes and the flags only.
-/// With an `amax`, the launch zeroes it first (every CTA applies an atomicMax to its bits).
+/// With an `amax`, every CTA folds its max into the workspace's synchronisation words and the last one
+/// writes it (no memset before the kernels).
 fn forward_fp8(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall, q: normkit_gpu_host::Fp8Info) -> Result<Launch> {
     let dts = &c.dtypes;
     let affine = c.weight || c.bias;
@@ -428,11 +441,34 @@ fn forward_fp8(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall, q:
         // Nothing to quantise, but a per-tensor `scale_inv` is still written (and `amax`, zeroed
         // by the launch, stays 0): one CTA of a row kernel that visits no row.
         let k = require(KernelKey::FwdQRow { aligned: false, narrow: false, chunks: FwdChunks::K4, residual: c.residual, strided: false })?;
-        let mut l = Launch::new(Family::FwdQuant, Workspace::default(), Fields { group: 32, rpc: 1, ..Fields::default() });
+        let mut l = Launch::new(Family::FwdQuant, FP8_WS, Fields { group: 32, rpc: 1, ..Fields::default() });
         l.push(Step::plain(k, (1, 1), 32, 0));
         return Ok(l);
     }
-    if let Some((k, group)) = fp8_row_kernel(c, narrow, strided).or_else(|| if strided { fp8_row_kernel(c, narrow, false) } else { None }) {
+    // The quantised register forward (fwd_reg's body, SPEC + 128): every tensor in x's 16-bit
+    // dtype, Gemma casting, 16-byte layouts, the forward table's group with at most 4 chunks per
+    // thread; yT (if any) by the separate kernel. The strided baseline keeps the row kernel.
+    let uniform = dts.x != DType::F32 && (!c.residual || dts.residual == dts.x) && (!affine || dts.weight == dts.x);
+    if let (true, Some(rc), false) = (uniform && c.gemma && c.aligned && t.fp8.reg, tuning::pick(&t.fwd, c.n), strided) {
+        let k_per_thread = c.n.div_ceil(8).div_ceil(rc.group as usize);
+        let key = KernelKey::FwdRegQ { dtype: kdt(dts.x)?, ln: c.ln, residual: c.residual, chunks: FwdChunks::K4, aligned: true };
+        if let (true, Some(k)) = (k_per_thread <= REG_KMAX, kernels::lookup(key)) {
+            let block = rc.group * rc.rows_per_cta;
+            let blocks = persistent_blocks(d, occ, k, block, 0, m.div_ceil(rc.rows_per_cta as u64))?;
+            let fields = Fields { group: rc.group as i32, rpc: rc.rows_per_cta as i32, slot: 16, ..Fields::default() };
+            let mut l = Launch::new(Family::FwdQuant, FP8_WS, fields);
+            l.push(Step::plain(k, (blocks, 1), block, 0));
+            if q.transposed {
+                l.push(Step::plain(transpose, (transpose_blocks(d, c), 1), transpose.max_threads, 0));
+            }
+            return Ok(l);
+        }
+    }
+    // The 16-bit row kernels are compiled for Gemma casting only (nk_fp8.cuh, fwd_q_row).
+    let narrow_row = narrow && c.gemma;
+    if let Some((k, group)) =
+        fp8_row_kernel(t, c, narrow_row, strided).or_else(|| if strided { fp8_row_kernel(t, c, narrow_row, false) } else { None })
+    {
         let strided = strided && matches!(k.key, KernelKey::FwdQRow { strided: true, .. });
         let rpc = (f.cta_threads / group).max(1);
         // The fused tile: the most rows (≤ max_tm, ≥ rows per CTA pass) whose tile fits.
@@ -447,7 +483,8 @@ fn forward_fp8(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall, q:
                 cand /= 2;
             }
         }
-        let rpc = if tm > 0 { rpc.min(tm) } else { rpc };
+        // At least a warp per CTA (the CTA-wide max of the amax reads whole warps).
+        let rpc = if tm > 0 { rpc.min(tm).max(32u32.div_ceil(group)) } else { rpc };
         let block = group * rpc;
         let (smem, tpitch) = if tm > 0 {
             let pitch = fp8_tile_pitch(c.n, tm);
@@ -466,7 +503,7 @@ fn forward_fp8(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall, q:
             tpitch,
             ..Fields::default()
         };
-        let mut l = Launch::new(Family::FwdQuant, Workspace::default(), fields);
+        let mut l = Launch::new(Family::FwdQuant, FP8_WS, fields);
         l.push(Step::plain(k, (blocks, 1), block, smem as u32));
         if q.transposed && tm == 0 && !strided && m > 0 {
             l.push(Step::plain(transpose, (transpose_blocks(d, c), 1), transpose.max_threads, 0));
@@ -505,9 +542,9 @@ fn forward_fp8(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall, q:
     Ok(l)
 }
 
-/// CTAs of the separate transpose: its 32 × 256 tiles, at most 8 per SM (persistent).
+/// CTAs of the separate transpose: its 64 × 256 tiles, at most 8 per SM (persistent).
 fn transpose_blocks(d: &DeviceFacts, c: &FwdCall) -> u32 {
-    let tiles = (c.m as u64).div_ceil(32) * (c.n as u64).div_ceil(256);
+    let tiles = (c.m as u64).div_ceil(64) * (c.n as u64).div_ceil(256);
     tiles.clamp(1, d.sms as u64 * 8) as u32
 }
 
@@ -1615,7 +1652,8 @@ mod tests {
                                         assert!(l.fields.tm >= 8 && l.fields.rpc <= l.fields.tm, "{}", what());
                                         assert_eq!(l.fields.tpitch as usize, fp8_tile_pitch(n, l.fields.tm as u32), "{}", what());
                                     }
-                                    let shape = (l.family, l.fields.group, l.fields.rpc, l.fields.tm, l.fields.nsplit, l.workspace.q.is_some());
+                                    let shape =
+                                        (l.family, l.fields.group, l.fields.rpc, l.fields.tm, l.fields.nsplit, l.workspace.q.is_some());
                                     assert_eq!(*first.get_or_insert(shape), shape, "{}", what());
                                     paths.insert((l.family, main.name));
                                 }
@@ -1634,10 +1672,12 @@ mod tests {
         for n in [1usize, 7, 8, 9, 1000, 4096, 4097, 8192] {
             for tm in [8u32, 16, 32] {
                 let p = fp8_tile_pitch(n, tm);
-                assert!(p >= n.div_ceil(8) * 8 && p % 4 == 0 && p < n.div_ceil(8) * 8 + 32, "{n} {tm}: {p}");
+                assert!(p >= n.div_ceil(8) * 8 && p.is_multiple_of(4) && p < n.div_ceil(8) * 8 + 32, "{n} {tm}: {p}");
                 let words = p / 4;
                 if tm == 16 {
                     assert_eq!(words % 8, 2, "{n}");
+                } else if tm == 8 {
+                    assert_eq!(words % 8, 4, "{n}");
                 } else {
                     assert_eq!(words % 2, 1, "{n}");
                 }
@@ -1680,7 +1720,9 @@ mod tests {
                         ..c
                     };
                     let res = FwdCall { residual: true, ..fwd(dt, n, m) };
-                    for c in [fwd(dt, n, m), ln_fwd(fwd(dt, n, m)), res, q(fwd(dt, n, m), false), q(res, true), q(ln_fwd(fwd(dt, n, m)), true)] {
+                    for c in
+                        [fwd(dt, n, m), ln_fwd(fwd(dt, n, m)), res, q(fwd(dt, n, m), false), q(res, true), q(ln_fwd(fwd(dt, n, m)), true)]
+                    {
                         let l = forward(&t, &d, &OCC, &c).unwrap();
                         assert!(l.workspace.bytes <= bound, "fwd {dt} {m}x{n}: {} > {bound}", l.workspace.bytes);
                     }

@@ -119,7 +119,8 @@ impl Device {
             } else if k.name.starts_with("nk_fwd_reg")
                 || k.name.starts_with("nk_bwd_reg")
                 || k.name.starts_with("nk_bwd_rows")
-                || k.name.starts_with("nk_fwd_q_row") {
+                || k.name.starts_with("nk_fwd_q_row")
+            {
                 let f = &funcs[k.index];
                 let st =
                     f.get_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES).map_err(dev_err("kernel attribute"))?;

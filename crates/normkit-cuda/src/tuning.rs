@@ -29,9 +29,11 @@
 //! | `NORMKIT_CUDA_BWD_CTAS_PER_SM` | [`Tuning::bwd_ctas_per_sm`] | at most this many backward register / row-batch CTAs per SM |
 //! | `NORMKIT_CUDA_FIN_COLS_MAX` | [`Tuning::fin_cols_max`] | at N ≥ 65536, at most this many partial rows take the one-column finalize |
 //! | `NORMKIT_CUDA_PDL` | [`Tuning::pdl`] | `0`: no programmatic dependent launches |
-//! | `NORMKIT_CUDA_FP8_T` | [`Fp8Tuning::transpose`] | `fused` (default), `separate` or `strided`: how the FP8 `yT` is written |
+//! | `NORMKIT_CUDA_FP8_T` | [`Fp8Tuning::transpose`] | `separate` (default), `fused` or `strided`: how the FP8 `yT` is written |
 //! | `NORMKIT_CUDA_FP8_TM` | [`Fp8Tuning::max_tm`] | the largest fused-transpose tile, rows (4..=64, a power of two) |
 //! | `NORMKIT_CUDA_FP8_CTA` | [`Fp8Tuning::cta_threads`] | threads per CTA of the FP8 row kernel (32..=512) |
+//! | `NORMKIT_CUDA_FP8_REG` | [`Fp8Tuning::reg`] | `0`: no quantised register forward (`nk_fwd_regq*`) |
+//! | `NORMKIT_CUDA_FP8_ROW_MAX` | [`Fp8Tuning::row_max_n`] | the largest N of the FP8 row kernels (longer rows: split) |
 //! | `NORMKIT_CUDA_ROWS` | [`RowsTuning::on`], [`RowsTuning::rpc`] | `off` / `0`: no row-batch backward; a number: its groups per CTA |
 //! | `NORMKIT_CUDA_CLUSTER` | [`ClusterTuning::on`] | `0`: no cluster kernels |
 //! | `NORMKIT_CUDA_CLUSTER_CT` | [`ClusterTuning::shape`] | `C,T`: clusters of C CTAs of T threads at every N of the tables |
@@ -39,7 +41,7 @@
 //! | `NORMKIT_CUDA_CLUSTER_PF` | [`ClusterTuning::prefetch`] | `0`: the cluster backward without its prefetching twins |
 
 /// The environment variables [`Tuning::with_env`] reads, in the order of the table above.
-pub const ENV_OVERRIDES: [&str; 19] = [
+pub const ENV_OVERRIDES: [&str; 21] = [
     "NORMKIT_CUDA_FWD_TABLE",
     "NORMKIT_CUDA_BWD_TABLE",
     "NORMKIT_CUDA_BWD4_TABLE",
@@ -54,6 +56,8 @@ pub const ENV_OVERRIDES: [&str; 19] = [
     "NORMKIT_CUDA_FP8_T",
     "NORMKIT_CUDA_FP8_TM",
     "NORMKIT_CUDA_FP8_CTA",
+    "NORMKIT_CUDA_FP8_REG",
+    "NORMKIT_CUDA_FP8_ROW_MAX",
     "NORMKIT_CUDA_ROWS",
     "NORMKIT_CUDA_CLUSTER",
     "NORMKIT_CUDA_CLUSTER_CT",
@@ -207,9 +211,11 @@ pub struct RowsTuning {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fp8Transpose {
     /// Through the row kernel's shared-memory tile where a tile of at least `min_tm` rows fits,
-    /// else by the separate kernel.
+    /// else by the separate kernel (measurements: slower than `Separate` on an H100, NOTES.md).
     Fused,
-    /// Always by the separate kernel (`nk_fwd_q_transpose`) reading y_q back (measurements).
+    /// By the separate kernel (`nk_fwd_q_transpose`) reading y_q back: the default (H100
+    /// 2026-11-25, bf16 → e4m3 with yT: 32768×4096 394 µs against 626 fused, 2048×8192 54.8
+    /// against 82.3, 4096×1024 18.7 against 29.0).
     Separate,
     /// One byte store per element from the row kernel's registers: the uncoalesced baseline a
     /// fused transpose replaces (measurements; `nk_fwd_q_row4_st_ah`, 16-bit aligned N ≤ 16384).
@@ -221,7 +227,7 @@ pub enum Fp8Transpose {
 pub struct Fp8Tuning {
     /// Threads per CTA of the row kernel when a row needs fewer (groups per CTA = this / group).
     pub cta_threads: u32,
-    /// How yT is written (env `NORMKIT_CUDA_FP8_T=fused|separate|strided`).
+    /// How yT is written (env `NORMKIT_CUDA_FP8_T=separate|fused|strided`).
     pub transpose: Fp8Transpose,
     /// The largest tile of the fused transpose, rows (a power of two; env `NORMKIT_CUDA_FP8_TM`).
     pub max_tm: u32,
@@ -229,6 +235,12 @@ pub struct Fp8Tuning {
     pub min_tm: u32,
     /// Shared memory the fused tile may take per CTA, bytes (two CTAs per SM at 116 KiB).
     pub tile_smem: usize,
+    /// The quantised register forward (`nk_fwd_regq*`) where it applies (env
+    /// `NORMKIT_CUDA_FP8_REG=0`: the FP8 row kernels instead; measurements).
+    pub reg: bool,
+    /// The largest N of the FP8 row kernels; longer rows take the split path (env
+    /// `NORMKIT_CUDA_FP8_ROW_MAX`).
+    pub row_max_n: usize,
 }
 
 /// The launch tables, thresholds and overrides of one backend.
@@ -407,7 +419,15 @@ impl Tuning {
             fin_wide_min_ctas_per_sm: 2,
             fin_wide_parts_per_lane: 4,
             pdl: true,
-            fp8: Fp8Tuning { cta_threads: 256, transpose: Fp8Transpose::Fused, max_tm: 32, min_tm: 8, tile_smem: 116 << 10 },
+            fp8: Fp8Tuning {
+                cta_threads: 128,
+                transpose: Fp8Transpose::Separate,
+                max_tm: 32,
+                min_tm: 8,
+                tile_smem: 116 << 10,
+                reg: true,
+                row_max_n: 32768,
+            },
             rows: RowsTuning { on: true, rpc: None, min_n: 512, max_n: 2048, cta_threads: 256 },
             cluster: ClusterTuning {
                 on: true,
@@ -466,17 +486,23 @@ impl Tuning {
         self.bwd_ctas_per_sm = get("NORMKIT_CUDA_BWD_CTAS_PER_SM").and_then(|v| v.parse().ok()).filter(|&c| c > 0);
         self.fin_cols_max = get("NORMKIT_CUDA_FIN_COLS_MAX").and_then(|v| v.parse().ok()).unwrap_or(self.fin_cols_max);
         self.pdl = on_unless_0("NORMKIT_CUDA_PDL");
+        self.fp8.reg = on_unless_0("NORMKIT_CUDA_FP8_REG");
+        self.fp8.row_max_n = get("NORMKIT_CUDA_FP8_ROW_MAX").and_then(|v| v.parse().ok()).unwrap_or(self.fp8.row_max_n);
         match get("NORMKIT_CUDA_FP8_T").as_deref() {
             Some("separate") => self.fp8.transpose = Fp8Transpose::Separate,
             Some("strided") => self.fp8.transpose = Fp8Transpose::Strided,
             Some("fused") => self.fp8.transpose = Fp8Transpose::Fused,
             _ => {}
         }
-        if let Some(tm) = get("NORMKIT_CUDA_FP8_TM").and_then(|v| v.parse::<u32>().ok()).filter(|t| t.is_power_of_two() && (4..=64).contains(t)) {
+        if let Some(tm) =
+            get("NORMKIT_CUDA_FP8_TM").and_then(|v| v.parse::<u32>().ok()).filter(|t| t.is_power_of_two() && (4..=64).contains(t))
+        {
             self.fp8.max_tm = tm;
             self.fp8.min_tm = self.fp8.min_tm.min(tm);
         }
-        if let Some(c) = get("NORMKIT_CUDA_FP8_CTA").and_then(|v| v.parse::<u32>().ok()).filter(|t| t.is_power_of_two() && (32..=512).contains(t)) {
+        if let Some(c) =
+            get("NORMKIT_CUDA_FP8_CTA").and_then(|v| v.parse::<u32>().ok()).filter(|t| t.is_power_of_two() && (32..=512).contains(t))
+        {
             self.fp8.cta_threads = c;
         }
         match get("NORMKIT_CUDA_ROWS") {

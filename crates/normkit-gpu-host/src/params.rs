@@ -27,7 +27,7 @@ pub const DT_E5M2FNUZ: i32 = 6;
 pub const Q_ROW: i32 = 1;
 /// `NK_Q_DEVSCALE`: the per-tensor scale is read from `scale` (else `scale_host`).
 pub const Q_DEVSCALE: i32 = 2;
-/// `NK_Q_AMAX`: `amax` is written (atomicMax on its bits: the launch zeroes it first).
+/// `NK_Q_AMAX`: `amax` is written (through the backend's synchronisation words, `q_sync`).
 pub const Q_AMAX: i32 = 4;
 /// `NK_Q_INV`: `scale_inv` is written.
 pub const Q_INV: i32 = 8;
@@ -138,8 +138,10 @@ pub struct FwdParams {
     pub tm: i32,
     /// FP8 fused transpose: bytes per shared-memory tile row.
     pub tpitch: i32,
+    /// FP8 amax: the backend's two zeroed synchronisation words (running max, CTAs arrived).
+    pub q_sync: u64,
 }
-const _: () = assert!(std::mem::size_of::<FwdParams>() == 240);
+const _: () = assert!(std::mem::size_of::<FwdParams>() == 248);
 
 /// `NkBwdParams`.
 #[repr(C)]
@@ -205,7 +207,7 @@ pub struct BwdParams {
 const _: () = assert!(std::mem::size_of::<BwdParams>() == 192);
 
 /// Every field's offset, in the order nk_params.h declares them (9 addresses, 7 `int64_t`, two
-/// floats, 12 `int32_t`; then the FP8 fields: 5 addresses, an `int64_t`, a float, 3 `int32_t`).
+/// floats, 12 `int32_t`; then the FP8 fields: 5 addresses, an `int64_t`, a float, 3 `int32_t`, an address).
 const _: () = {
     use std::mem::offset_of;
     assert!(offset_of!(FwdParams, x) == 0);
@@ -246,6 +248,7 @@ const _: () = {
     assert!(offset_of!(FwdParams, q) == 228);
     assert!(offset_of!(FwdParams, tm) == 232);
     assert!(offset_of!(FwdParams, tpitch) == 236);
+    assert!(offset_of!(FwdParams, q_sync) == 240);
 };
 
 /// Every field's offset, in the order nk_params.h declares them (12 addresses, 8 `int64_t`, a

@@ -108,7 +108,18 @@ fn an_in_place_forward_without_optional_operands_leaves_them_zero() {
     assert_eq!((p.dt_x, p.dt_y, p.dt_r, p.dt_w), (DT_F16, DT_F16, DT_F16, DT_F32));
     assert_eq!(
         info,
-        FwdInfo { m, n, dtypes: plan.dtypes, ln: false, gemma: true, residual: false, weight: false, bias: false, aligned: true, fp8: None }
+        FwdInfo {
+            m,
+            n,
+            dtypes: plan.dtypes,
+            ln: false,
+            gemma: true,
+            residual: false,
+            weight: false,
+            bias: false,
+            aligned: true,
+            fp8: None
+        }
     );
 }
 
