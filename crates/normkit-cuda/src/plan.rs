@@ -380,21 +380,7 @@ pub fn forward(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall) ->
 // ---------------------------------------------------------------------------------------------
 // Quantised (FP8) forward
 
-/// Bytes per row of the fused transpose's shared-memory tile of `tm` rows for N = `n`: N rounded
-/// up to 8, plus a pad that makes the 4-byte reads of `q_write_t` (nk_fp8.cuh) conflict-free: its
-/// warp reads rows 4·rb + k, words cb, with tm/4 values of rb — the pitch in words must be odd for
-/// 8 row blocks (tm = 32), ≡ 2 (mod 8) for 4 (tm = 16) and ≡ 4 (mod 8) for 2 (tm = 8); other tiles
-/// take the odd pitch.
-pub fn fp8_tile_pitch(n: usize, tm: u32) -> usize {
-    let words = n.div_ceil(8) * 2; // even
-    let target = match tm {
-        16 => 2,
-        8 => 4,
-        _ => 1,
-    };
-    let pad = (target + 8 - words % 8) % 8;
-    (words + pad) * 4
-}
+pub use normkit_gpu_host::fp8_tile_pitch;
 
 /// The workspace of the FP8 row path: none of its bytes are used, but a lent workspace carries
 /// the zeroed words the amax's last CTA uses (`buffers::WsLease::sync`).
@@ -448,13 +434,16 @@ fn forward_fp8(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall, q:
     // The quantised register forward (fwd_reg's body, SPEC + 128): every tensor in x's 16-bit
     // dtype, Gemma casting, 16-byte layouts, the forward table's group with at most 4 chunks per
     // thread; yT (if any) by the separate kernel. The strided baseline keeps the row kernel.
+    // With the fused residual too: the row kernel without its twin ran 9-21% slower (H100,
+    // bench/results/nvidia-h100-2026-11-25/fp8/final: A/B of that choice).
     let uniform = dts.x != DType::F32 && (!c.residual || dts.residual == dts.x) && (!affine || dts.weight == dts.x);
     if let (true, Some(rc), false) = (uniform && c.gemma && c.aligned && t.fp8.reg, tuning::pick(&t.fwd, c.n), strided) {
         let k_per_thread = c.n.div_ceil(8).div_ceil(rc.group as usize);
         let key = KernelKey::FwdRegQ { dtype: kdt(dts.x)?, ln: c.ln, residual: c.residual, chunks: FwdChunks::K4, aligned: true };
         if let (true, Some(k)) = (k_per_thread <= REG_KMAX, kernels::lookup(key)) {
             let block = rc.group * rc.rows_per_cta;
-            let blocks = persistent_blocks(d, occ, k, block, 0, m.div_ceil(rc.rows_per_cta as u64))?;
+            let work = m.div_ceil(rc.rows_per_cta as u64);
+            let blocks = if t.fp8.reg_grid_rows { work.min(MAX_GRID) as u32 } else { persistent_blocks(d, occ, k, block, 0, work)? };
             let fields = Fields { group: rc.group as i32, rpc: rc.rows_per_cta as i32, slot: 16, ..Fields::default() };
             let mut l = Launch::new(Family::FwdQuant, FP8_WS, fields);
             l.push(Step::plain(k, (blocks, 1), block, 0));
@@ -1664,25 +1653,6 @@ mod tests {
             }
         }
         assert!(paths.iter().any(|p| p.0 == Family::FwdQuantSplit) && paths.len() > 10, "{paths:?}");
-    }
-
-    /// The fused tile's pitch: N rounded up to 8 bytes, plus the pad of `q_write_t`'s bank rule.
-    #[test]
-    fn fp8_tile_pitch_follows_the_bank_rule() {
-        for n in [1usize, 7, 8, 9, 1000, 4096, 4097, 8192] {
-            for tm in [8u32, 16, 32] {
-                let p = fp8_tile_pitch(n, tm);
-                assert!(p >= n.div_ceil(8) * 8 && p.is_multiple_of(4) && p < n.div_ceil(8) * 8 + 32, "{n} {tm}: {p}");
-                let words = p / 4;
-                if tm == 16 {
-                    assert_eq!(words % 8, 2, "{n}");
-                } else if tm == 8 {
-                    assert_eq!(words % 8, 4, "{n}");
-                } else {
-                    assert_eq!(words % 2, 1, "{n}");
-                }
-            }
-        }
     }
 
     /// bf16 RMSNorm backward with d_residual_out at N = 163840 (cluster, 512 threads): the

@@ -34,6 +34,7 @@
 //! | `NORMKIT_CUDA_FP8_CTA` | [`Fp8Tuning::cta_threads`] | threads per CTA of the FP8 row kernel (32..=512) |
 //! | `NORMKIT_CUDA_FP8_REG` | [`Fp8Tuning::reg`] | `0`: no quantised register forward (`nk_fwd_regq*`) |
 //! | `NORMKIT_CUDA_FP8_ROW_MAX` | [`Fp8Tuning::row_max_n`] | the largest N of the FP8 row kernels (longer rows: split) |
+//! | `NORMKIT_CUDA_FP8_GRID` | [`Fp8Tuning::reg_grid_rows`] | `rows`: the quantised register forward on a CTA per row group, not persistent |
 //! | `NORMKIT_CUDA_ROWS` | [`RowsTuning::on`], [`RowsTuning::rpc`] | `off` / `0`: no row-batch backward; a number: its groups per CTA |
 //! | `NORMKIT_CUDA_CLUSTER` | [`ClusterTuning::on`] | `0`: no cluster kernels |
 //! | `NORMKIT_CUDA_CLUSTER_CT` | [`ClusterTuning::shape`] | `C,T`: clusters of C CTAs of T threads at every N of the tables |
@@ -41,7 +42,7 @@
 //! | `NORMKIT_CUDA_CLUSTER_PF` | [`ClusterTuning::prefetch`] | `0`: the cluster backward without its prefetching twins |
 
 /// The environment variables [`Tuning::with_env`] reads, in the order of the table above.
-pub const ENV_OVERRIDES: [&str; 21] = [
+pub const ENV_OVERRIDES: [&str; 22] = [
     "NORMKIT_CUDA_FWD_TABLE",
     "NORMKIT_CUDA_BWD_TABLE",
     "NORMKIT_CUDA_BWD4_TABLE",
@@ -58,6 +59,7 @@ pub const ENV_OVERRIDES: [&str; 21] = [
     "NORMKIT_CUDA_FP8_CTA",
     "NORMKIT_CUDA_FP8_REG",
     "NORMKIT_CUDA_FP8_ROW_MAX",
+    "NORMKIT_CUDA_FP8_GRID",
     "NORMKIT_CUDA_ROWS",
     "NORMKIT_CUDA_CLUSTER",
     "NORMKIT_CUDA_CLUSTER_CT",
@@ -241,6 +243,10 @@ pub struct Fp8Tuning {
     /// The largest N of the FP8 row kernels; longer rows take the split path (env
     /// `NORMKIT_CUDA_FP8_ROW_MAX`).
     pub row_max_n: usize,
+    /// The quantised register forward on a grid of one CTA per `rows_per_cta` rows, as the plain
+    /// forward runs, instead of a persistent grid (env `NORMKIT_CUDA_FP8_GRID=rows`; measurements:
+    /// every CTA then takes part in the amax's arrival count).
+    pub reg_grid_rows: bool,
 }
 
 /// The launch tables, thresholds and overrides of one backend.
@@ -427,6 +433,7 @@ impl Tuning {
                 tile_smem: 116 << 10,
                 reg: true,
                 row_max_n: 32768,
+                reg_grid_rows: false,
             },
             rows: RowsTuning { on: true, rpc: None, min_n: 512, max_n: 2048, cta_threads: 256 },
             cluster: ClusterTuning {
@@ -487,6 +494,7 @@ impl Tuning {
         self.fin_cols_max = get("NORMKIT_CUDA_FIN_COLS_MAX").and_then(|v| v.parse().ok()).unwrap_or(self.fin_cols_max);
         self.pdl = on_unless_0("NORMKIT_CUDA_PDL");
         self.fp8.reg = on_unless_0("NORMKIT_CUDA_FP8_REG");
+        self.fp8.reg_grid_rows = get("NORMKIT_CUDA_FP8_GRID").is_some_and(|v| v == "rows");
         self.fp8.row_max_n = get("NORMKIT_CUDA_FP8_ROW_MAX").and_then(|v| v.parse().ok()).unwrap_or(self.fp8.row_max_n);
         match get("NORMKIT_CUDA_FP8_T").as_deref() {
             Some("separate") => self.fp8.transpose = Fp8Transpose::Separate,
