@@ -3,6 +3,7 @@
 #pragma once
 #include "nk_row.cuh"
 #include "nk_split.cuh"
+#include "nk_fp8.cuh"
 
 namespace nk {
 
@@ -38,6 +39,9 @@ NK_FWD_ENTRY(fwd_row)
 NK_FWD_ENTRY(fwd_split_stats)
 // The split apply reads the statistics fwd_split_reduce combined (the three-kernel form).
 NK_FWD_ENTRY(fwd_split_apply_pre)
+// The quantised (FP8) split passes (nk_fp8.cuh).
+NK_FWD_ENTRY(fwd_q_split_amax)
+NK_FWD_ENTRY(fwd_q_split_apply)
 NK_BWD_ENTRY(bwd_row)
 NK_BWD_ENTRY(bwd_split_stats)
 // The split apply reads the (c1, c2) bwd_split_reduce combined (the three-kernel form).

@@ -270,16 +270,20 @@ NK_DEVICE void fwd_q_row_body(const NkFwdParams& p0) {
     float amax_t = 0.f;
     int par = 0;
     // The group's rows, in order: tile tl (its TM rows, rpc at a time: pass i), tiles strided by
-    // the grid. The next row's x (and residual) is loaded into registers before the current one is
-    // reduced and written, so every thread keeps two rows' loads in flight.
+    // the grid. The next row's x is loaded into registers before the current one is reduced and
+    // written, so every thread keeps two rows' loads in flight.
     const int ipt = (TM + rpc - 1) / rpc;
     int64_t tl = nk_bid();
     int pi = 0;
     Raw px[KMAX], pr[RES ? KMAX : 1];
-    q_fetch<ALIGNED, NARROW, KMAX, RES>(p, tl, pi * rpc + g, TM, ntiles, G, t, K, nch, px, pr);
+    // Without the residual only: with it, the second row's registers (x and residual) pushed the
+    // kernel into spills, slower than loading each row when it is reached (H100, NOTES.md).
+    constexpr bool PREFETCH = !RES;
+    if (PREFETCH) q_fetch<ALIGNED, NARROW, KMAX, RES>(p, tl, pi * rpc + g, TM, ntiles, G, t, K, nch, px, pr);
     while (tl < ntiles) {
         const int64_t row0 = tl * TM;
         const int i0 = pi * rpc;
+        if (!PREFETCH) q_fetch<ALIGNED, NARROW, KMAX, RES>(p, tl, pi * rpc + g, TM, ntiles, G, t, K, nch, px, pr);
         {
             const int rl = i0 + g;
             const int64_t row = row0 + rl;
@@ -296,7 +300,7 @@ NK_DEVICE void fwd_q_row_body(const NkFwdParams& p0) {
                 pi = 0;
                 tl += nk_nblocks();
             }
-            q_fetch<ALIGNED, NARROW, KMAX, RES>(p, tl, pi * rpc + g, TM, ntiles, G, t, K, nch, px, pr);
+            if (PREFETCH) q_fetch<ALIGNED, NARROW, KMAX, RES>(p, tl, pi * rpc + g, TM, ntiles, G, t, K, nch, px, pr);
             float acc[1] = {0.f};
             if (active) {
                 void* rorow = row_ptr_mut(p.r_out, row, p.sro, p.dt_r);
@@ -578,25 +582,6 @@ NK_DEVICE void fwd_q_transpose(const NkFwdParams& p) {
     }
 }
 
-// Entries of the split kernels: NARROW (SPEC 1) dispatches once on the 16-bit dtype and the Gemma
-// casting mode.
-#define NK_Q_ENTRY(name)                                                                        \
-    template <bool ALIGNED, int SPEC>                                                           \
-    NK_DEVICE void name(const NkFwdParams& p) {                                                 \
-        if constexpr ((SPEC & 1) != 0) {                                                        \
-            const bool bf = p.dt_x == NK_DT_BF16;                                               \
-            if (p.casting == NK_CAST_GEMMA) {                                                   \
-                if (bf) name##_body<ALIGNED, true, NK_DT_BF16, NK_CAST_GEMMA>(p);               \
-                else name##_body<ALIGNED, true, NK_DT_F16, NK_CAST_GEMMA>(p);                   \
-            } else {                                                                            \
-                if (bf) name##_body<ALIGNED, true, NK_DT_BF16, -1>(p);                          \
-                else name##_body<ALIGNED, true, NK_DT_F16, -1>(p);                              \
-            }                                                                                   \
-        } else {                                                                                \
-            name##_body<ALIGNED, false, -1, -1>(p);                                             \
-        }                                                                                       \
-    }
-
 // fwd_q_row's SPEC: bit 0 NARROW (every tensor but y 16-bit, Gemma casting), bits 1..3 KMAX / 4 (1, 2 or 4), bit 4 the fused residual add,
 // bit 5 the strided-store baseline (yT written one byte per element from the row's registers: the
 // uncoalesced form a fused transpose replaces; a measurement kernel, never planned by default).
@@ -613,8 +598,7 @@ NK_DEVICE void fwd_q_row(const NkFwdParams& p) {
         fwd_q_row_body<ALIGNED, false, -1, -1, KMAX, RES, ST>(p);
     }
 }
-NK_Q_ENTRY(fwd_q_split_amax)
-NK_Q_ENTRY(fwd_q_split_apply)
-#undef NK_Q_ENTRY
+// The split kernels' entries are nk_entry.cuh's NK_FWD_ENTRY (the same NARROW dispatch as the
+// other split forwards).
 
 }  // namespace nk

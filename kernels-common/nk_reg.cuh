@@ -211,6 +211,9 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
         }
         par ^= 1;
         const float rstd = nk_rsqrt_rn(nk_add_rn(var, p.eps));
+        // The quantised twin computes y twice per row when scaling per row, so it keeps the formula in
+        // a lambda; the plain kernels keep theirs inline below (the same operations: sharing the
+        // lambda changed their SASS scheduling, and their measured speed is the reference).
         if constexpr (Q) {
             // y of chunk k (elements e..): x̂·(w + offset) + b; an absent weight multiplies by 1 and
             // an absent bias adds −0, both exact, so they are skipped (no instruction per element).

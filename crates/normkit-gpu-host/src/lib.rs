@@ -40,6 +40,23 @@ impl variants::Dt {
     }
 }
 
+/// Bytes per row of the FP8 fused transpose's shared-memory (LDS) tile of `tm` rows for N = `n`
+/// (both GPU backends' planners): N rounded up to 8, plus a pad that makes the 4-byte tile reads
+/// of `q_write_t` (kernels-common/nk_fp8.cuh) conflict-free. 32 lanes read rows 4·rb + k, words cb,
+/// with tm/4 values of rb and 32·4/tm of cb, so 4·pitch (in words) must step the banks by the cb
+/// span: the pitch in words odd for tm = 32, ≡ 2 (mod 8) for 16, ≡ 4 (mod 8) for 8. NVIDIA's shared
+/// memory and CDNA's LDS both have 32 banks of 4 bytes and serve 32 lanes' 4-byte reads at a time.
+pub fn fp8_tile_pitch(n: usize, tm: u32) -> usize {
+    let words = n.div_ceil(8) * 2; // even
+    let target = match tm {
+        16 => 2,
+        8 => 4,
+        _ => 1,
+    };
+    let pad = (target + 8 - words % 8) % 8;
+    (words + pad) * 4
+}
+
 /// What the GPU backends say about an FP8 `y` until their kernels exist: both answer
 /// `supports` and `forward` with this [`normkit_core::NormError::Unsupported`] (`forward` after
 /// validation, before anything is launched or written), so a caller — and the conformance suite —

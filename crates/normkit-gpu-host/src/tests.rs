@@ -210,3 +210,21 @@ fn fp8_outputs_are_declined_with_a_reason() {
         assert!(crate::fp8_unsupported("hip", &DTypes::uniform(d)).is_ok());
     }
 }
+
+/// The FP8 tile pitch: whole 8-byte chunks per row, and the 4-byte reads of `q_write_t` (items
+/// along the rows first: lane i reads row 4·(i mod TM/4) + k, word i div (TM/4)) fall in 32
+/// distinct banks of 4 bytes for every 32 lanes.
+#[test]
+fn fp8_tile_pitch_is_conflict_free() {
+    for n in [1, 7, 8, 9, 64, 100, 1000, 1024, 2048, 4095, 4096, 4097, 8192] {
+        for tm in [8u32, 16, 32] {
+            let pitch = crate::fp8_tile_pitch(n, tm);
+            assert!(pitch >= n.div_ceil(8) * 8 && pitch.is_multiple_of(4) && pitch < n.div_ceil(8) * 8 + 32, "n={n} tm={tm}: {pitch}");
+            let nrb = tm as usize / 4;
+            for k in 0..4 {
+                let banks: std::collections::BTreeSet<usize> = (0..32).map(|i| ((4 * (i % nrb) + k) * pitch / 4 + i / nrb) % 32).collect();
+                assert_eq!(banks.len(), 32, "n={n} tm={tm} k={k}: pitch {pitch}");
+            }
+        }
+    }
+}

@@ -170,24 +170,9 @@ pub fn forward(cfg: &Tuning, cus: u32, s: &FwdShape, lds_limit: usize) -> Result
 // ---------------------------------------------------------------------------------------------
 // Quantised (FP8) forward
 
-/// Bytes per row of the fused transpose's LDS tile of `tm` rows for N = `n`: N rounded up to 8,
-/// plus a pad that makes the 4-byte tile reads of `q_write_t` (kernels-common/nk_fp8.cuh)
-/// conflict-free. 32 lanes read rows 4·rb + k, words cb, with tm/4 values of rb and 32·4/tm of cb,
-/// so 4·pitch (in words) must step the banks by the cb span: the pitch in words odd for tm = 32,
-/// ≡ 2 (mod 8) for 16, ≡ 4 (mod 8) for 8 (normkit-cuda's rule, but for tm = 8, where its odd
-/// pitch leaves 2-way conflicts; tm = 8 is common here: 2048-4096-element rows on gfx942/gfx950).
-/// CDNA's LDS has 32 banks of 4 bytes and serves a wavefront's 4-byte reads 32 lanes at a time,
-/// as a CUDA warp's (`fp8_tile_pitch_is_conflict_free` checks every case).
-pub fn fp8_tile_pitch(n: usize, tm: u32) -> usize {
-    let words = n.div_ceil(8) * 2; // even
-    let target = match tm {
-        16 => 2,
-        8 => 4,
-        _ => 1,
-    };
-    let pad = (target + 8 - words % 8) % 8;
-    (words + pad) * 4
-}
+/// The fused transpose's LDS tile pitch (shared with normkit-cuda; CDNA's LDS, like NVIDIA's shared
+/// memory, has 32 banks of 4 bytes and serves a wavefront's 4-byte reads 32 lanes at a time).
+pub use normkit_gpu_host::fp8_tile_pitch;
 
 /// The separate transpose's tile: `Q_TR` rows × `Q_TC` bytes, staged in `Q_TR` × `Q_TPITCH` bytes
 /// of static LDS (kernels-common/nk_fp8.cuh's constants).
@@ -761,26 +746,6 @@ mod tests {
 
     fn q_shape(m: usize, n: usize, all16: bool, residual: bool, aligned: bool, fp8: Fp8Info) -> FwdShape {
         FwdShape { m, n, aligned, all16, nvec: 1, residual, reg: None, gemma: true, fp8: Some(fp8) }
-    }
-
-    /// The tile pitch: whole 8-byte chunks per row, and the 4-byte reads of `q_write_t` (items
-    /// along the rows first: lane i reads row 4·(i mod TM/4) + k, word i div (TM/4)) fall in 32
-    /// distinct banks of 4 bytes for every 32 lanes — a CDNA wavefront's LDS access is served 32
-    /// lanes at a time.
-    #[test]
-    fn fp8_tile_pitch_is_conflict_free() {
-        for n in [1, 7, 8, 9, 64, 100, 1000, 1024, 2048, 4095, 4096, 8192] {
-            for tm in [8u32, 16, 32] {
-                let pitch = fp8_tile_pitch(n, tm);
-                assert!(pitch >= n.div_ceil(8) * 8 && pitch.is_multiple_of(4), "n={n} tm={tm}: {pitch}");
-                let nrb = tm as usize / 4;
-                for k in 0..4 {
-                    let banks: std::collections::BTreeSet<usize> =
-                        (0..32).map(|i| ((4 * (i % nrb) + k) * pitch / 4 + i / nrb) % 32).collect();
-                    assert_eq!(banks.len(), 32, "n={n} tm={tm} k={k}: pitch {pitch}");
-                }
-            }
-        }
     }
 
     /// Quantised forward plans: the path, kernel chunking and group depend on N, the dtypes and
