@@ -57,22 +57,6 @@ pub fn fp8_tile_pitch(n: usize, tm: u32) -> usize {
     (words + pad) * 4
 }
 
-/// What the GPU backends say about an FP8 `y` until their kernels exist: both answer
-/// `supports` and `forward` with this [`normkit_core::NormError::Unsupported`] (`forward` after
-/// validation, before anything is launched or written), so a caller — and the conformance suite —
-/// learns that the backend declines FP8 outputs, never a wrong result. `Ok(())` for every other
-/// dtype combination.
-pub fn fp8_unsupported(backend: &'static str, dtypes: &normkit_core::DTypes) -> normkit_core::Result<()> {
-    if dtypes.y.is_fp8() {
-        Err(normkit_core::NormError::Unsupported {
-            backend,
-            what: format!("an FP8 `y` ({}): FP8 outputs are not implemented on this backend yet", dtypes.y),
-        })
-    } else {
-        Ok(())
-    }
-}
-
 pub use fill::{bwd_params, casting_code, dt_code, fwd_params, mat_vec_ok, span_vec_ok, BwdInfo, DeviceBuffer, Fp8Info, FwdInfo};
 pub use params::{BwdParams, FwdParams};
 

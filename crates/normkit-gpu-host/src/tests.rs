@@ -193,24 +193,6 @@ fn an_in_place_backward_without_weight_leaves_the_optional_fields_zero() {
     assert_eq!(info.nacc(), 0);
 }
 
-/// Until the GPU kernels quantise, an FP8 `y` is declined with `Unsupported` (by both backends'
-/// `supports` and `forward`); every other dtype combination passes through.
-#[test]
-fn fp8_outputs_are_declined_with_a_reason() {
-    use normkit_core::{DType, DTypes, NormError};
-    for f in DType::FP8 {
-        let e = crate::fp8_unsupported("cuda", &DTypes { y: f, ..DTypes::uniform(DType::BF16) }).expect_err("declined");
-        assert!(
-            matches!(&e, NormError::Unsupported { backend: "cuda", what } if what.contains("not implemented on this backend yet")),
-            "{e}"
-        );
-        assert!(e.to_string().contains(f.name()), "{e}");
-    }
-    for d in DType::ALL {
-        assert!(crate::fp8_unsupported("hip", &DTypes::uniform(d)).is_ok());
-    }
-}
-
 /// The FP8 tile pitch: whole 8-byte chunks per row, and the 4-byte reads of `q_write_t` (items
 /// along the rows first: lane i reads row 4·(i mod TM/4) + k, word i div (TM/4)) fall in 32
 /// distinct banks of 4 bytes for every 32 lanes.
