@@ -290,6 +290,8 @@ mod imp {
             reps: Some(times.len() as u64),
             us_baseline,
             y_dtype: None,
+            us_rotated: None,
+            n_sets_rotated: None,
         })
     }
 
@@ -384,6 +386,8 @@ mod imp {
                 max_calls: 2,
                 rotate_factor: 1.0,
                 max_sets: 2,
+                resident_max_bytes: 0,
+                resident_max_sets: 2,
                 copy_bytes: 1 << 20,
                 max_consecutive_errors: 3,
             };

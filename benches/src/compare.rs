@@ -60,6 +60,8 @@ pub fn normkit_row(run: &Run, op: &str, m: u64, n: u64, dtype: &str) -> Option<R
         reps: None,
         us_baseline: None,
         y_dtype: fwd.y_dtype.clone(),
+        us_rotated: None,
+        n_sets_rotated: None,
     })
 }
 
@@ -140,6 +142,8 @@ mod tests {
             reps: None,
             us_baseline: None,
             y_dtype: None,
+            us_rotated: None,
+            n_sets_rotated: None,
         }
     }
 

@@ -158,6 +158,8 @@ fn row_of(cell: &Value, copy_gbps: f64) -> Option<(String, ResultRow)> {
         reps: None,
         us_baseline: None,
         y_dtype,
+        us_rotated: None,
+        n_sets_rotated: None,
     };
     Some((imp, row))
 }

@@ -22,6 +22,14 @@ pub struct Plan {
     pub rotate_factor: f64,
     /// ...but at most this many sets.
     pub max_sets: usize,
+    /// Decode-sized cases — x and y in 16 bits move less than this many bytes, the peer
+    /// script's `--graph-max-bytes` rule — rotate at most `resident_max_sets` sets, as the peer
+    /// script does: their data stays in the last-level cache, as in a decode step where the
+    /// previous kernel has just written the activations. Where the general rotation would use
+    /// a different number of sets, the case is timed that way too (`us_rotated`).
+    pub resident_max_bytes: u64,
+    /// See [`Plan::resident_max_bytes`].
+    pub resident_max_sets: usize,
     /// The copy ceiling is measured on a buffer of this many bytes (each way)...
     pub copy_bytes: usize,
     /// Stop a backend after this many errors in a row (a lost device fails every later case).
@@ -44,6 +52,8 @@ impl Plan {
             // A smoke run rotates through one cache's worth only: faster to set up, less exact.
             rotate_factor: if quick { 1.0 } else { 4.0 },
             max_sets: if quick { 8 } else { 32 },
+            resident_max_bytes: 4_000_000,
+            resident_max_sets: if quick { 8 } else { 16 },
             copy_bytes: match (kind, quick) {
                 (_, true) => 256 << 20,
                 (DeviceKind::Gpu, false) => 2 << 30,
@@ -141,6 +151,13 @@ pub fn run<B: BenchBackend>(
             formats.join(", ")
         ));
     }
+    if cases.iter().any(|c| is_resident(c, plan)) {
+        run.notes.push(format!(
+            "timing: shapes with m·n·4 < {} bytes rotate at most {} input sets (L2-resident, the peer script's policy); \
+             where the general rotation (up to {} sets, {}× the last-level cache) differs, it is timed too (us_rotated)",
+            plan.resident_max_bytes, plan.resident_max_sets, plan.max_sets, plan.rotate_factor
+        ));
+    }
     progress.note(&format!("{}: {} — copy ceiling {:.1} GB/s", backend.name(), run.device, run.copy_gbps));
     let mem_cap = if run.machine.memory_bytes > 0 { run.machine.memory_bytes / 4 } else { u64::MAX };
     let set_budget = (plan.rotate_factor * run.machine.cache_bytes.max(1 << 20) as f64) as u64;
@@ -218,11 +235,28 @@ fn measure<B: BenchBackend>(backend: &B, case: &Case, plan: &Plan, set_budget: u
         Err(e) => return Outcome::Failed(error_chain(&e)),
     }
     let bytes = case.bytes();
-    let n_sets = sets_needed(bytes, set_budget, mem_cap, plan.max_sets);
-    match time_case(backend, case, &desc, n_sets, plan) {
-        Ok((times, calls)) => Outcome::Done(Box::new(row(case, bytes, &times, n_sets, calls, copy_gbps))),
-        Err(e) => Outcome::Failed(error_chain(&e)),
+    let rotated = sets_needed(bytes, set_budget, mem_cap, plan.max_sets);
+    let resident = is_resident(case, plan).then(|| sets_needed(bytes, set_budget, mem_cap, plan.resident_max_sets));
+    let n_sets = resident.unwrap_or(rotated);
+    let mut r = match time_case(backend, case, &desc, n_sets, plan) {
+        Ok((times, calls)) => row(case, bytes, &times, n_sets, calls, copy_gbps),
+        Err(e) => return Outcome::Failed(error_chain(&e)),
+    };
+    if resident.is_some_and(|s| s != rotated) {
+        match time_case(backend, case, &desc, rotated, plan) {
+            Ok((times, _)) => {
+                r.us_rotated = Some(median(&times) * 1e6);
+                r.n_sets_rotated = Some(rotated as u64);
+            }
+            Err(e) => return Outcome::Failed(error_chain(&e)),
+        }
     }
+    Outcome::Done(Box::new(r))
+}
+
+/// Whether `case` is decode-sized: timed L2-resident (see [`Plan::resident_max_bytes`]).
+pub fn is_resident(case: &Case, plan: &Plan) -> bool {
+    (case.m as u64) * (case.n as u64) * 4 < plan.resident_max_bytes
 }
 
 /// Input sets to rotate through so that they total `budget` bytes (the caches are left between
@@ -252,6 +286,8 @@ fn row(case: &Case, bytes: u64, times: &[f64], n_sets: usize, calls: usize, copy
         reps: Some(times.len() as u64),
         us_baseline: None,
         y_dtype: case.op.is_fp8().then(|| case.fp8.name().to_string()),
+        us_rotated: None,
+        n_sets_rotated: None,
     }
 }
 
@@ -375,7 +411,17 @@ mod tests {
     }
 
     fn tiny_plan() -> Plan {
-        Plan { reps: 3, rep_target_s: 1e-3, max_calls: 4, rotate_factor: 2.0, max_sets: 3, copy_bytes: 1 << 20, max_consecutive_errors: 3 }
+        Plan {
+            reps: 3,
+            rep_target_s: 1e-3,
+            max_calls: 4,
+            rotate_factor: 2.0,
+            max_sets: 3,
+            resident_max_bytes: 4_000_000,
+            resident_max_sets: 2,
+            copy_bytes: 1 << 20,
+            max_consecutive_errors: 3,
+        }
     }
 
     #[test]
@@ -400,6 +446,19 @@ mod tests {
         assert_eq!((r.op.as_str(), r.m, r.n, r.dtype.as_str()), ("rms_fwd", 16, 64, "bf16"));
         assert!((r.us - 100.0).abs() < 1e-9 && (r.gbps - Op::RmsFwd.bytes(16, 64, DType::BF16) as f64 / 1e-4 / 1e9).abs() < 1e-9);
         assert!((r.pct_copy.unwrap() - 10.0 * r.gbps).abs() < 1e-9);
+        // Decode-sized: timed on the resident policy's 2 sets, and again on the general 3.
+        assert_eq!((r.n_sets, r.n_sets_rotated), (Some(2), Some(3)));
+        assert!(r.us_rotated.is_some_and(|u| (u - 100.0).abs() < 1e-9));
+    }
+
+    #[test]
+    fn decode_sized_cases_are_those_of_the_peer_script() {
+        let plan = Plan::new(DeviceKind::Gpu, Size::Default);
+        let case = |m, n| crate::grid::cases(&[Op::AddRmsFwd], &[(m, n, DType::F32)]).remove(0);
+        // m·n·2·2 < 4e6, whatever the op or dtype: 128×4096 is, 256×4096 is not.
+        assert!(is_resident(&case(1, 4096), &plan) && is_resident(&case(128, 4096), &plan));
+        assert!(!is_resident(&case(256, 4096), &plan) && !is_resident(&case(4096, 1024), &plan));
+        assert_eq!((plan.resident_max_sets, plan.max_sets), (16, 32));
     }
 
     #[test]

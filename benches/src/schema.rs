@@ -105,6 +105,14 @@ pub struct ResultRow {
     /// the others, whose `y` has x's dtype (`dtype`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub y_dtype: Option<String>,
+    /// Decode-sized cases (see [`crate::runner::Plan::resident_max_bytes`]) are timed on at most
+    /// `Plan::resident_max_sets` input sets, L2-resident as in the peer script; where the
+    /// general rotation (up to `Plan::max_sets` sets) gives a different set count, that policy's
+    /// median µs and its set count are kept here too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub us_rotated: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub n_sets_rotated: Option<u64>,
 }
 
 /// A case that did not produce a number, and why.

@@ -13,7 +13,10 @@ pub fn render(file: &ResultsFile) -> String {
         "Generated {} by {} (schema {}). GB/s = 1e9 bytes per second of counted traffic: every operand read \
          once and every output written once (weights in x's dtype, statistics f32). `%` = share of the copy \
          ceiling measured in the same run on the same device. µs = median time per call. Calls moving \
-         under 4 MB are latency-bound: read their µs.\n",
+         under 4 MB are latency-bound: read their µs. Decode-sized shapes (x and y in 16 bits under 4 MB, \
+         the peer script's rule) are timed on at most 16 rotated input sets, resident in the last-level \
+         cache as in the peer script; where the general rotation (up to 32 sets, 4 caches' worth) uses \
+         another count, its µs follows in brackets.\n",
         short_date(&file.date),
         file.tool,
         file.schema_version
@@ -35,7 +38,11 @@ pub fn render(file: &ResultsFile) -> String {
             for r in &cols {
                 match find(r, op, &key) {
                     Some(x) if is_latency(x) => {
-                        let _ = write!(s, " ({}) | – | **{}** |", fmt_gbps(x.gbps), fmt_us(x.us));
+                        let rotated = match (x.us_rotated, x.n_sets_rotated) {
+                            (Some(u), Some(k)) => format!(" ({} on {k} sets)", fmt_us(u)),
+                            _ => String::new(),
+                        };
+                        let _ = write!(s, " ({}) | – | **{}**{rotated} |", fmt_gbps(x.gbps), fmt_us(x.us));
                     }
                     Some(x) => {
                         let p = pct(r, x).map_or_else(|| "–".into(), fmt_pct);
