@@ -28,6 +28,7 @@
 #define NK_F_STATS 16      // forward writes mean (LN) and rstd
 #define NK_F_NOFULL 32     // measurement knob: register kernels skip their FULL specialisation
 #define NK_F_WGLOBAL 64    // prefetching register backward: weight read from global (its fp32 slots do not fit)
+#define NK_F_TRIGGER 128   // register forward: trigger the stream's next kernel at entry (programmatic dependent launch)
 
 // `q` bits of a quantised (FP8) forward.
 #define NK_Q_ROW 1         // per-row dynamic scaling (else one scale for the tensor)

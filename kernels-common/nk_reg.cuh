@@ -59,6 +59,15 @@ NK_DEVICE void residual_add(Raw& h, const Raw& r) {
 // forms (and the element-wise twin) perform the same arithmetic in the same order, bit for bit.
 // Dynamic shared memory with PF: 2·(1 + RES)·K·blockDim·16·SW bytes (SW = 2 for f32, else 1).
 //
+// SPEC + 256 (EW, `nk_fwd_regd_*`, decode-sized grids): a thread's weight (and bias) chunks are the
+// same in every row it visits, so they are loaded once, before the first row and together with
+// it, into registers; the other kernels load them per chunk in the output pass, where each load
+// waits for the previous chunk's store (the global accesses are volatile, kept in program order):
+// one round trip per chunk, which a call of a few rows pays in full. The 256-thread launch bound
+// leaves the registers for it (the 1024-thread kernels would spill). EW kernels are also launched
+// as programmatic dependents: they wait for the previous kernel before touching memory, and with
+// NK_F_TRIGGER let the stream's next kernel launch at their entry. Same arithmetic, same bits.
+//
 // SPEC + 128 (Q): the quantised twin (nk_fp8.cuh's FP8 outputs, per tensor or per row, amax and
 // scale_inv; no yT): the same statistics and y, then y·scale rounded by the platform's FP8
 // conversion and stored as 8 bytes per chunk. p0.dt_y is the FP8 format; the grid is persistent
@@ -72,7 +81,12 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
     constexpr int KMAX = FWD_REG_KMAX<SPEC>;
     constexpr bool PF = ALIGNED && (SPEC & 64) != 0;
     constexpr bool Q = (SPEC & 128) != 0;
+    constexpr bool EW = (SPEC & 256) != 0 && !PF;
     constexpr int NS = RES ? 2 : 1, SW = NARROW ? 1 : 2;
+    if constexpr (EW) {
+        if (p0.flags & NK_F_TRIGGER) nk_grid_dep_launch();
+        nk_grid_dep_wait();
+    }
     const NkFwdParams p = specialise<DT, NK_CAST_GEMMA>(p0);
     NK_SHARED float scratch[2][NK_ROW_MAX_THREADS / NK_WARP];
     const int qfmt = p0.dt_y;
@@ -91,6 +105,17 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
     const void* wp = reinterpret_cast<const void*>(p.w);
     const void* bp = reinterpret_cast<const void*>(p.b);
     const int64_t step = nk_nblocks() * rpc;
+    Raw wreg[EW ? KMAX : 1], breg[EW && LN ? KMAX : 1];
+    if constexpr (EW) {
+#pragma unroll
+        for (int k = 0; k < KMAX; ++k) {
+            const int c = k * G + t;
+            if (FULL || (k < K && c < nch)) {
+                if (has_w) load_chunk<ALIGNED, NARROW>(wp, DT, (int64_t)c * CH, n, wreg[k]);
+                if (LN && has_b) load_chunk<ALIGNED, NARROW>(bp, DT, (int64_t)c * CH, n, breg[LN ? k : 0]);
+            }
+        }
+    }
     // PF: queues the asynchronous copies of `row` into buffer b (none for rows past M) and closes
     // the group, so every iteration commits exactly one group.
     auto stage = [&](int64_t row, int b) {
@@ -227,7 +252,8 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
                 if (has_w) {
                     Raw wr;
                     float w[CH];
-                    load_chunk<ALIGNED, NARROW>(wp, DT, e, n, wr);
+                    if constexpr (EW) wr = wreg[k];
+                    else load_chunk<ALIGNED, NARROW>(wp, DT, e, n, wr);
                     unpack<NARROW>(DT, wr, w);
     #pragma unroll
                     for (int j = 0; j < CH; ++j) y[j] = nk_mul_rn(y[j], nk_add_rn(w[j], offset));
@@ -235,7 +261,8 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
                 if (has_b) {
                     Raw br;
                     float b[CH];
-                    load_chunk<ALIGNED, NARROW>(bp, DT, e, n, br);
+                    if constexpr (EW && LN) br = breg[LN ? k : 0];
+                    else load_chunk<ALIGNED, NARROW>(bp, DT, e, n, br);
                     unpack<NARROW>(DT, br, b);
     #pragma unroll
                     for (int j = 0; j < CH; ++j) y[j] = nk_add_rn(y[j], b[j]);
@@ -318,7 +345,8 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
                         if (has_w) {
                             Raw wr;
                             float w[CH];
-                            load_chunk<ALIGNED, NARROW>(wp, DT, e, n, wr);
+                            if constexpr (EW) wr = wreg[k];
+                            else load_chunk<ALIGNED, NARROW>(wp, DT, e, n, wr);
                             unpack<NARROW>(DT, wr, w);
     #pragma unroll
                             for (int j = 0; j < CH; ++j) y[j] = nk_mul_rn(y[j], nk_add_rn(w[j], offset));
@@ -326,7 +354,8 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
                         if (has_b) {
                             Raw br;
                             float b[CH];
-                            load_chunk<ALIGNED, NARROW>(bp, DT, e, n, br);
+                            if constexpr (EW && LN) br = breg[LN ? k : 0];
+                            else load_chunk<ALIGNED, NARROW>(bp, DT, e, n, br);
                             unpack<NARROW>(DT, br, b);
     #pragma unroll
                             for (int j = 0; j < CH; ++j) y[j] = nk_add_rn(y[j], b[j]);
@@ -384,6 +413,11 @@ NK_DEVICE void bwd_reg_body(const NkBwdParams& p0) {
     constexpr bool PF = ALIGNED && (SPEC & 64) != 0;
     constexpr int NS = RES ? 3 : 2, SW = NARROW ? 1 : 2;
     constexpr int KR = PF ? 1 : KMAX;  // chunks held in registers across the reduction
+    constexpr bool SM = (SPEC & 256) != 0 && !PF;
+    if constexpr (SM) {
+        if (p0.flags & NK_F_TRIGGER) nk_grid_dep_launch();
+        nk_grid_dep_wait();
+    }
     const NkBwdParams p = specialise<DT>(p0);
     NK_SHARED float scratch[2][2 * NK_ROW_MAX_THREADS / NK_WARP];
     int par = 0, buf = 0;
@@ -550,6 +584,89 @@ NK_DEVICE void bwd_reg_body(const NkBwdParams& p0) {
         buf ^= 1;
     }
     if (PF) nk_copy_async_wait_all();
+    if constexpr (SM) {
+        // SM (SPEC + 256, `nk_bwd_sm*`): one row per CTA and the grid one cluster, so CTA rank r
+        // holds row r's dW (and dB) terms. A cluster of one writes them directly (as 0 + term,
+        // the finalize's first addition). Otherwise each CTA leaves them in its shared memory
+        // (N floats per output wanted: dW, then dB); after one cluster barrier CTA r takes its
+        // share of the columns, four at a time, loads them from every rank at once (DSMEM), sums
+        // in rank order starting from 0 as the finalize does, and writes dW (dB) in the weight's
+        // dtype (p0's: with no weight, dB's dtype need not be x's, which `p` assumes). A second
+        // barrier keeps every CTA's shared memory alive until all have read it.
+        const bool want_b = LN && f.b;
+        const int ranks = nk_cluster_size(), rank = nk_cluster_rank();
+        if (ranks == 1) {
+#pragma unroll
+            for (int k = 0; k < KMAX; ++k) {
+                const int c = k * G + t;
+                if (FULL || (k < K && c < nch)) {
+#pragma unroll
+                    for (int j = 0; j < CH; ++j) {
+                        const int64_t e = (int64_t)c * CH + j;
+                        if (FULL || e < n) {
+                            if (f.w) store_one(reinterpret_cast<void*>(p.dw), p0.dt_w, e, nk_add_rn(0.f, dwa[k][j]));
+                            if (want_b) store_one(reinterpret_cast<void*>(p.db), p0.dt_w, e, nk_add_rn(0.f, dba[k][j]));
+                        }
+                    }
+                }
+            }
+            return;
+        }
+        float* red = reinterpret_cast<float*>(smem);
+        const int64_t boff = f.w ? n : 0;
+#pragma unroll
+        for (int k = 0; k < KMAX; ++k) {
+            const int c = k * G + t;
+            if (FULL || (k < K && c < nch)) {
+#pragma unroll
+                for (int j = 0; j < CH; ++j) {
+                    const int64_t e = (int64_t)c * CH + j;
+                    if (FULL || e < n) {
+                        if (f.w) red[e] = dwa[k][j];
+                        if (want_b) red[boff + e] = dba[k][j];
+                    }
+                }
+            }
+        }
+        nk_cluster_sync();
+        constexpr int RMAX = 8;  // the portable cluster size: M ≤ 8
+        // Columns in quads (16-byte DSMEM loads) when N is a multiple of 4, else one at a time.
+        const int w4 = (n & 3) == 0 ? 4 : 1;
+        const int64_t units = n / w4, share = (units + ranks - 1) / ranks;
+        const int64_t u1 = share * (rank + 1) < units ? share * (rank + 1) : units;
+        for (int64_t u = share * rank + tid; u < u1; u += bd) {
+#pragma unroll
+            for (int acc = 0; acc < 2; ++acc) {
+                if (acc == 0 ? !f.w : !want_b) continue;
+                const float* col = red + (acc == 0 ? 0 : boff) + u * w4;
+                void* dst = reinterpret_cast<void*>(acc == 0 ? p.dw : p.db);
+                float v[RMAX][4];
+                float sum[4] = {0.f, 0.f, 0.f, 0.f};
+                if (w4 == 4) {
+#pragma unroll
+                    for (int r = 0; r < RMAX; ++r)
+                        if (r < ranks) nk_cluster_load4(col, r, v[r]);
+#pragma unroll
+                    for (int r = 0; r < RMAX; ++r)
+                        if (r < ranks)
+#pragma unroll
+                            for (int i = 0; i < 4; ++i) sum[i] += v[r][i];
+#pragma unroll
+                    for (int i = 0; i < 4; ++i) store_one(dst, p0.dt_w, u * 4 + i, sum[i]);
+                } else {
+#pragma unroll
+                    for (int r = 0; r < RMAX; ++r)
+                        if (r < ranks) v[r][0] = nk_cluster_load(col, r);
+#pragma unroll
+                    for (int r = 0; r < RMAX; ++r)
+                        if (r < ranks) sum[0] += v[r][0];
+                    store_one(dst, p0.dt_w, u, sum[0]);
+                }
+            }
+        }
+        nk_cluster_sync();
+        return;
+    }
     // The CTA's partial row(s) (dB only for LayerNorm: the host sends RMSNorm with db elsewhere).
 #pragma unroll
     for (int acc = 0; acc < 2; ++acc) {

@@ -363,6 +363,33 @@ pub enum KernelKey {
         /// 16-byte accesses (and 8-byte y_q stores).
         aligned: bool,
     },
+    /// `nk_fwd_regd_{dt}_{rms|ln}{|_res}`: the register forward for decode-sized grids (CUDA,
+    /// SPEC plus 256): 4 chunks, 16-byte accesses, launch bound 256 threads, so a thread's weight
+    /// (and bias) chunks stay in registers, loaded with the row's; a programmatic dependent
+    /// launch that may trigger its successor at entry (NK_F_TRIGGER). The same arithmetic as
+    /// `FwdReg`, bit for bit.
+    FwdRegDecode {
+        /// Every tensor's dtype (16-bit).
+        dtype: Dt,
+        /// LayerNorm (else RMSNorm).
+        ln: bool,
+        /// The fused residual add.
+        residual: bool,
+    },
+    /// `nk_bwd_sm{|4}_{dt}_{rms|ln}{|_res}`: the register backward for a handful of rows (CUDA
+    /// sm_90+, SPEC plus 256): one row per CTA, dW/dB written by the kernel itself (no workspace,
+    /// no finalize kernel) — from registers for one row, else summed across the shared memory of
+    /// the grid's one cluster in rank order.
+    BwdSmall {
+        /// Every tensor's dtype.
+        dtype: Dt,
+        /// LayerNorm (else RMSNorm).
+        ln: bool,
+        /// `d_residual_out` added to dx.
+        residual: bool,
+        /// Chunks per thread.
+        chunks: BwdChunks,
+    },
 }
 
 /// One entry of a kernel list: the variant and its launch bounds (`__launch_bounds__`).
@@ -464,6 +491,8 @@ impl KernelKey {
             KernelKey::FwdQSplitApply { .. } => Family::FwdQSplitApply,
             KernelKey::FwdQTranspose => Family::FwdQTranspose,
             KernelKey::FwdRegQ { .. } => Family::FwdRegQ,
+            KernelKey::FwdRegDecode { .. } => Family::FwdReg,
+            KernelKey::BwdSmall { .. } => Family::BwdReg,
         }
     }
 
@@ -482,7 +511,11 @@ impl KernelKey {
             | KernelKey::FwdQSplitAmax { aligned, .. }
             | KernelKey::FwdQSplitApply { aligned, .. }
             | KernelKey::FwdRegQ { aligned, .. } => aligned,
-            KernelKey::BwdReg { .. } | KernelKey::BwdCluster { .. } | KernelKey::BwdRows { .. } => true,
+            KernelKey::BwdReg { .. }
+            | KernelKey::BwdCluster { .. }
+            | KernelKey::BwdRows { .. }
+            | KernelKey::FwdRegDecode { .. }
+            | KernelKey::BwdSmall { .. } => true,
             KernelKey::FwdSplitReduce
             | KernelKey::BwdSplitReduce
             | KernelKey::BwdFinalize
@@ -531,6 +564,16 @@ impl KernelKey {
                         FwdChunks::K8 => 16,
                         FwdChunks::K16 => 32,
                     },
+            ),
+            KernelKey::FwdRegDecode { dtype, ln, residual } => Spec::Int(base(dtype, ln, residual) + 256),
+            KernelKey::BwdSmall { dtype, ln, residual, chunks } => Spec::Int(
+                base(dtype, ln, residual)
+                    + match chunks {
+                        BwdChunks::K1 => 16,
+                        BwdChunks::K2 => 0,
+                        BwdChunks::K4 => 32,
+                    }
+                    + 256,
             ),
             KernelKey::BwdReg { dtype, ln, residual, chunks, prefetch } => Spec::Int(
                 base(dtype, ln, residual)
@@ -600,6 +643,15 @@ impl KernelKey {
                     BwdChunks::K4 => "4",
                 };
                 format!("nk_bwd_reg{ks}{}_{}_{}{}", if prefetch { "pf" } else { "" }, dtype.tag(), rms_ln(ln), res(residual))
+            }
+            KernelKey::FwdRegDecode { dtype, ln, residual } => format!("nk_fwd_regd_{}_{}{}", dtype.tag(), rms_ln(ln), res(residual)),
+            KernelKey::BwdSmall { dtype, ln, residual, chunks } => {
+                let ks = match chunks {
+                    BwdChunks::K1 => "1",
+                    BwdChunks::K2 => "",
+                    BwdChunks::K4 => "4",
+                };
+                format!("nk_bwd_sm{ks}_{}_{}{}", dtype.tag(), rms_ln(ln), res(residual))
             }
             KernelKey::FwdRegQ { dtype, ln, residual, chunks, aligned } => {
                 let ks = match chunks {

@@ -280,6 +280,40 @@ pub const VARIANTS: &[Variant] = &[
     v(FwdQTranspose, 256, 1),
     // The quantised twins of the register forward (fwd_reg, SPEC + 128): 16-bit, Gemma, 16-byte
     // layouts, 4 chunks per thread; 64 registers like their plain twins.
+    // Decode-sized register forwards (SPEC + 256): 16-bit, 4 chunks, at most 256 threads, the
+    // weight (and bias) held in registers from the kernel's start.
+    v(FwdRegDecode { dtype: Bf16, ln: false, residual: false }, 256, 1),
+    v(FwdRegDecode { dtype: Bf16, ln: false, residual: true }, 256, 1),
+    v(FwdRegDecode { dtype: Bf16, ln: true, residual: false }, 256, 1),
+    v(FwdRegDecode { dtype: Bf16, ln: true, residual: true }, 256, 1),
+    v(FwdRegDecode { dtype: F16, ln: false, residual: false }, 256, 1),
+    v(FwdRegDecode { dtype: F16, ln: false, residual: true }, 256, 1),
+    v(FwdRegDecode { dtype: F16, ln: true, residual: false }, 256, 1),
+    v(FwdRegDecode { dtype: F16, ln: true, residual: true }, 256, 1),
+    // Backward for a handful of rows (SPEC + 256): one row per CTA, one cluster, dW/dB summed
+    // through the cluster's shared memory. 256 threads at most (the register table's groups to
+    // N = 8192 for 4 chunks, to 2048 / 4096 for 2 chunks of 16-bit / f32): at 512 the 4-chunk
+    // kernels spill (72–280 bytes), so longer rows take the general path.
+    v(BwdSmall { dtype: Bf16, ln: false, residual: false, chunks: BwdChunks::K2 }, 256, 1),
+    v(BwdSmall { dtype: Bf16, ln: false, residual: true, chunks: BwdChunks::K2 }, 256, 1),
+    v(BwdSmall { dtype: Bf16, ln: true, residual: false, chunks: BwdChunks::K2 }, 256, 1),
+    v(BwdSmall { dtype: Bf16, ln: true, residual: true, chunks: BwdChunks::K2 }, 256, 1),
+    v(BwdSmall { dtype: Bf16, ln: false, residual: false, chunks: BwdChunks::K4 }, 256, 1),
+    v(BwdSmall { dtype: Bf16, ln: false, residual: true, chunks: BwdChunks::K4 }, 256, 1),
+    v(BwdSmall { dtype: Bf16, ln: true, residual: false, chunks: BwdChunks::K4 }, 256, 1),
+    v(BwdSmall { dtype: Bf16, ln: true, residual: true, chunks: BwdChunks::K4 }, 256, 1),
+    v(BwdSmall { dtype: F16, ln: false, residual: false, chunks: BwdChunks::K2 }, 256, 1),
+    v(BwdSmall { dtype: F16, ln: false, residual: true, chunks: BwdChunks::K2 }, 256, 1),
+    v(BwdSmall { dtype: F16, ln: true, residual: false, chunks: BwdChunks::K2 }, 256, 1),
+    v(BwdSmall { dtype: F16, ln: true, residual: true, chunks: BwdChunks::K2 }, 256, 1),
+    v(BwdSmall { dtype: F16, ln: false, residual: false, chunks: BwdChunks::K4 }, 256, 1),
+    v(BwdSmall { dtype: F16, ln: false, residual: true, chunks: BwdChunks::K4 }, 256, 1),
+    v(BwdSmall { dtype: F16, ln: true, residual: false, chunks: BwdChunks::K4 }, 256, 1),
+    v(BwdSmall { dtype: F16, ln: true, residual: true, chunks: BwdChunks::K4 }, 256, 1),
+    v(BwdSmall { dtype: F32, ln: false, residual: false, chunks: BwdChunks::K2 }, 256, 1),
+    v(BwdSmall { dtype: F32, ln: false, residual: true, chunks: BwdChunks::K2 }, 256, 1),
+    v(BwdSmall { dtype: F32, ln: true, residual: false, chunks: BwdChunks::K2 }, 256, 1),
+    v(BwdSmall { dtype: F32, ln: true, residual: true, chunks: BwdChunks::K2 }, 256, 1),
     v(FwdRegQ { dtype: Bf16, ln: false, residual: false, chunks: FwdChunks::K4, aligned: true }, 1024, 1),
     v(FwdRegQ { dtype: Bf16, ln: false, residual: true, chunks: FwdChunks::K4, aligned: true }, 1024, 1),
     v(FwdRegQ { dtype: Bf16, ln: true, residual: false, chunks: FwdChunks::K4, aligned: true }, 1024, 1),

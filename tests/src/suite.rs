@@ -335,6 +335,10 @@ fn batch_invariance<K: NormKernel>(k: &K, grid: &Grid) -> Result<Summary, String
         (NormDesc::layer(1e-5).with_residual(true).with_casting(CastingMode::Llama).with_save_stats(true), DTypes::f32_weight(F16)),
         (NormDesc::rms(1e-6).with_residual(true).with_weight_offset(1.0).with_casting(CastingMode::None), DTypes::uniform(F32)),
         (NormDesc::layer(1e-5).with_save_stats(true).with_casting(CastingMode::None), DTypes::uniform(BF16)),
+        // Gemma LayerNorm and add + RMSNorm in one 16-bit dtype: on CUDA the decode twins of the
+        // register forward (few rows) against the plain kernels (many rows).
+        (NormDesc::layer(1e-5).with_save_stats(true), DTypes::uniform(BF16)),
+        (NormDesc::rms(1e-6).with_residual(true).with_save_stats(true), DTypes::uniform(F16)),
     ];
     let mut run = Runner::new();
     for (ni, &n) in grid.invariance_ns.iter().enumerate() {

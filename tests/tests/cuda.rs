@@ -37,6 +37,10 @@ const KERNEL_TOUR_SHAPES: &[(usize, usize, usize, DType)] = &[
     (3, 6000, 6000, DType::F32),
     (3, 4096, 4104, DType::F16),
     (2, 3000, 3000, DType::BF16),
+    // One row: the backward that writes dW/dB itself (full and partial chunks, strided, f32).
+    (1, 4096, 4104, DType::BF16),
+    (1, 3000, 3000, DType::F16),
+    (1, 4096, 4096, DType::F32),
     // Clusters of 16 CTAs (the RMSNorm forward, the LayerNorm backward's prefetching twin),
     // and of 16 × 512 threads (the prefetching backward twins of RMSNorm and LayerNorm).
     (2, 131072, 131072, DType::BF16),
@@ -50,6 +54,7 @@ fn main() -> std::process::ExitCode {
     let mut trials = normkit_conformance::conformance_trials!(CudaBackend::new(), normkit_conformance::Grid::full());
     trials.extend(normkit_conformance::device_trials!(backend(), KERNEL_TOUR_SHAPES));
     trials.extend(normkit_conformance::trials![
+        kernel_tour_general_paths,
         cluster::cluster_matches_cpu,
         cluster::cluster_bitwise_invariance,
         rows::rows_backward_matches_cpu,
@@ -65,6 +70,15 @@ fn main() -> std::process::ExitCode {
         soak::recovers_after_out_of_memory
     ]);
     normkit_conformance::harness::run("cuda", normkit_conformance::harness::device_present(CudaBackend::new), trials)
+}
+
+/// The kernel tour once more without the decode-sized paths (the forward's decode twins, the
+/// one-cluster backward), which take most of the tour's few-row shapes by default: the plain
+/// register, row-batch and cluster kernels those shapes were chosen for (run under the
+/// sanitizers with the tour: `run.sh sanitize` selects `kernel_tour`).
+fn kernel_tour_general_paths() {
+    let t = normkit::cuda::Tuning { fwd_decode_max_ctas: Some(0), bwd_small_max_m: 0, ..backend().tuning().clone() };
+    normkit_conformance::device::kernel_tour(&backend().with_tuning(t), KERNEL_TOUR_SHAPES);
 }
 
 #[path = "cuda/stream.rs"]

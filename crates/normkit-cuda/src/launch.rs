@@ -41,6 +41,9 @@ impl PlanParams for FwdParams {
             self.ws_q = base + at;
         }
         self.q_sync = sync;
+        if f.trigger {
+            self.flags |= params::F_TRIGGER;
+        }
     }
     fn set_group(&mut self, group: i32) {
         self.group = group;
@@ -62,6 +65,9 @@ impl PlanParams for BwdParams {
         }
         self.ws_dw = base + ws.dw;
         self.ws_db = base + ws.db;
+        if f.trigger {
+            self.flags |= params::F_TRIGGER;
+        }
     }
     fn set_group(&mut self, group: i32) {
         self.group = group;

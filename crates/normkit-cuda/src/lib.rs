@@ -267,6 +267,16 @@ impl CudaBackend {
         &self.tuning
     }
 
+    /// This backend with other launch tables and thresholds: for A/B measurements and for tests
+    /// that walk a path the defaults leave for another shape (the general backward at M ≤ 8, the
+    /// plain register forward on a decode-sized grid). Plans are checked against the device as
+    /// always; a table that asks for more than a kernel allows falls back to another path.
+    #[doc(hidden)]
+    pub fn with_tuning(mut self, tuning: Tuning) -> Self {
+        self.tuning = tuning;
+        self
+    }
+
     /// A buffer viewing `len` elements of `dtype` at device address `ptr`, owned elsewhere.
     ///
     /// # Safety

@@ -13,7 +13,7 @@ use normkit_gpu_host::{bwd_params, fwd_params};
 use crate::buffers::CudaBuffer;
 use crate::plan::{BwdCall, FwdCall};
 
-pub(crate) use normkit_gpu_host::params::{BwdParams, FwdParams, F_NOFULL, F_WGLOBAL};
+pub(crate) use normkit_gpu_host::params::{BwdParams, FwdParams, F_NOFULL, F_TRIGGER, F_WGLOBAL};
 
 /// A kernel parameter struct as cudarc passes it: by value, the kernel's single argument.
 #[repr(transparent)]

@@ -113,6 +113,8 @@ pub enum Family {
     BwdRowsBatch,
     /// Backward register-resident kernels (`nk_bwd_reg*`).
     BwdRegister,
+    /// Backward of a handful of rows, one cluster (`nk_bwd_sm*`): dW/dB finished in the kernel.
+    BwdSmall,
     /// Backward cluster kernels (`nk_bwd_cl*`).
     BwdCluster,
     /// Backward staged row kernel (`nk_bwd_row_*`).
@@ -202,6 +204,8 @@ pub struct Fields {
     pub tm: i32,
     /// FP8 fused transpose: bytes per shared-memory row of the tile.
     pub tpitch: i32,
+    /// Register forward: trigger the stream's next kernel at entry (NK_F_TRIGGER).
+    pub trigger: bool,
 }
 
 /// Most kernels one call launches (split backward: stats, reduce, apply, finalize; FP8 split rows:
@@ -338,9 +342,24 @@ pub fn forward(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall) ->
             let k = require(KernelKey::FwdReg { dtype: kdt(dt)?, ln: c.ln, residual: c.residual, chunks, aligned: c.aligned })?;
             let work = m.div_ceil(rc.rows_per_cta as u64);
             let blocks = if t.fwd_persistent { persistent_blocks(d, occ, k, block, 0, work)? } else { work.min(MAX_GRID) as u32 };
-            let fields = Fields { group: rc.group as i32, rpc: rc.rows_per_cta as i32, slot, ..Fields::default() };
+            let mut fields = Fields { group: rc.group as i32, rpc: rc.rows_per_cta as i32, slot, ..Fields::default() };
+            // Decode-sized grids (Tuning::fwd_decode_max_ctas): the twin with the weight held
+            // in registers from the start, a programmatic dependent that triggers its successor
+            // at entry (both only with PDL on). The same arithmetic: the same bits at every M.
+            let decode = chunks == FwdChunks::K4 && c.aligned && blocks <= t.fwd_decode_max_ctas.unwrap_or(d.sms);
+            let twin = kdt(dt)
+                .ok()
+                .filter(|_| decode && dt != DType::F32)
+                .and_then(|dtype| kernels::lookup(KernelKey::FwdRegDecode { dtype, ln: c.ln, residual: c.residual }));
+            let step = match twin.filter(|k| block <= k.max_threads) {
+                Some(k) => {
+                    fields.trigger = t.pdl;
+                    Step::dependent(t.pdl, k, blocks, block, 0)
+                }
+                None => Step::plain(k, (blocks, 1), block, 0),
+            };
             let mut l = Launch::new(Family::FwdRegister, Workspace::default(), fields);
-            l.push(Step::plain(k, (blocks, 1), block, 0));
+            l.push(step);
             return Ok(l);
         }
         let nvec = usize::from(c.weight) + usize::from(c.bias);
@@ -642,6 +661,9 @@ pub fn backward(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &BwdCall) -
     let slot = if all16 { 16 } else { 32 };
     // 16-byte layouts, every tensor in x's dtype, dB only for LayerNorm.
     let uniform = c.aligned && dts.y == dt && (!c.weight || dts.weight == dt) && (c.ln || !c.db);
+    if let Some(l) = backward_small(t, d, occ, c, uniform)? {
+        return Ok(l);
+    }
     if let Some(l) = backward_rows(t, d, occ, c, uniform)? {
         return Ok(l);
     }
@@ -754,28 +776,10 @@ fn backward_register(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &BwdCa
     // Tables: 2 chunks per thread to N = 2048, then 4 chunks per thread for 16-bit dtypes to
     // N = 16384; f32 keeps 2 chunks to `bwd_k1_above` (4096), then 1 chunk per thread (groups up
     // to 1024) to N = 8192 (Tuning::bwd_reg_16bit_max_n, Tuning::bwd_reg_f32_max_n).
-    let table = if dt == DType::F32 {
-        if n <= t.bwd_k1_above.min(t.bwd_reg_f32_max_n) {
-            &t.bwd_reg
-        } else {
-            &t.bwd_reg1
-        }
-    } else if n <= t.bwd_reg_16bit_max_n {
-        &t.bwd_reg
-    } else {
-        &t.bwd_reg4
-    };
     let Some(kd) = Dt::of(dt) else { return Ok(None) };
-    let reg = tuning::pick(table, n).filter(|_| uniform);
-    let reg = reg.and_then(|rc| {
-        // The kernel family by chunks per thread: 1, 2 or 4 (the last 16-bit only).
+    let reg = bwd_reg_table(t, dt, n).filter(|_| uniform);
+    let reg = reg.and_then(|(rc, chunks)| {
         let k_per_thread = n.div_ceil(8).div_ceil(rc.group as usize);
-        let chunks = match k_per_thread {
-            1 => BwdChunks::K1,
-            2 => BwdChunks::K2,
-            3 | 4 => BwdChunks::K4,
-            _ => return None,
-        };
         let block = rc.group * rc.rows_per_cta;
         let red = if rc.rows_per_cta > 1 { rc.rows_per_cta as usize * n * 4 } else { 0 };
         let key = |prefetch| KernelKey::BwdReg { dtype: kd, ln: c.ln, residual: c.d_residual, chunks, prefetch };
@@ -816,6 +820,68 @@ fn backward_register(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &BwdCa
         l.push(Step::plain(k, (to_u32(parts, "grid")?, 1), block, smem as u32));
     }
     finalize(t, d, &mut l, n, c.nacc());
+    Ok(Some(l))
+}
+
+/// The register table and its chunks per thread for a backward row of N (the register path's
+/// choice: 2 chunks per thread to N = 2048, then 4 for 16-bit dtypes; f32 2 then 1).
+fn bwd_reg_table(t: &Tuning, dt: DType, n: usize) -> Option<(tuning::RowConfig, BwdChunks)> {
+    let table = if dt == DType::F32 {
+        if n <= t.bwd_k1_above.min(t.bwd_reg_f32_max_n) {
+            &t.bwd_reg
+        } else {
+            &t.bwd_reg1
+        }
+    } else if n <= t.bwd_reg_16bit_max_n {
+        &t.bwd_reg
+    } else {
+        &t.bwd_reg4
+    };
+    let rc = tuning::pick(table, n)?;
+    let chunks = match n.div_ceil(8).div_ceil(rc.group as usize) {
+        1 => BwdChunks::K1,
+        2 => BwdChunks::K2,
+        3 | 4 => BwdChunks::K4,
+        _ => return None,
+    };
+    Some((rc, chunks))
+}
+
+/// A handful of rows (M ≤ [`Tuning::bwd_small_max_m`], sm_90+, the register path's layouts): one
+/// launch of M CTAs, a row each with the register table's group — one CTA writing dW/dB itself
+/// at M = 1, else one cluster summing them across its shared memory — no workspace, no finalize
+/// kernel. dx has the register kernels' arithmetic; dW/dB add the rows in row order.
+fn backward_small(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &BwdCall, uniform: bool) -> Result<Option<Launch>> {
+    let m = c.m;
+    if !uniform || m == 0 || m > t.bwd_small_max_m.min(8) || d.cc_major < 9 {
+        return Ok(None);
+    }
+    let Some(dtype) = Dt::of(c.dtypes.x) else { return Ok(None) };
+    // No one-chunk twins (f32 rows past N = 4096 spill at their 1024-thread bound; 16-bit rows of
+    // at most 8 elements): those take the general path.
+    let Some((rc, chunks)) = bwd_reg_table(t, c.dtypes.x, c.n).filter(|&(_, k)| k != BwdChunks::K1) else { return Ok(None) };
+    let key = KernelKey::BwdSmall { dtype, ln: c.ln, residual: c.d_residual, chunks };
+    let Some(k) = kernels::lookup(key) else { return Ok(None) };
+    if rc.group > k.max_threads {
+        return Ok(None);
+    }
+    let mut fields = Fields { group: rc.group as i32, rpc: 1, ..Fields::default() };
+    let step = if m == 1 {
+        // One row: a plain grid of one CTA (a cluster of one), which writes dW/dB from its
+        // registers; a programmatic dependent that triggers its successor at entry, as the
+        // forward's decode twin.
+        fields.trigger = t.pdl;
+        Step::dependent(t.pdl, k, 1, rc.group, 0)
+    } else {
+        let smem = c.n * 4 * c.nacc().max(1);
+        let clusters = m as u32;
+        if smem > d.dyn_smem_max[k.index] || occ.max_active_clusters(k, clusters, rc.group, smem as u32)? == 0 {
+            return Ok(None);
+        }
+        Step { kernel: k, grid: (clusters, 1), block: rc.group, smem: smem as u32, mode: Mode::Cluster(clusters), group: None }
+    };
+    let mut l = Launch::new(Family::BwdSmall, Workspace::default(), fields);
+    l.push(step);
     Ok(Some(l))
 }
 
@@ -1052,9 +1118,9 @@ mod tests {
             "F7 residual 8192",
             plan_fwd(&t, FwdCall { residual: true, ..fwd(BF16, 8192, 64) }),
             FwdRegister,
-            &[("nk_fwd_reg_bf16_rms_res_a", (64, 1), 256, 0, P, None)],
+            &[("nk_fwd_regd_bf16_rms_res", (64, 1), 256, 0, D, None)],
             none,
-            f(256, 1, 16, 0, 0),
+            Fields { trigger: true, ..f(256, 1, 16, 0, 0) },
         );
         // Staged row kernel (Llama casting or mixed dtypes), persistent grid: 14 CTAs per SM by
         // shared memory (16 KiB) → 1848; 7 per SM at 32 KiB → 924.
@@ -1188,6 +1254,57 @@ mod tests {
             none,
             f(32, 8, 16, 0, 0),
         );
+        // Decode-sized register forwards (up to the multiprocessor count by default) run the
+        // decode twin as programmatic dependents that trigger at entry; NORMKIT_CUDA_FWD_DECODE=0
+        // keeps the plain kernel, NORMKIT_CUDA_PDL=0 launches the twin plainly.
+        let t = Tuning::for_sm90();
+        for (m, k, mode, trigger) in
+            [(1, "nk_fwd_regd_bf16_rms", D, true), (132, "nk_fwd_regd_bf16_rms", D, true), (133, "nk_fwd_reg_bf16_rms_a", P, false)]
+        {
+            check(
+                "F17 decode",
+                plan_fwd(&t, fwd(BF16, 4096, m)),
+                FwdRegister,
+                &[(k, (m as u32, 1), 128, 0, mode, None)],
+                none,
+                Fields { trigger, ..f(128, 1, 16, 0, 0) },
+            );
+        }
+        check(
+            "F18 decode, ln + residual",
+            plan_fwd(&t, FwdCall { residual: true, ..ln_fwd(fwd(F16, 2048, 8)) }),
+            FwdRegister,
+            &[("nk_fwd_regd_f16_ln_res", (2, 1), 256, 0, D, None)],
+            none,
+            Fields { trigger: true, ..f(64, 4, 16, 0, 0) },
+        );
+        let off = Tuning { fwd_decode_max_ctas: Some(0), ..Tuning::for_sm90() };
+        check(
+            "F19 no decode twin",
+            plan_fwd(&off, fwd(BF16, 4096, 8)),
+            FwdRegister,
+            &[("nk_fwd_reg_bf16_rms_a", (8, 1), 128, 0, P, None)],
+            none,
+            f(128, 1, 16, 0, 0),
+        );
+        let no_pdl = Tuning { pdl: false, ..Tuning::for_sm90() };
+        check(
+            "F20 decode, no PDL",
+            plan_fwd(&no_pdl, fwd(BF16, 4096, 8)),
+            FwdRegister,
+            &[("nk_fwd_regd_bf16_rms", (8, 1), 128, 0, P, None)],
+            none,
+            f(128, 1, 16, 0, 0),
+        );
+        // Unaligned, f32: no twin.
+        check(
+            "F21 decode, unaligned",
+            plan_fwd(&t, FwdCall { aligned: false, ..fwd(BF16, 4096, 8) }),
+            FwdRegister,
+            &[("nk_fwd_reg_bf16_rms_u", (8, 1), 128, 0, P, None)],
+            none,
+            f(128, 1, 16, 0, 0),
+        );
         // NORMKIT_CUDA_FWD_K8=all: LayerNorm too.
         let t = Tuning { fwd_k8_ln: true, ..Tuning::for_sm90() };
         check(
@@ -1227,6 +1344,60 @@ mod tests {
         use DType::*;
         use Family::*;
         let t = Tuning::for_sm90();
+        // A handful of rows. One row: one CTA writing dW/dB itself, a programmatic dependent
+        // that triggers at entry (plain with NORMKIT_CUDA_PDL=0); no workspace, no finalize.
+        let none = Workspace::default();
+        let one = |t: &Tuning| plan_bwd(t, bwd(BF16, 4096, 1));
+        check(
+            "B0 one row",
+            one(&t),
+            BwdSmall,
+            &[("nk_bwd_sm4_bf16_rms", (1, 1), 128, 0, D, None)],
+            none,
+            Fields { trigger: true, ..f(128, 1, 0, 0, 0) },
+        );
+        let no_pdl = Tuning { pdl: false, ..Tuning::for_sm90() };
+        check("B0 one row, no PDL", one(&no_pdl), BwdSmall, &[("nk_bwd_sm4_bf16_rms", (1, 1), 128, 0, P, None)], none, f(128, 1, 0, 0, 0));
+        assert_ne!(plan_bwd(&t, bwd(BF16, 4096, 2)).family, BwdSmall, "M = 2: the general path by default");
+        // Up to 8 rows with NORMKIT_CUDA_BWD_SMALL=8 (slower than the general path at 8×4096,
+        // NOTES v9): one cluster of M CTAs, N floats of shared memory per dW/dB output.
+        let t8 = Tuning { bwd_small_max_m: 8, ..Tuning::for_sm90() };
+        check(
+            "B0 small",
+            plan_bwd(&t8, bwd(BF16, 4096, 8)),
+            BwdSmall,
+            &[("nk_bwd_sm4_bf16_rms", (8, 1), 128, 16384, cl(8), None)],
+            none,
+            f(128, 1, 0, 0, 0),
+        );
+        check(
+            "B0 small ln + d_residual_out",
+            plan_bwd(&t8, BwdCall { d_residual: true, ..ln_bwd(bwd(F16, 2048, 3)) }),
+            BwdSmall,
+            &[("nk_bwd_sm_f16_ln_res", (3, 1), 128, 16384, cl(3), None)],
+            none,
+            f(128, 1, 0, 0, 0),
+        );
+        check(
+            "B0 small f32",
+            plan_bwd(&t8, bwd(F32, 4096, 2)),
+            BwdSmall,
+            &[("nk_bwd_sm_f32_rms", (2, 1), 256, 16384, cl(2), None)],
+            none,
+            f(256, 1, 0, 0, 0),
+        );
+        // Nine rows, N = 16384 (512-thread groups), f32 past N = 4096, unaligned, or
+        // NORMKIT_CUDA_BWD_SMALL=0: the general paths.
+        let off = Tuning { bwd_small_max_m: 0, ..Tuning::for_sm90() };
+        for (t, c) in [
+            (&t8, bwd(BF16, 4096, 9)),
+            (&t8, bwd(BF16, 16384, 4)),
+            (&t8, bwd(F32, 8192, 4)),
+            (&t8, BwdCall { aligned: false, ..bwd(BF16, 4096, 4) }),
+            (&off, bwd(BF16, 4096, 1)),
+        ] {
+            assert_ne!(plan_bwd(t, c).family, BwdSmall, "{c:?}");
+        }
         // Row-batch: 16-bit, 512 < N ≤ 2048; two groups of 128 per CTA to 1024, one of 256 beyond.
         check(
             "B1 rows 1024",
@@ -1564,7 +1735,18 @@ mod tests {
                                                                     KernelKey::BwdFinalizeCols | KernelKey::BwdFinalizeWide
                                                                 )
                                                             });
-                                                            assert_eq!(finalize, dw || db, "{}", what());
+                                                            // The one-cluster backward finishes dW/dB itself, without workspace.
+                                                            if l.family == Family::BwdSmall {
+                                                                assert!(!finalize && l.workspace.bytes == 0, "{}", what());
+                                                                let mode = match (m, t.pdl) {
+                                                                    (1, true) => Mode::Pdl,
+                                                                    (1, false) => Mode::Plain,
+                                                                    _ => Mode::Cluster(m as u32),
+                                                                };
+                                                                assert!(m <= 8 && l.steps().all(|s| s.mode == mode), "{}", what());
+                                                            } else {
+                                                                assert_eq!(finalize, dw || db, "{}", what());
+                                                            }
                                                         }
                                                         Err(NormError::Internal { what, .. }) => {
                                                             internal.insert(what);

@@ -29,6 +29,8 @@
 //! | `NORMKIT_CUDA_BWD_CTAS_PER_SM` | [`Tuning::bwd_ctas_per_sm`] | at most this many backward register / row-batch CTAs per SM |
 //! | `NORMKIT_CUDA_FIN_COLS_MAX` | [`Tuning::fin_cols_max`] | at N ≥ 65536, at most this many partial rows take the one-column finalize |
 //! | `NORMKIT_CUDA_PDL` | [`Tuning::pdl`] | `0`: no programmatic dependent launches |
+//! | `NORMKIT_CUDA_FWD_DECODE` | [`Tuning::fwd_decode_max_ctas`] | the largest register-forward grid that runs the decode twin (`0`: none) |
+//! | `NORMKIT_CUDA_BWD_SMALL` | [`Tuning::bwd_small_max_m`] | the most rows of the one-cluster backward (`0`: never; at most 8) |
 //! | `NORMKIT_CUDA_FP8_T` | [`Fp8Tuning::transpose`] | `separate` (default), `fused` or `strided`: how the FP8 `yT` is written |
 //! | `NORMKIT_CUDA_FP8_TM` | [`Fp8Tuning::max_tm`] | the largest fused-transpose tile, rows (4..=64, a power of two) |
 //! | `NORMKIT_CUDA_FP8_CTA` | [`Fp8Tuning::cta_threads`] | threads per CTA of the FP8 row kernel (32..=512) |
@@ -314,6 +316,19 @@ pub struct Tuning {
     /// Programmatic dependent launches for the row-batch and finalize kernels (env
     /// `NORMKIT_CUDA_PDL=0` turns them off; A/B, NOTES v7).
     pub pdl: bool,
+    /// Register forwards of at most this many CTAs — decode sizes — run the decode twin
+    /// (`nk_fwd_regd_*`: the weight in registers from the start) as programmatic dependent
+    /// launches (with [`Tuning::pdl`]) that trigger the stream's next kernel at entry, so
+    /// consecutive small launches overlap their set-up with the previous kernel's tail. Larger
+    /// grids keep the plain kernels, launched plainly: a dependent persistent grid placed early
+    /// would hold SM slots that the forward still needs (NOTES v7). Env `NORMKIT_CUDA_FWD_DECODE`
+    /// (0: never); default (`None`) the device's multiprocessor count. No bits change.
+    pub fwd_decode_max_ctas: Option<u32>,
+    /// Backward calls of at most this many rows (8 at most: a portable cluster) take the kernel
+    /// that finishes dW/dB itself (`nk_bwd_sm*`: one CTA, or one cluster of M). Default 1: at
+    /// 8×4096 the cluster form measured slower than the register kernel and its finalize (H100,
+    /// NOTES v9). Env `NORMKIT_CUDA_BWD_SMALL` (0: never).
+    pub bwd_small_max_m: usize,
     /// The quantised (FP8) forward.
     pub fp8: Fp8Tuning,
     /// Row-batch backward.
@@ -425,6 +440,8 @@ impl Tuning {
             fin_wide_min_ctas_per_sm: 2,
             fin_wide_parts_per_lane: 4,
             pdl: true,
+            fwd_decode_max_ctas: None,
+            bwd_small_max_m: 1,
             fp8: Fp8Tuning {
                 cta_threads: 128,
                 transpose: Fp8Transpose::Separate,
@@ -493,6 +510,10 @@ impl Tuning {
         self.bwd_ctas_per_sm = get("NORMKIT_CUDA_BWD_CTAS_PER_SM").and_then(|v| v.parse().ok()).filter(|&c| c > 0);
         self.fin_cols_max = get("NORMKIT_CUDA_FIN_COLS_MAX").and_then(|v| v.parse().ok()).unwrap_or(self.fin_cols_max);
         self.pdl = on_unless_0("NORMKIT_CUDA_PDL");
+        if let Some(v) = get("NORMKIT_CUDA_FWD_DECODE").and_then(|v| v.parse().ok()) {
+            self.fwd_decode_max_ctas = Some(v);
+        }
+        self.bwd_small_max_m = get("NORMKIT_CUDA_BWD_SMALL").and_then(|v| v.parse().ok()).unwrap_or(self.bwd_small_max_m);
         self.fp8.reg = on_unless_0("NORMKIT_CUDA_FP8_REG");
         self.fp8.reg_grid_rows = get("NORMKIT_CUDA_FP8_GRID").is_some_and(|v| v == "rows");
         self.fp8.row_max_n = get("NORMKIT_CUDA_FP8_ROW_MAX").and_then(|v| v.parse().ok()).unwrap_or(self.fp8.row_max_n);

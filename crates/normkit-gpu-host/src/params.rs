@@ -50,6 +50,10 @@ pub const F_NOFULL: i32 = 32;
 /// `NK_F_WGLOBAL` flag: the prefetching register backward reads the weight from global memory
 /// (its fp32 slots do not fit; set by the CUDA launch step, never by the filling here).
 pub const F_WGLOBAL: i32 = 64;
+/// `NK_F_TRIGGER` flag: the register forward lets the stream's next kernel launch at its entry
+/// (`griddepcontrol.launch_dependents`; set by the CUDA plan for decode-sized grids, never by the
+/// filling here).
+pub const F_TRIGGER: i32 = 128;
 
 /// `NK_CAST_GEMMA`: [`normkit_core::CastingMode::Gemma`].
 pub const CAST_GEMMA: i32 = 0;

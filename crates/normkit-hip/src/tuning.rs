@@ -180,8 +180,14 @@ pub const fn designed_waves(key: KernelKey) -> u32 {
         FwdQSplitApply { .. } => 4,
         FwdQTranspose => 3,
         // Not compiled for AMD (kernels-hip/variants.rs has none of them; the quantised twins of
-        // the register forward, FwdRegQ, not yet).
-        BwdFinalizeCols | FwdCluster { .. } | BwdCluster { .. } | BwdRows { .. } | FwdRegQ { .. } => 1,
+        // the register forward, FwdRegQ, and the decode-sized twins, not yet).
+        BwdFinalizeCols
+        | FwdCluster { .. }
+        | BwdCluster { .. }
+        | BwdRows { .. }
+        | FwdRegQ { .. }
+        | FwdRegDecode { .. }
+        | BwdSmall { .. } => 1,
     }
 }
 
