@@ -26,16 +26,9 @@
 
 namespace nk {
 
-NK_DEVICE unsigned cl_rank() {
-    unsigned r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-    return r;
-}
-NK_DEVICE unsigned cl_size() {
-    unsigned r;
-    asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(r));
-    return r;
-}
+// The platform header's cluster primitives (platform.cuh), as unsigned ranks.
+NK_DEVICE unsigned cl_rank() { return (unsigned)nk_cluster_rank(); }
+NK_DEVICE unsigned cl_size() { return (unsigned)nk_cluster_size(); }
 NK_DEVICE unsigned cl_id() {
     unsigned r;
     asm volatile("mov.u32 %0, %%clusterid.x;" : "=r"(r));
@@ -48,14 +41,10 @@ NK_DEVICE unsigned cl_count() {
 }
 // Every thread of every CTA of the cluster: release this CTA's shared-memory writes, wait for
 // all, acquire the others'.
-NK_DEVICE void cl_sync() {
-    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
-}
+NK_DEVICE void cl_sync() { nk_cluster_sync(); }
 // Two floats at `local` (this CTA's shared memory) as CTA `rank` of the cluster holds them.
 NK_DEVICE float2 cl_load2(const float* local, unsigned rank) {
-    const unsigned a = (unsigned)__cvta_generic_to_shared(local);
-    unsigned ra;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(a), "r"(rank));
+    const unsigned ra = nk_cluster_map(local, (int)rank);
     float2 v;
     asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];" : "=f"(v.x), "=f"(v.y) : "r"(ra) : "memory");
     return v;

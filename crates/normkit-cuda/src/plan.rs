@@ -204,7 +204,8 @@ pub struct Fields {
     pub tm: i32,
     /// FP8 fused transpose: bytes per shared-memory row of the tile.
     pub tpitch: i32,
-    /// Register forward: trigger the stream's next kernel at entry (NK_F_TRIGGER).
+    /// The forward's decode twin and the one-row backward: trigger the stream's next kernel at
+    /// entry (NK_F_TRIGGER; set with the programmatic dependent launch, [`trigger_step`]).
     pub trigger: bool,
 }
 
@@ -260,6 +261,14 @@ fn kdt(d: DType) -> Result<Dt> {
 fn require(key: KernelKey) -> Result<Kernel> {
     kernels::lookup(key)
         .ok_or_else(|| NormError::Internal { backend: "cuda", what: format!("kernel {} is missing from the fatbin", key.symbol()) })
+}
+
+/// A decode-sized kernel (one that waits with `griddepcontrol.wait` before touching memory): a
+/// programmatic dependent launch that triggers the stream's next kernel at its entry
+/// (`fields.trigger`), or a plain launch without the trigger when PDL is off.
+fn trigger_step(t: &Tuning, fields: &mut Fields, k: Kernel, blocks: u32, block: u32) -> Step {
+    fields.trigger = t.pdl;
+    Step::dependent(t.pdl, k, blocks, block, 0)
 }
 
 /// CTAs of a persistent kernel: as many as fit on the device at once, at most `work`.
@@ -352,10 +361,7 @@ pub fn forward(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall) ->
                 .filter(|_| decode && dt != DType::F32)
                 .and_then(|dtype| kernels::lookup(KernelKey::FwdRegDecode { dtype, ln: c.ln, residual: c.residual }));
             let step = match twin.filter(|k| block <= k.max_threads) {
-                Some(k) => {
-                    fields.trigger = t.pdl;
-                    Step::dependent(t.pdl, k, blocks, block, 0)
-                }
+                Some(k) => trigger_step(t, &mut fields, k, blocks, block),
                 None => Step::plain(k, (blocks, 1), block, 0),
             };
             let mut l = Launch::new(Family::FwdRegister, Workspace::default(), fields);
@@ -870,8 +876,7 @@ fn backward_small(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &BwdCall,
         // One row: a plain grid of one CTA (a cluster of one), which writes dW/dB from its
         // registers; a programmatic dependent that triggers its successor at entry, as the
         // forward's decode twin.
-        fields.trigger = t.pdl;
-        Step::dependent(t.pdl, k, 1, rc.group, 0)
+        trigger_step(t, &mut fields, k, 1, rc.group)
     } else {
         let smem = c.n * 4 * c.nacc().max(1);
         let clusters = m as u32;

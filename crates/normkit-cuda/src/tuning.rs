@@ -30,7 +30,7 @@
 //! | `NORMKIT_CUDA_FIN_COLS_MAX` | [`Tuning::fin_cols_max`] | at N ≥ 65536, at most this many partial rows take the one-column finalize |
 //! | `NORMKIT_CUDA_PDL` | [`Tuning::pdl`] | `0`: no programmatic dependent launches |
 //! | `NORMKIT_CUDA_FWD_DECODE` | [`Tuning::fwd_decode_max_ctas`] | the largest register-forward grid that runs the decode twin (`0`: none) |
-//! | `NORMKIT_CUDA_BWD_SMALL` | [`Tuning::bwd_small_max_m`] | the most rows of the one-cluster backward (`0`: never; at most 8) |
+//! | `NORMKIT_CUDA_BWD_SMALL` | [`Tuning::bwd_small_max_m`] | the most rows of the backward that writes dW/dB itself (default 1; `0`: never; at most 8) |
 //! | `NORMKIT_CUDA_FP8_T` | [`Fp8Tuning::transpose`] | `separate` (default), `fused` or `strided`: how the FP8 `yT` is written |
 //! | `NORMKIT_CUDA_FP8_TM` | [`Fp8Tuning::max_tm`] | the largest fused-transpose tile, rows (4..=64, a power of two) |
 //! | `NORMKIT_CUDA_FP8_CTA` | [`Fp8Tuning::cta_threads`] | threads per CTA of the FP8 row kernel (32..=512) |
@@ -44,7 +44,7 @@
 //! | `NORMKIT_CUDA_CLUSTER_PF` | [`ClusterTuning::prefetch`] | `0`: the cluster backward without its prefetching twins |
 
 /// The environment variables [`Tuning::with_env`] reads, in the order of the table above.
-pub const ENV_OVERRIDES: [&str; 22] = [
+pub const ENV_OVERRIDES: [&str; 24] = [
     "NORMKIT_CUDA_FWD_TABLE",
     "NORMKIT_CUDA_BWD_TABLE",
     "NORMKIT_CUDA_BWD4_TABLE",
@@ -56,6 +56,8 @@ pub const ENV_OVERRIDES: [&str; 22] = [
     "NORMKIT_CUDA_BWD_CTAS_PER_SM",
     "NORMKIT_CUDA_FIN_COLS_MAX",
     "NORMKIT_CUDA_PDL",
+    "NORMKIT_CUDA_FWD_DECODE",
+    "NORMKIT_CUDA_BWD_SMALL",
     "NORMKIT_CUDA_FP8_T",
     "NORMKIT_CUDA_FP8_TM",
     "NORMKIT_CUDA_FP8_CTA",
@@ -638,5 +640,14 @@ mod tests {
         assert!(!t.fwd_k8 && !t.fwd_k8_ln && !t.rows.on);
         let t = Tuning::for_sm90().with_env(env(&[("NORMKIT_CUDA_ROWS", "x"), ("NORMKIT_CUDA_BWD_CTAS_PER_SM", "3")]));
         assert_eq!((t.rows.on, t.rows.rpc, t.bwd_ctas_per_sm), (true, None, Some(3)));
+    }
+
+    #[test]
+    fn the_decode_overrides_parse() {
+        let t = Tuning::for_sm90().with_env(env(&[("NORMKIT_CUDA_FWD_DECODE", "0"), ("NORMKIT_CUDA_BWD_SMALL", "8")]));
+        assert_eq!((t.fwd_decode_max_ctas, t.bwd_small_max_m), (Some(0), 8));
+        let t = Tuning::for_sm90().with_env(env(&[("NORMKIT_CUDA_FWD_DECODE", "x"), ("NORMKIT_CUDA_BWD_SMALL", "-1")]));
+        assert_eq!((t.fwd_decode_max_ctas, t.bwd_small_max_m), (None, 1), "malformed values keep the defaults");
+        assert!(ENV_OVERRIDES.contains(&"NORMKIT_CUDA_FWD_DECODE") && ENV_OVERRIDES.contains(&"NORMKIT_CUDA_BWD_SMALL"));
     }
 }
