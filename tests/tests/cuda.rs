@@ -73,12 +73,13 @@ fn main() -> std::process::ExitCode {
 }
 
 /// The kernel tour once more without the decode-sized paths (the forward's decode twins, the
-/// one-cluster backward), which take most of the tour's few-row shapes by default: the plain
-/// register, row-batch and cluster kernels those shapes were chosen for (run under the
-/// sanitizers with the tour: `run.sh sanitize` selects `kernel_tour`).
+/// one-row backward), which take the tour's few-row forwards and one-row backwards by default:
+/// the plain register kernels those shapes were chosen for (run under the sanitizers with the
+/// tour: `run.sh sanitize` selects `kernel_tour`).
 fn kernel_tour_general_paths() {
-    let t = normkit::cuda::Tuning { fwd_decode_max_ctas: Some(0), bwd_small_max_m: 0, ..backend().tuning().clone() };
-    normkit_conformance::device::kernel_tour(&backend().with_tuning(t), KERNEL_TOUR_SHAPES);
+    let k = backend();
+    let t = normkit::cuda::Tuning { fwd_decode_max_ctas: Some(0), bwd_small_max_m: 0, ..k.tuning().clone() };
+    normkit_conformance::device::kernel_tour(&k.with_tuning(t), KERNEL_TOUR_SHAPES);
 }
 
 #[path = "cuda/stream.rs"]
