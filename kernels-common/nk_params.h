@@ -48,7 +48,7 @@ struct NkFwdParams {
     int32_t flags, casting;
     int32_t group, rpc;           // row path: threads per row, rows per CTA
     int32_t slot;                 // row path: bytes per staged chunk (16 if every tensor is 16-bit, else 32)
-    int32_t pad_;
+    int32_t lag;                  // staged cluster forward: the next row's pass 1 this many stages behind its refills
     // FP8 output (dt_y an NK_DT_E* code; zero otherwise). y's and yT's strides are in bytes.
     uint64_t scale, amax, scale_inv, yt, ws_q;  // ws_q: the split path's per-(row, chunk) row maxima
     int64_t syt;                  // row stride of yT (N × M)

@@ -293,6 +293,19 @@ pub enum KernelKey {
         /// 16-byte accesses (else the element-wise twin).
         aligned: bool,
     },
+    /// `nk_fwd_cs_{dt}_{rms|ln}{|_res}_{a|u}` (sm_90+): the staged cluster forward (`fwd_cluster`
+    /// with SPEC + 64): each CTA's slice of the row in shared memory, filled by bulk copies that
+    /// stream the cluster's next row in while the current one is written.
+    FwdClusterStaged {
+        /// Every tensor's dtype.
+        dtype: Dt,
+        /// LayerNorm (else RMSNorm).
+        ln: bool,
+        /// The fused residual add.
+        residual: bool,
+        /// 16-byte accesses and bulk copies (else the element-wise twin).
+        aligned: bool,
+    },
     /// `nk_bwd_cl{|s}{|p}_{dt}_{rms|ln}{|_res}` (sm_90+, 16-byte layouts only).
     BwdCluster {
         /// Every tensor's dtype.
@@ -483,7 +496,7 @@ impl KernelKey {
             KernelKey::BwdFinalizeCols => Family::BwdFinalizeCols,
             KernelKey::FwdReg { .. } => Family::FwdReg,
             KernelKey::BwdReg { .. } => Family::BwdReg,
-            KernelKey::FwdCluster { .. } => Family::FwdCluster,
+            KernelKey::FwdCluster { .. } | KernelKey::FwdClusterStaged { .. } => Family::FwdCluster,
             KernelKey::BwdCluster { .. } => Family::BwdCluster,
             KernelKey::BwdRows { .. } => Family::BwdRows,
             KernelKey::FwdQRow { .. } => Family::FwdQRow,
@@ -507,6 +520,7 @@ impl KernelKey {
             | KernelKey::BwdSplitApply { aligned, .. }
             | KernelKey::FwdReg { aligned, .. }
             | KernelKey::FwdCluster { aligned, .. }
+            | KernelKey::FwdClusterStaged { aligned, .. }
             | KernelKey::FwdQRow { aligned, .. }
             | KernelKey::FwdQSplitAmax { aligned, .. }
             | KernelKey::FwdQSplitApply { aligned, .. }
@@ -585,6 +599,7 @@ impl KernelKey {
                     + 64 * prefetch as u32,
             ),
             KernelKey::FwdCluster { dtype, ln, residual, .. } => Spec::Int(base(dtype, ln, residual)),
+            KernelKey::FwdClusterStaged { dtype, ln, residual, .. } => Spec::Int(base(dtype, ln, residual) + 64),
             KernelKey::FwdRegQ { dtype, ln, residual, chunks, .. } => Spec::Int(
                 base(dtype, ln, residual)
                     + match chunks {
@@ -663,6 +678,9 @@ impl KernelKey {
             }
             KernelKey::FwdCluster { dtype, ln, residual, aligned } => {
                 format!("nk_fwd_cl_{}_{}{}_{}", dtype.tag(), rms_ln(ln), res(residual), if aligned { "a" } else { "u" })
+            }
+            KernelKey::FwdClusterStaged { dtype, ln, residual, aligned } => {
+                format!("nk_fwd_cs_{}_{}{}_{}", dtype.tag(), rms_ln(ln), res(residual), if aligned { "a" } else { "u" })
             }
             KernelKey::BwdCluster { dtype, ln, residual, shared_acc, prefetch } => format!(
                 "nk_bwd_cl{}{}_{}_{}{}",

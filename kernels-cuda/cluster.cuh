@@ -100,11 +100,79 @@ NK_DEVICE float cl_count_of(int64_t n, int64_t span, int r) {
     return (float)(c <= 0 ? 0 : (c < span ? c : span));
 }
 
+// The row's statistics from the C ranks' partials at `slot` (this CTA's shared memory; every
+// rank's copy read through DSMEM by lane i = rank i), combined in rank order by every lane:
+// RMSNorm sums Σx²; LayerNorm combines the
+// slices' (mean, M2) by Chan's formula (slices of `span` elements). Returns (mean, rstd). The
+// caller's cluster size C, lane and (float)N are passed in (the cluster registers are
+// read by volatile asm, which the compiler would not merge with the caller's reads).
+template <bool LN>
+NK_DEVICE float2 cl_row_stats(const NkFwdParams& p, const float* slot, int64_t span, int C, int lane, float nf) {
+    const int64_t n = p.n;
+    float2 q = make_float2(0.f, 0.f);
+    if (lane < C) q = cl_load2(slot, (unsigned)lane);
+    float mean = 0.f, var;
+    if (LN) {
+        float na = cl_count_of(n, span, 0), ma = __shfl_sync(NK_FULL_MASK, q.x, 0), m2 = __shfl_sync(NK_FULL_MASK, q.y, 0);
+        for (int j = 1; j < C; ++j) {
+            const float mb = __shfl_sync(NK_FULL_MASK, q.x, j), m2b = __shfl_sync(NK_FULL_MASK, q.y, j);
+            const float nb = cl_count_of(n, span, j);
+            if (nb > 0.f) chan_combine(na, ma, m2, nb, mb, m2b);
+        }
+        mean = ma;
+        var = nk_div_rn(m2, nf);
+    } else {
+        float ss = __shfl_sync(NK_FULL_MASK, q.x, 0);
+        for (int j = 1; j < C; ++j) ss += __shfl_sync(NK_FULL_MASK, q.x, j);
+        var = nk_div_rn(ss, nf);
+    }
+    return make_float2(mean, nk_rsqrt_rn(nk_add_rn(var, p.eps)));
+}
+
+// One chunk of the forward output, Gemma casting, every tensor in `dt`: y = x̂·(w + offset) + b
+// from the chunk h as stored, its weight and bias chunks; an absent weight (× 1) or bias (+ −0)
+// is exact: skipped. Stored at element e of yrow.
+template <bool ALIGNED, bool NARROW, bool LN>
+NK_DEVICE void cl_store_y(void* yrow, int dt, int64_t e, int64_t n, const Raw& h, const Raw& wr, const Raw& br, bool has_w, bool has_b, float mean,
+                          float rstd, float offset) {
+    float v[CH], y[CH];
+    unpack<NARROW>(dt, h, v);
+#pragma unroll
+    for (int j = 0; j < CH; ++j) y[j] = nk_mul_rn(LN ? nk_sub_rn(v[j], mean) : v[j], rstd);
+    if (has_w) {
+        float w[CH];
+        unpack<NARROW>(dt, wr, w);
+#pragma unroll
+        for (int j = 0; j < CH; ++j) y[j] = nk_mul_rn(y[j], nk_add_rn(w[j], offset));
+    }
+    if (has_b) {
+        float b[CH];
+        unpack<NARROW>(dt, br, b);
+#pragma unroll
+        for (int j = 0; j < CH; ++j) y[j] = nk_add_rn(y[j], b[j]);
+    }
+    store<ALIGNED, NARROW>(yrow, dt, e, n, y);
+}
+
+// SPEC bit of the staged forward (fwd_cstage, `nk_fwd_cs_*`).
+constexpr int CS_STAGED = 64;
+// The staged forward's pipeline: a stage is CS_KS16 (16-bit) / CS_KS32 (f32) chunks per thread (8 KiB at 256 threads), one
+// mbarrier per stage; a CTA's slice has at most CS_MAX_STAGES stages (the host sizes it).
+constexpr int CS_KS16 = 2, CS_KS32 = 1;
+constexpr int CS_MAX_STAGES = 32;
+
 // ---------------------------------------------------------------------------------------------
 // Forward. SPEC = DT + 4·LN + 8·RES + 16·WIDE (1024-thread CTAs); every tensor in x's dtype, Gemma casting (the host checks).
 // KMAX: 8 chunks per thread for 16-bit dtypes, 4 for f32.
 template <bool ALIGNED, int SPEC>
+NK_DEVICE void fwd_cstage(const NkFwdParams& p0);
+
+template <bool ALIGNED, int SPEC>
 NK_DEVICE void fwd_cluster(const NkFwdParams& p0) {
+    if constexpr ((SPEC & CS_STAGED) != 0) {
+        fwd_cstage<ALIGNED, SPEC>(p0);
+        return;
+    }
     constexpr int DT = SPEC & 3;
     constexpr bool LN = (SPEC & 4) != 0, RES = (SPEC & 8) != 0;
     constexpr bool NARROW = DT != NK_DT_F32;
@@ -225,25 +293,9 @@ NK_DEVICE void fwd_cluster(const NkFwdParams& p0) {
         if (!WIDE) load_wb(0);
         cl_sync();
         // Lane i fetches rank i's partial; every lane combines them in rank order.
-        float2 q = make_float2(0.f, 0.f);
-        if (lane < C) q = cl_load2(&part[par][0], (unsigned)lane);
+        const float2 st = cl_row_stats<LN>(p, &part[par][0], span, C, lane, nf);
         par ^= 1;
-        float mean = 0.f, var;
-        if (LN) {
-            float na = cl_count_of(n, span, 0), ma = __shfl_sync(NK_FULL_MASK, q.x, 0), m2 = __shfl_sync(NK_FULL_MASK, q.y, 0);
-            for (int j = 1; j < C; ++j) {
-                const float mb = __shfl_sync(NK_FULL_MASK, q.x, j), m2b = __shfl_sync(NK_FULL_MASK, q.y, j);
-                const float nb = cl_count_of(n, span, j);
-                if (nb > 0.f) chan_combine(na, ma, m2, nb, mb, m2b);
-            }
-            mean = ma;
-            var = nk_div_rn(m2, nf);
-        } else {
-            float ss = __shfl_sync(NK_FULL_MASK, q.x, 0);
-            for (int j = 1; j < C; ++j) ss += __shfl_sync(NK_FULL_MASK, q.x, j);
-            var = nk_div_rn(ss, nf);
-        }
-        const float rstd = nk_rsqrt_rn(nk_add_rn(var, p.eps));
+        const float mean = st.x, rstd = st.y;
         if (stats && r == 0 && t == 0) {
             store_one(reinterpret_cast<void*>(p.rstd), NK_DT_F32, row, rstd);
             if (LN) store_one(reinterpret_cast<void*>(p.mean), NK_DT_F32, row, mean);
@@ -257,27 +309,231 @@ NK_DEVICE void fwd_cluster(const NkFwdParams& p0) {
                 const int k = k0 + g, c = c0 + k * T;
                 if (k < K && c < nch) {
                     const int64_t e = (int64_t)c * CH;
-                    float v[CH], y[CH];
                     cl_opaque<NARROW>(h[k]);
-                    unpack<NARROW>(DT, h[k], v);
-#pragma unroll
-                    for (int j = 0; j < CH; ++j) y[j] = nk_mul_rn(LN ? nk_sub_rn(v[j], mean) : v[j], rstd);
-                    // y = x̂·(w + offset) + b; an absent weight (× 1) or bias (+ −0) is exact: skipped.
-                    if (has_w) {
-                        float w[CH];
-                        unpack<NARROW>(DT, wr[g], w);
-#pragma unroll
-                        for (int j = 0; j < CH; ++j) y[j] = nk_mul_rn(y[j], nk_add_rn(w[j], offset));
-                    }
-                    if (has_b) {
-                        float b[CH];
-                        unpack<NARROW>(DT, br[g], b);
-#pragma unroll
-                        for (int j = 0; j < CH; ++j) y[j] = nk_add_rn(y[j], b[j]);
-                    }
-                    store<ALIGNED, NARROW>(yrow, DT, e, n, y);
+                    cl_store_y<ALIGNED, NARROW, LN>(yrow, DT, e, n, h[k], wr[g], br[g], has_w, has_b, mean, rstd, offset);
                 }
             }
+        }
+    }
+    cl_sync();  // no CTA leaves while a peer may still read its partials
+}
+
+// ---------------------------------------------------------------------------------------------
+// Forward, staged (SPEC + 64, `nk_fwd_cs_*`, sm_90+): one row per cluster of C CTAs like
+// fwd_cluster, but each CTA stages its slice of the row in shared memory instead of registers,
+// so x is read from HBM once at any N the slice fits and several clusters share an SM.
+//   Slices: the row's nch chunks in C contiguous slices of kc = ⌈nch/C⌉ chunks (rank r: chunks
+//   r·kc ...). A slice is cut into stages of sc = CS_KS·T chunks; thread t owns chunks
+//   s·sc + k·T + t of stage s (k < CS_KS), in that order for every pass.
+//   Pipeline (16-byte layouts): one mbarrier per stage; thread 0 arms it and starts one bulk copy
+//   per stage (two with the residual). Pass 1 waits stage by stage and accumulates (RES: x + r
+//   rounded, written back over x's bytes and to residual_out). After the exchange, the output
+//   pass reads a stage into registers, and once every thread has (a CTA barrier), thread 0
+//   refills that stage with the cluster's next row; `lag` stages later (p.lag, the host's choice)
+//   the same loop runs the next row's pass 1 on it. So HBM streams the next row in while this one is written, and only
+//   the statistics' chain (block sums, cluster barrier, DSMEM) and the last `lag` stages of
+//   pass 1 sit between two rows' outputs; about `lag` stages of loads are in flight per CTA. The weight and bias chunks of stage s + 1 are loaded
+//   before stage s's stores.
+//   Element-wise layouts stage the row with scalar loads between the rows (no pipeline): the
+//   same chunks, the same arithmetic, the same order, so the same bits.
+// Reduction order: thread's chunks in (stage, k) order, warp butterfly, warps in index order,
+// ranks in rank order (Chan for LayerNorm, each slice's own two-pass (mean, M2) read back from
+// shared memory). It depends on N, C and T only: never on M or the layout.
+// Dynamic shared memory: (1 + RES)·nst·sc·CB bytes, nst = ⌈kc/sc⌉, CB = 16 (16-bit) or 32 (f32).
+template <bool ALIGNED, int SPEC>
+NK_DEVICE void fwd_cstage(const NkFwdParams& p0) {
+    constexpr int DT = SPEC & 3;
+    constexpr bool LN = (SPEC & 4) != 0, RES = (SPEC & 8) != 0;
+    constexpr bool NARROW = DT != NK_DT_F32;
+    constexpr int CB = NARROW ? 16 : 32;  // bytes per chunk
+    constexpr int KS = NARROW ? CS_KS16 : CS_KS32;
+    const NkFwdParams p = specialise<DT, NK_CAST_GEMMA>(p0);
+    NK_DYN_SMEM(smem);
+    NK_SHARED float scratch[2][CL_MAX_WARPS];
+    NK_SHARED __align__(8) float part[2][2];
+    NK_SHARED __align__(8) uint64_t full[CS_MAX_STAGES];
+    const bool has_w = (p.flags & NK_F_WEIGHT) != 0, has_b = (p.flags & NK_F_BIAS) != 0;
+    const bool stats = (p.flags & NK_F_STATS) != 0;
+    const int T = nk_bdim(), t = nk_tid(), lane = t % NK_WARP;
+    const int C = (int)cl_size(), r = (int)cl_rank();
+    const int64_t n = p.n;
+    const int nch = (int)((n + CH - 1) / CH);
+    const int kc = (nch + C - 1) / C;                            // chunks per slice
+    const int c_lo = r * kc;                                     // this slice's first chunk
+    const int kv = nch - c_lo < 0 ? 0 : (nch - c_lo < kc ? nch - c_lo : kc);  // its chunks within N
+    const int sc = KS * T;                                       // chunks per stage
+    const int nst = (kc + sc - 1) / sc;                          // stages of a full slice (smem)
+    const int nsv = (kv + sc - 1) / sc;                          // stages holding chunks of this slice
+    const float cnt = cl_count_of(n, (int64_t)kc * CH, r);
+    const float nf = (float)n, offset = p.offset;
+    const void* wp = reinterpret_cast<const void*>(p.w);
+    const void* bp = reinterpret_cast<const void*>(p.b);
+    unsigned char* xs = smem;
+    unsigned char* rs = smem + (size_t)nst * sc * CB;
+    const int64_t stride_clusters = cl_count();
+    const int lag = p.lag > 1 ? p.lag : 1;  // the host's; at least one stage
+
+    // Thread 0: arm stage s's barrier and start its copies of `row`.
+    auto issue = [&](int64_t row, int s) {
+        const int q0 = s * sc;
+        const int q1 = q0 + sc < kv ? q0 + sc : kv;
+        const unsigned bytes = (unsigned)(q1 - q0) * CB;
+        const int64_t off = (int64_t)(c_lo + q0) * CB;
+        nk_mbar_expect_tx(&full[s], RES ? 2 * bytes : bytes);
+        nk_bulk_copy_g2s(xs + (size_t)q0 * CB, static_cast<const unsigned char*>(row_ptr(p.x, row, p.sx, DT)) + off, bytes, &full[s]);
+        if (RES) nk_bulk_copy_g2s(rs + (size_t)q0 * CB, static_cast<const unsigned char*>(row_ptr(p.r, row, p.sr, DT)) + off, bytes, &full[s]);
+    };
+    if (ALIGNED) {
+        if (t == 0) {
+            for (int s = 0; s < nsv; ++s) nk_mbar_init(&full[s], 1);
+            nk_mbar_init_fence();
+        }
+        nk_sync();
+        if (t == 0 && (int64_t)cl_id() < p.m)
+            for (int s = 0; s < nsv; ++s) issue(cl_id(), s);
+    }
+    // Element-wise layouts: the row's slice staged with scalar loads (elements past N as zero),
+    // between two CTA barriers.
+    auto stage_u = [&](int64_t row) {
+        nk_sync();
+        const void* xrow = row_ptr(p.x, row, p.sx, DT);
+        const void* rrow = RES ? row_ptr(p.r, row, p.sr, DT) : nullptr;
+        for (int q = t; q < kv; q += T) {
+            Raw h;
+            load_chunk<false, NARROW>(xrow, DT, (int64_t)(c_lo + q) * CH, n, h);
+            slot_write<NARROW>(xs + (size_t)q * CB, DT, h);
+            if (RES) {
+                load_chunk<false, NARROW>(rrow, DT, (int64_t)(c_lo + q) * CH, n, h);
+                slot_write<NARROW>(rs + (size_t)q * CB, DT, h);
+            }
+        }
+        nk_sync();
+    };
+    // Pass 1 over stage s of the row in the slots: Σx² (RMSNorm) or Σx (LayerNorm); with the
+    // residual, x + r rounded is written back over x's bytes and to residual_out.
+    auto pass1 = [&](int s, unsigned phase, void* rorow, float& acc) {
+        if (ALIGNED) nk_mbar_wait(&full[s], phase);
+#pragma unroll
+        for (int k = 0; k < KS; ++k) {
+            const int q = s * sc + k * T + t;
+            if (q < kv) {
+                const int64_t e = (int64_t)(c_lo + q) * CH;
+                Raw h;
+                slot_read<NARROW>(xs + (size_t)q * CB, DT, h);
+                if (RES) {
+                    Raw rr;
+                    slot_read<NARROW>(rs + (size_t)q * CB, DT, rr);
+                    residual_add<DT, NARROW>(h, rr);
+                    slot_write<NARROW>(xs + (size_t)q * CB, DT, h);
+                    store_chunk<ALIGNED, NARROW>(rorow, DT, e, n, h);
+                }
+                float v[CH];
+                unpack<NARROW>(DT, h, v);
+                add_chunk<ALIGNED>(acc, v, LN, e, n);
+            }
+        }
+    };
+    auto ro_row = [&](int64_t row) { return RES ? row_ptr_mut(p.r_out, row, p.sro, DT) : nullptr; };
+    int par = 0;
+    unsigned ph = 0;
+    // A row's pass 1 runs before its statistics: the cluster's first row here; every later row's
+    // inside the previous row's output pass, `lag` stages behind its refills (the same stages in
+    // the same order, so the same sums).
+    float acc[1] = {0.f};
+    if ((int64_t)cl_id() < p.m) {
+        if (!ALIGNED) stage_u(cl_id());
+        for (int s = 0; s < nsv; ++s) pass1(s, 0u, ro_row(cl_id()), acc[0]);
+    }
+    for (int64_t row = cl_id(); row < p.m; row += stride_clusters, ph ^= 1u) {
+        const int64_t next = row + stride_clusters;
+        cl_block_sum<1>(acc, scratch[0]);
+        float out0 = acc[0], out1 = 0.f;
+        if (LN) {
+            const float mr = cnt > 0.f ? nk_div_rn(acc[0], cnt) : 0.f;
+            float a2[1] = {0.f};
+            for (int s = 0; s < nsv; ++s) {
+#pragma unroll
+                for (int k = 0; k < KS; ++k) {
+                    const int q = s * sc + k * T + t;
+                    if (q < kv) {
+                        Raw h;
+                        float v[CH];
+                        slot_read<NARROW>(xs + (size_t)q * CB, DT, h);
+                        unpack<NARROW>(DT, h, v);
+                        add_centred<ALIGNED>(a2[0], v, mr, (int64_t)(c_lo + q) * CH, n);
+                    }
+                }
+            }
+            cl_block_sum<1>(a2, scratch[1]);
+            out0 = mr;
+            out1 = a2[0];
+        }
+        if (t == 0) {
+            part[par][0] = out0;
+            part[par][1] = out1;
+        }
+        // The weight and bias of a stage, into registers (issued a stage ahead of their use).
+        Raw wa[KS], ba[KS], wb[KS], bb[KS];
+        auto load_wb = [&](int s, Raw (&w)[KS], Raw (&b)[KS]) {
+#pragma unroll
+            for (int k = 0; k < KS; ++k) {
+                const int q = s * sc + k * T + t;
+                if (q < kv) {
+                    const int64_t e = (int64_t)(c_lo + q) * CH;
+                    if (has_w) load_chunk<ALIGNED, NARROW>(wp, DT, e, n, w[k]);
+                    if (has_b) load_chunk<ALIGNED, NARROW>(bp, DT, e, n, b[k]);
+                }
+            }
+        };
+        if (nsv > 0) load_wb(0, wa, ba);
+        cl_sync();
+        // Lane i fetches rank i's partial; every lane combines them in rank order.
+        const float2 st = cl_row_stats<LN>(p, &part[par][0], (int64_t)kc * CH, C, lane, nf);
+        par ^= 1;
+        const float mean = st.x, rstd = st.y;
+        if (stats && r == 0 && t == 0) {
+            store_one(reinterpret_cast<void*>(p.rstd), NK_DT_F32, row, rstd);
+            if (LN) store_one(reinterpret_cast<void*>(p.mean), NK_DT_F32, row, mean);
+        }
+        // Pass 2: y, stage by stage; each stage refilled with the next row once every thread has
+        // read it, and the next row's pass 1 `lag` stages behind.
+        void* yrow = row_ptr_mut(p.y, row, p.sy, DT);
+        const bool fuse = ALIGNED && next < p.m;
+        void* ro_next = fuse ? ro_row(next) : nullptr;
+        acc[0] = 0.f;
+        auto out_stage = [&](int s, Raw (&w)[KS], Raw (&b)[KS], Raw (&wn)[KS], Raw (&bn)[KS]) {
+            Raw h[KS];
+#pragma unroll
+            for (int k = 0; k < KS; ++k) {
+                const int q = s * sc + k * T + t;
+                if (q < kv) slot_read<NARROW>(xs + (size_t)q * CB, DT, h[k]);
+            }
+            if (s + 1 < nsv) load_wb(s + 1, wn, bn);
+            if (ALIGNED) {
+                nk_sync();
+                if (t == 0 && next < p.m) {
+                    nk_fence_proxy_async();
+                    issue(next, s);
+                }
+            }
+#pragma unroll
+            for (int k = 0; k < KS; ++k) {
+                const int q = s * sc + k * T + t;
+                if (q < kv) {
+                    const int64_t e = (int64_t)(c_lo + q) * CH;
+                    cl_store_y<ALIGNED, NARROW, LN>(yrow, DT, e, n, h[k], w[k], b[k], has_w, has_b, mean, rstd, offset);
+                }
+            }
+            if (fuse && s >= lag) pass1(s - lag, ph ^ 1u, ro_next, acc[0]);
+        };
+        for (int s = 0; s < nsv; s += 2) {
+            out_stage(s, wa, ba, wb, bb);
+            if (s + 1 < nsv) out_stage(s + 1, wb, bb, wa, ba);
+        }
+        if (next < p.m) {
+            if (!ALIGNED) stage_u(next);
+            const int lagged = fuse ? (nsv > lag ? nsv - lag : 0) : 0;
+            for (int s = lagged; s < nsv; ++s) pass1(s, ph ^ 1u, ro_row(next), acc[0]);
         }
     }
     cl_sync();  // no CTA leaves while a peer may still read its partials

@@ -72,6 +72,37 @@ NK_DEVICE float nk_cluster_load(const float* local, int rank) {
     return v;
 }
 
+// Bulk copies with transaction-count barriers (sm_90+), for the staged cluster forward
+// (cluster.cuh, fwd_cstage): one thread arms an mbarrier with the bytes it expects and starts a
+// bulk global → shared copy that completes it; every thread waits on the barrier's phase parity.
+NK_DEVICE unsigned nk_smem_addr(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+NK_DEVICE void nk_mbar_init(uint64_t* bar, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(nk_smem_addr(bar)), "r"(count) : "memory");
+}
+// After the inits, before any thread or copy uses the barriers (then a CTA barrier).
+NK_DEVICE void nk_mbar_init_fence() { asm volatile("fence.mbarrier_init.release.cluster;\n\tfence.proxy.async.shared::cta;" ::: "memory"); }
+NK_DEVICE void nk_mbar_expect_tx(uint64_t* bar, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(nk_smem_addr(bar)), "r"(bytes) : "memory");
+}
+NK_DEVICE void nk_mbar_wait(uint64_t* bar, unsigned parity) {
+    asm volatile(
+        "{\n\t.reg .pred P1;\n\tNK_MBAR_WAIT:\n\t"
+        "mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\n\t"
+        "@!P1 bra NK_MBAR_WAIT;\n\t}" ::"r"(nk_smem_addr(bar)),
+        "r"(parity)
+        : "memory");
+}
+// `bytes` (a multiple of 16; both addresses 16-byte aligned) from global to this CTA's shared
+// memory, completing `bar`'s transaction count.
+NK_DEVICE void nk_bulk_copy_g2s(void* smem, const void* gmem, unsigned bytes, uint64_t* bar) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(nk_smem_addr(smem)), "l"(gmem),
+                 "r"(bytes), "r"(nk_smem_addr(bar))
+                 : "memory");
+}
+// Orders this thread's (and, after a CTA barrier, the CTA's) generic shared-memory accesses
+// before later bulk copies into the same bytes.
+NK_DEVICE void nk_fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+
 // Butterfly exchange inside a warp; every lane of the warp must call it.
 NK_DEVICE float nk_shfl_xor(float v, int lane_mask) { return __shfl_xor_sync(NK_FULL_MASK, v, lane_mask, NK_WARP); }
 

@@ -57,6 +57,9 @@ fn main() -> std::process::ExitCode {
         kernel_tour_general_paths,
         cluster::cluster_matches_cpu,
         cluster::cluster_bitwise_invariance,
+        cluster::staged_matches_cpu,
+        cluster::staged_bitwise_invariance,
+        kernel_tour_staged,
         rows::rows_backward_matches_cpu,
         eight_threads_share_one_backend,
         stream::caller_stream_matches_own_stream,
@@ -73,13 +76,22 @@ fn main() -> std::process::ExitCode {
 }
 
 /// The kernel tour once more without the decode-sized paths (the forward's decode twins, the
-/// one-row backward), which take the tour's few-row forwards and one-row backwards by default:
-/// the plain register kernels those shapes were chosen for (run under the sanitizers with the
+/// one-row backward), which take the tour's few-row forwards and one-row backwards by default,
+/// and without the staged cluster forward (which takes N = 262144 and 300000): the plain
+/// register, cluster and split kernels those shapes were chosen for (run under the sanitizers with the
 /// tour: `run.sh sanitize` selects `kernel_tour`).
 fn kernel_tour_general_paths() {
     let k = backend();
-    let t = normkit::cuda::Tuning { fwd_decode_max_ctas: Some(0), bwd_small_max_m: 0, ..k.tuning().clone() };
+    let mut t = normkit::cuda::Tuning { fwd_decode_max_ctas: Some(0), bwd_small_max_m: 0, ..k.tuning().clone() };
+    t.cluster.staged = false;
     normkit_conformance::device::kernel_tour(&k.with_tuning(t), KERNEL_TOUR_SHAPES);
+}
+
+/// The kernel tour with the staged cluster forward (`nk_fwd_cs_*`) at every N (`staged_min_n` =
+/// 1): its edges — a few chunks per cluster and empty slices, odd N and strided rows (the
+/// element-wise twin), f32 — against the oracle with poisoned outputs.
+fn kernel_tour_staged() {
+    normkit_conformance::device::kernel_tour(&cluster::staged_backend(), KERNEL_TOUR_SHAPES);
 }
 
 #[path = "cuda/stream.rs"]
@@ -113,6 +125,7 @@ fn eight_threads_share_one_backend() {
 
 mod cluster {
     use super::backend;
+    use normkit::cuda::CudaBackend;
     use normkit_core::cpu::CpuBackend;
     use normkit_core::{Backward, DType, Forward, HostBuf, InOut, Layout, MatMut, MatRef, NormDesc, NormKernel, VecMut, VecRef};
 
@@ -240,7 +253,26 @@ mod cluster {
 
     /// Forward and backward against the CPU backend at large N (cluster kernels), every flag combination.
     pub(super) fn cluster_matches_cpu() {
+        matches_cpu(backend());
+    }
+
+    /// The same with the staged cluster forward (`nk_fwd_cs_*`) at every N of the list
+    /// (`staged_min_n` = 1): clusters of 4, 8 and 16 CTAs, slices of 1 to 16 stages, more rows than
+    /// clusters (the next row streaming in), odd N and a misaligned view (the element-wise twin).
+    pub(super) fn staged_matches_cpu() {
+        matches_cpu(staged_backend());
+    }
+
+    /// The backend with the staged cluster forward wherever its slice fits.
+    pub(super) fn staged_backend() -> CudaBackend {
         let k = backend();
+        let mut t = k.tuning().clone();
+        t.cluster.staged_min_n = 1;
+        t.cluster.staged_min_n_ln = 1;
+        k.with_tuning(t)
+    }
+
+    fn matches_cpu(k: CudaBackend) {
         let cpu = CpuBackend::new();
         // (m, n, stride, offset, dtype)
         let shapes = [
@@ -299,7 +331,15 @@ mod cluster {
     /// Bitwise: run to run (forward and backward), aligned vs element-wise twin, and a row's
     /// forward output alone (M = 1) vs inside a batch (M = 37, not a multiple of the cluster count).
     pub(super) fn cluster_bitwise_invariance() {
-        let k = backend();
+        bitwise_invariance(backend());
+    }
+
+    /// The same on the staged cluster forward at every N of the list.
+    pub(super) fn staged_bitwise_invariance() {
+        bitwise_invariance(staged_backend());
+    }
+
+    fn bitwise_invariance(k: CudaBackend) {
         for &(n, dt) in &[(65536usize, DType::BF16), (262144, DType::F16), (131072, DType::F32), (1048576, DType::BF16)] {
             for (ln, res) in [(true, true), (false, false), (true, false)] {
                 if n > 262144 && res {

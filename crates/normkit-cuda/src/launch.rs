@@ -37,6 +37,7 @@ impl PlanParams for FwdParams {
         self.q |= f.q;
         self.tm = f.tm;
         self.tpitch = f.tpitch;
+        self.lag = f.lag;
         if let Some(at) = ws.q {
             self.ws_q = base + at;
         }

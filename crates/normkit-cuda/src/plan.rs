@@ -8,6 +8,9 @@
 //! Forward paths, in the order they are tried (each chosen by N, the dtypes and the flags only,
 //! never by M or the layout — the forward pass is batch-invariant):
 //!
+//! 0. staged cluster kernels (`nk_fwd_cs_*`, sm_90+) from `ClusterTuning::staged_min_n` on: one
+//!    row per cluster, each CTA's slice of it in shared memory (bulk copies, the next row
+//!    streaming in while the current one is written), while the slice fits;
 //! 1. register-resident kernels (`nk_fwd_reg*`): every tensor in x's dtype, Gemma casting, the
 //!    row's chunks within the kernel's registers; the row table's group;
 //! 2. the staged row kernel (`nk_fwd_row_*`) while the staged row and weights fit in shared memory;
@@ -107,6 +110,8 @@ pub enum Family {
     FwdRow,
     /// Forward cluster kernels (`nk_fwd_cl_*`).
     FwdCluster,
+    /// Forward staged cluster kernels (`nk_fwd_cs_*`): the row's slices in shared memory.
+    FwdClusterStaged,
     /// Forward split rows (stats, reduce, apply).
     FwdSplit,
     /// Backward row-batch kernels (`nk_bwd_rows*`).
@@ -207,6 +212,8 @@ pub struct Fields {
     /// The forward's decode twin and the one-row backward: trigger the stream's next kernel at
     /// entry (NK_F_TRIGGER; set with the programmatic dependent launch, [`trigger_step`]).
     pub trigger: bool,
+    /// Staged cluster forward: the next row's pass 1 this many stages behind its refills.
+    pub lag: i32,
 }
 
 /// Most kernels one call launches (split backward: stats, reduce, apply, finalize; FP8 split rows:
@@ -310,6 +317,9 @@ pub fn forward(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall) ->
     }
     if c.m == 0 {
         return Ok(Launch::new(Family::Empty, Workspace::default(), Fields::default()));
+    }
+    if let Some(l) = forward_staged(t, d, occ, c)? {
+        return Ok(l);
     }
     let dts = &c.dtypes;
     let affine = c.weight || c.bias;
@@ -606,18 +616,20 @@ fn cluster_grid(clusters: u32, c: u32) -> Result<u32> {
     })
 }
 
+/// The dtype of every tensor of a forward the cluster kernels (plain and staged) take: sm_90+,
+/// M > 0, Gemma casting, every tensor in x's dtype; `None` otherwise.
+fn cluster_dtype(d: &DeviceFacts, c: &FwdCall) -> Option<DType> {
+    let dt = c.dtypes.x;
+    let affine = c.weight || c.bias;
+    let uniform = c.dtypes.y == dt && (!c.residual || c.dtypes.residual == dt) && (!affine || c.dtypes.weight == dt);
+    (d.cc_major >= 9 && c.m > 0 && c.gemma && uniform).then_some(dt)
+}
+
 /// Cluster row kernels (sm_90+): chosen by N, the dtypes and the flags alone (every tensor in x's
 /// dtype, Gemma casting, N within the table), never by M or the layout: a 16-byte layout runs
 /// the `_a` kernel, any other the element-wise `_u` twin (same chunks, same reduction order).
 fn forward_cluster(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall) -> Result<Option<Launch>> {
-    if d.cc_major < 9 || c.m == 0 || !c.gemma {
-        return Ok(None);
-    }
-    let dt = c.dtypes.x;
-    let affine = c.weight || c.bias;
-    if c.dtypes.y != dt || (c.residual && c.dtypes.residual != dt) || (affine && c.dtypes.weight != dt) {
-        return Ok(None);
-    }
+    let Some(dt) = cluster_dtype(d, c) else { return Ok(None) };
     let Some(rc) = forward_cluster_config(t, dt, c.n, c.ln, c.residual) else { return Ok(None) };
     let k = require(KernelKey::FwdCluster { dtype: kdt(dt)?, ln: c.ln, residual: c.residual, aligned: c.aligned })?;
     if rc.t > k.max_threads {
@@ -632,6 +644,83 @@ fn forward_cluster(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall
     let fields = Fields { group: rc.t as i32, rpc: rc.c as i32, ..Fields::default() };
     let mut l = Launch::new(Family::FwdCluster, Workspace::default(), fields);
     l.push(Step { kernel: k, grid: (grid, 1), block: rc.t, smem: 0, mode: Mode::Cluster(rc.c), group: None });
+    Ok(Some(l))
+}
+
+/// Chunks per thread of one stage of the staged cluster forward (CS_KS16 / CS_KS32 of
+/// cluster.cuh) and the most stages a slice may have (CS_MAX_STAGES).
+const CS_KS16: usize = 2;
+const CS_KS32: usize = 1;
+const CS_MAX_STAGES: usize = 32;
+
+/// The staged cluster forward's dynamic shared memory for rows of `n` elements of `dt` on
+/// clusters of `c` CTAs of `t` threads: `(1 + residual)·nst·sc·CB` bytes (fwd_cstage's layout),
+/// or `None` where the slice needs more than CS_MAX_STAGES stages.
+pub fn staged_smem(dt: DType, n: usize, c: u32, t: u32, residual: bool) -> Option<usize> {
+    let (ks, cb) = if dt == DType::F32 { (CS_KS32, 32) } else { (CS_KS16, 16) };
+    let kc = n.div_ceil(8).div_ceil(c as usize);
+    let sc = ks * t as usize;
+    let nst = kc.div_ceil(sc);
+    (nst <= CS_MAX_STAGES).then_some((1 + usize::from(residual)) * nst * sc * cb)
+}
+
+/// Stages of a staged-forward slice (`nsv` of fwd_cstage for rank 0, which holds the most).
+fn staged_stages(dt: DType, n: usize, c: u32, t: u32) -> usize {
+    let ks = if dt == DType::F32 { CS_KS32 } else { CS_KS16 };
+    n.div_ceil(8).div_ceil(c as usize).div_ceil(ks * t as usize)
+}
+
+/// How many stages behind its refills the staged forward runs the next row's pass 1: the loads
+/// in flight per CTA are about this many stages (`ClusterTuning::staged_lag`, or half the slice).
+fn staged_lag(t: &Tuning, dt: DType, n: usize, c: u32, threads: u32) -> i32 {
+    let nst = staged_stages(dt, n, c, threads).max(1);
+    t.cluster.staged_lag.map_or(nst.div_ceil(2), |l| l as usize).clamp(1, nst) as i32
+}
+
+/// The staged cluster configuration for N (None: not on the staged path): the fewest CTAs (a
+/// power of two, at most 16) whose slices of x (and r) fit `staged_slice` bytes, of
+/// `staged_threads` threads; None where 16 CTAs do not bring them under it.
+pub fn forward_staged_config(t: &Tuning, dt: DType, n: usize, ln: bool, residual: bool) -> Option<ClusterConfig> {
+    let cl = &t.cluster;
+    if !cl.on || !cl.staged || n < if ln { cl.staged_min_n_ln } else { cl.staged_min_n } {
+        return None;
+    }
+    if let Some((c, t)) = cl.staged_shape {
+        return Some(ClusterConfig { max_n: n, c, t });
+    }
+    let row = n.checked_mul(dt.size_bytes() * (1 + usize::from(residual)))?;
+    let mut c = 1u32;
+    while c < 16 && row.div_ceil(c as usize) > cl.staged_slice {
+        c *= 2;
+    }
+    (row.div_ceil(c as usize) <= cl.staged_slice).then_some(ClusterConfig { max_n: n, c, t: cl.staged_threads })
+}
+
+/// Staged cluster kernels (sm_90+): chosen by N, the dtypes and the flags alone, like the
+/// cluster kernels (every tensor in x's dtype, Gemma casting), never by M or the layout (the
+/// `_u` twin stages element by element: same chunks, same order). Where the slice does not fit
+/// the kernel's shared memory, or no cluster of that shape can be resident, the next path runs.
+fn forward_staged(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall) -> Result<Option<Launch>> {
+    let Some(dt) = cluster_dtype(d, c) else { return Ok(None) };
+    let Some(rc) = forward_staged_config(t, dt, c.n, c.ln, c.residual) else { return Ok(None) };
+    let k = require(KernelKey::FwdClusterStaged { dtype: kdt(dt)?, ln: c.ln, residual: c.residual, aligned: c.aligned })?;
+    if rc.t > k.max_threads || rc.c == 0 || rc.c > 16 {
+        return Ok(None);
+    }
+    let Some(smem) = staged_smem(dt, c.n, rc.c, rc.t, c.residual) else { return Ok(None) };
+    if smem > d.dyn_smem_max.get(k.index).copied().unwrap_or(0) {
+        return Ok(None);
+    }
+    let cap = occ.max_active_clusters(k, rc.c, rc.t, smem as u32)?;
+    if cap == 0 {
+        return Ok(None);
+    }
+    let clusters = if t.cluster.staged_grid_rows { (c.m as u64).min(MAX_GRID / rc.c as u64) } else { (c.m as u64).min(cap as u64) };
+    let grid = cluster_grid(clusters as u32, rc.c)?;
+    let lag = staged_lag(t, dt, c.n, rc.c, rc.t);
+    let fields = Fields { group: rc.t as i32, rpc: rc.c as i32, lag, ..Fields::default() };
+    let mut l = Launch::new(Family::FwdClusterStaged, Workspace::default(), fields);
+    l.push(Step { kernel: k, grid: (grid, 1), block: rc.t, smem: smem as u32, mode: Mode::Cluster(rc.c), group: None });
     Ok(Some(l))
 }
 
@@ -997,6 +1086,8 @@ mod tests {
                 kernels::Family::BwdReg => OPTIN - 512,
                 kernels::Family::BwdRows => OPTIN - 2048,
                 kernels::Family::FwdQRow => OPTIN - 2048,
+                // The staged cluster forward's static scratch, partials and barriers.
+                kernels::Family::FwdCluster => OPTIN - 1024,
                 _ => 48 * 1024,
             })
             .collect();
@@ -1082,7 +1173,9 @@ mod tests {
     fn forward_paths_as_before() {
         use DType::*;
         use Family::*;
-        let t = Tuning::for_sm90();
+        // The paths before the staged cluster forward (still there with it off, and below its N).
+        let mut t = Tuning::for_sm90();
+        t.cluster.staged = false;
         let none = Workspace::default();
         // Register-resident: 4 chunks per thread, one CTA per rows_per_cta rows.
         check(
@@ -1248,9 +1341,15 @@ mod tests {
     fn forward_overrides_as_before() {
         use DType::*;
         use Family::*;
+        // The paths before the staged cluster forward (off here; see forward_staged_paths).
+        let sm90 = || {
+            let mut t = Tuning::for_sm90();
+            t.cluster.staged = false;
+            t
+        };
         let none = Workspace::default();
         // 16 chunks per thread, where a table row asks for it.
-        let t = Tuning { fwd: vec![RowConfig { max_n: 4096, group: 32, rows_per_cta: 8 }], ..Tuning::for_sm90() };
+        let t = Tuning { fwd: vec![RowConfig { max_n: 4096, group: 32, rows_per_cta: 8 }], ..sm90() };
         check(
             "F16 k16",
             plan_fwd(&t, fwd(F16, 4096, 100)),
@@ -1262,7 +1361,7 @@ mod tests {
         // Decode-sized register forwards (up to the multiprocessor count by default) run the
         // decode twin as programmatic dependents that trigger at entry; NORMKIT_CUDA_FWD_DECODE=0
         // keeps the plain kernel, NORMKIT_CUDA_PDL=0 launches the twin plainly.
-        let t = Tuning::for_sm90();
+        let t = sm90();
         for (m, k, mode, trigger) in
             [(1, "nk_fwd_regd_bf16_rms", D, true), (132, "nk_fwd_regd_bf16_rms", D, true), (133, "nk_fwd_reg_bf16_rms_a", P, false)]
         {
@@ -1283,7 +1382,7 @@ mod tests {
             none,
             Fields { trigger: true, ..f(64, 4, 16, 0, 0) },
         );
-        let off = Tuning { fwd_decode_max_ctas: Some(0), ..Tuning::for_sm90() };
+        let off = Tuning { fwd_decode_max_ctas: Some(0), ..sm90() };
         check(
             "F19 no decode twin",
             plan_fwd(&off, fwd(BF16, 4096, 8)),
@@ -1292,7 +1391,7 @@ mod tests {
             none,
             f(128, 1, 16, 0, 0),
         );
-        let no_pdl = Tuning { pdl: false, ..Tuning::for_sm90() };
+        let no_pdl = Tuning { pdl: false, ..sm90() };
         check(
             "F20 decode, no PDL",
             plan_fwd(&no_pdl, fwd(BF16, 4096, 8)),
@@ -1311,7 +1410,7 @@ mod tests {
             f(128, 1, 16, 0, 0),
         );
         // NORMKIT_CUDA_FWD_K8=all: LayerNorm too.
-        let t = Tuning { fwd_k8_ln: true, ..Tuning::for_sm90() };
+        let t = Tuning { fwd_k8_ln: true, ..sm90() };
         check(
             "F17 k8 ln",
             plan_fwd(&t, ln_fwd(fwd(BF16, 65536, 16))),
@@ -1321,7 +1420,7 @@ mod tests {
             f(1024, 1, 16, 0, 0),
         );
         // NORMKIT_CUDA_FWD_GRID=persist: 16 CTAs of 128 threads per SM.
-        let t = Tuning { fwd_persistent: true, ..Tuning::for_sm90() };
+        let t = Tuning { fwd_persistent: true, ..sm90() };
         check(
             "F18 persist",
             plan_fwd(&t, fwd(BF16, 4096, 1 << 20)),
@@ -1331,9 +1430,11 @@ mod tests {
             f(128, 1, 16, 0, 0),
         );
         // NORMKIT_CUDA_CLUSTER=0 and NORMKIT_CUDA_CLUSTER_CT.
-        let t = Tuning::for_sm90().with_env(|k| (k == "NORMKIT_CUDA_CLUSTER").then(|| "0".to_owned()));
+        let t = sm90().with_env(|k| (k == "NORMKIT_CUDA_CLUSTER").then(|| "0".to_owned()));
         assert_eq!(plan_fwd(&t, fwd(BF16, 262144, 4)).family, FwdSplit);
-        let t = Tuning::for_sm90().with_env(|k| (k == "NORMKIT_CUDA_CLUSTER_CT").then(|| "8,512".to_owned()));
+        let t = sm90().with_env(|k| {
+            (k == "NORMKIT_CUDA_CLUSTER_CT").then(|| "8,512".to_owned()).or_else(|| (k == "NORMKIT_CUDA_CSTAGE").then(|| "0".to_owned()))
+        });
         check(
             "CT 8,512",
             plan_fwd(&t, fwd(BF16, 262144, 4)),
@@ -1342,6 +1443,122 @@ mod tests {
             none,
             f(512, 8, 0, 0, 0),
         );
+    }
+
+    /// The staged cluster forward (`nk_fwd_cs_*`): from `staged_min_n` on, by N, dtypes and flags;
+    /// the fewest CTAs whose slices fit `staged_slice`; grids of min(M, resident clusters)
+    /// clusters; its shared memory `(1 + residual)·nst·sc·CB`; the lag half the stages; the next
+    /// path where the slice does not fit.
+    #[test]
+    fn forward_staged_paths() {
+        use DType::*;
+        use Family::*;
+        let t = Tuning::for_sm90();
+        let none = Workspace::default();
+        let fs = |threads: i32, c: i32, lag: i32| Fields { group: threads, rpc: c, lag, ..Fields::default() };
+        // 262144 bf16: 512 KiB rows → 8 CTAs of 64 KiB, 4096 chunks per slice = 8 stages of 512
+        // chunks, lag 4. FakeOcc: 3 CTAs of 64 KiB per SM → 132·3/8 = 49 clusters; M = 4 → 4.
+        check(
+            "S1 bf16 262144",
+            plan_fwd(&t, fwd(BF16, 262144, 4)),
+            FwdClusterStaged,
+            &[("nk_fwd_cs_bf16_rms_a", (32, 1), 256, 65536, cl(8), None)],
+            none,
+            fs(256, 8, 4),
+        );
+        check(
+            "S2 many rows",
+            plan_fwd(&t, ln_fwd(fwd(BF16, 262144, 4096))),
+            FwdClusterStaged,
+            &[("nk_fwd_cs_bf16_ln_a", (49 * 8, 1), 256, 65536, cl(8), None)],
+            none,
+            fs(256, 8, 4),
+        );
+        // The residual stages r too: x and r slices of 32 KiB on 16 CTAs, 4 stages.
+        check(
+            "S3 residual 262144",
+            plan_fwd(&t, FwdCall { residual: true, ..fwd(BF16, 262144, 4) }),
+            FwdClusterStaged,
+            &[("nk_fwd_cs_bf16_rms_res_a", (64, 1), 256, 65536, cl(16), None)],
+            none,
+            fs(256, 16, 2),
+        );
+        // 1M bf16: 128 KiB slices even on 16 CTAs → the next path (split); f32 524288 alike.
+        assert_eq!(plan_fwd(&t, fwd(BF16, 1 << 20, 8)).family, FwdSplit);
+        assert_eq!(plan_fwd(&t, FwdCall { residual: true, ..fwd(BF16, 1 << 20, 8) }).family, FwdSplit);
+        assert_eq!(plan_fwd(&t, fwd(F32, 524288, 2)).family, FwdSplit);
+        // f32 262144: 1 MiB rows on 16 CTAs, 2048 chunks of 32 bytes per slice = 8 stages of 256.
+        check(
+            "S5 f32 262144",
+            plan_fwd(&t, fwd(F32, 262144, 2)),
+            FwdClusterStaged,
+            &[("nk_fwd_cs_f32_rms_a", (32, 1), 256, 65536, cl(16), None)],
+            none,
+            fs(256, 16, 4),
+        );
+        // NORMKIT_CUDA_CSTAGE_GRID=rows: one cluster per row.
+        let rows = Tuning::for_sm90().with_env(|k| (k == "NORMKIT_CUDA_CSTAGE_GRID").then(|| "rows".to_owned()));
+        let l = plan_fwd(&rows, fwd(BF16, 262144, 4096));
+        assert_eq!(l.steps().next().unwrap().grid, (4096 * 8, 1));
+        // Any layout: the element-wise twin, same shape. Odd N: 32769 chunks → 16 CTAs (8 would
+        // leave 65538-byte slices), 2049 chunks per slice, 5 stages, lag 3; 132·5/16 = 41
+        // clusters resident.
+        check(
+            "S6 odd N",
+            plan_fwd(&t, FwdCall { aligned: false, ..fwd(F16, 262151, 3) }),
+            FwdClusterStaged,
+            &[("nk_fwd_cs_f16_rms_u", (48, 1), 256, 5 * 512 * 16, cl(16), None)],
+            none,
+            fs(256, 16, 3),
+        );
+        // Below staged_min_n, other casting, mixed dtypes, no clusters, pre-Hopper: not staged.
+        assert_eq!(plan_fwd(&t, fwd(BF16, 131072, 4)).family, FwdClusterStaged);
+        assert_eq!(plan_fwd(&t, fwd(BF16, 65536, 4)).family, FwdRegister);
+        assert_eq!(plan_fwd(&t, FwdCall { residual: true, ..fwd(BF16, 65536, 4) }).family, FwdCluster);
+        assert_eq!(plan_fwd(&t, ln_fwd(fwd(BF16, 65536, 4))).family, FwdClusterStaged);
+        assert_ne!(plan_fwd(&t, ln_fwd(fwd(BF16, 32768, 4))).family, FwdClusterStaged);
+        assert_eq!(plan_fwd(&t, FwdCall { gemma: false, ..fwd(BF16, 262144, 4) }).family, FwdSplit);
+        assert_eq!(plan_fwd(&t, FwdCall { dtypes: DTypes { y: F32, ..DTypes::uniform(BF16) }, ..fwd(BF16, 262144, 4) }).family, FwdSplit);
+        let l = forward(&t, &h100(), &FakeOcc { sms: 132, clusters: false }, &fwd(BF16, 262144, 4)).unwrap();
+        assert_eq!(l.family, FwdSplit);
+        let old = DeviceFacts { cc_major: 8, ..h100() };
+        assert_eq!(forward(&t, &old, &OCC, &fwd(BF16, 262144, 4)).unwrap().family, FwdSplit);
+        // The knobs: a lower N, a forced shape, off.
+        let low = Tuning::for_sm90().with_env(|k| (k == "NORMKIT_CUDA_CSTAGE_MIN_N").then(|| "65536".to_owned()));
+        check(
+            "S7 min_n 65536",
+            plan_fwd(&low, ln_fwd(fwd(BF16, 65536, 2048))),
+            FwdClusterStaged,
+            &[("nk_fwd_cs_bf16_ln_a", (132 * 3 / 2 * 2, 1), 256, 65536, cl(2), None)],
+            none,
+            fs(256, 2, 4),
+        );
+        let ct = Tuning::for_sm90().with_env(|k| {
+            (k == "NORMKIT_CUDA_CSTAGE_CT")
+                .then(|| "16,128".to_owned())
+                .or_else(|| (k == "NORMKIT_CUDA_CSTAGE_LAG").then(|| "9".to_owned()))
+        });
+        check(
+            "S8 CT 16,128, lag past the stages",
+            plan_fwd(&ct, fwd(BF16, 262144, 4)),
+            FwdClusterStaged,
+            &[("nk_fwd_cs_bf16_rms_a", (64, 1), 128, 32768, cl(16), None)],
+            none,
+            fs(128, 16, 8),
+        );
+        // 512 threads (the kernels' bound): 4 stages of 1024 chunks.
+        let wide = Tuning::for_sm90().with_env(|k| (k == "NORMKIT_CUDA_CSTAGE_CT").then(|| "8,512".to_owned()));
+        let l = plan_fwd(&wide, fwd(BF16, 262144, 4));
+        let st = l.steps().next().unwrap();
+        assert_eq!((l.family, st.block, st.smem, l.fields.lag), (FwdClusterStaged, 512, 65536, 2));
+        let small = Tuning::for_sm90().with_env(|k| (k == "NORMKIT_CUDA_CSTAGE_SLICE").then(|| "32768".to_owned()));
+        assert_eq!(plan_fwd(&small, fwd(BF16, 262144, 4)).steps().next().unwrap().mode, cl(16));
+        let off = Tuning::for_sm90().with_env(|k| (k == "NORMKIT_CUDA_CSTAGE").then(|| "0".to_owned()));
+        assert_eq!(plan_fwd(&off, fwd(BF16, 262144, 4)).family, FwdCluster);
+        // Shared memory: stages beyond CS_MAX_STAGES are refused.
+        assert_eq!(staged_smem(BF16, 262144, 16, 256, false), Some(32768));
+        assert_eq!(staged_smem(BF16, 1 << 20, 16, 256, true), Some(262144));
+        assert_eq!(staged_smem(BF16, 1 << 22, 16, 256, false), None);
     }
 
     #[test]

@@ -42,9 +42,15 @@
 //! | `NORMKIT_CUDA_CLUSTER_CT` | [`ClusterTuning::shape`] | `C,T`: clusters of C CTAs of T threads at every N of the tables |
 //! | `NORMKIT_CUDA_CLUSTER_CAP` | [`ClusterTuning::cap_raise`] | raises every cluster cap to at least this N |
 //! | `NORMKIT_CUDA_CLUSTER_PF` | [`ClusterTuning::prefetch`] | `0`: the cluster backward without its prefetching twins |
+//! | `NORMKIT_CUDA_CSTAGE` | [`ClusterTuning::staged`] | `0`: no staged cluster forward (`nk_fwd_cs_*`); changes bits where it ran |
+//! | `NORMKIT_CUDA_CSTAGE_MIN_N` | [`ClusterTuning::staged_min_n`], [`ClusterTuning::staged_min_n_ln`] | the smallest N of the staged cluster forward; changes bits where the path changes |
+//! | `NORMKIT_CUDA_CSTAGE_CT` | [`ClusterTuning::staged_shape`] | `C,T`: the staged cluster forward on clusters of C CTAs of T threads at every N |
+//! | `NORMKIT_CUDA_CSTAGE_SLICE` | [`ClusterTuning::staged_slice`] | the staged forward's target bytes per CTA (the cluster size follows) |
+//! | `NORMKIT_CUDA_CSTAGE_LAG` | [`ClusterTuning::staged_lag`] | stages between the staged forward's refills and the next row's pass 1 |
+//! | `NORMKIT_CUDA_CSTAGE_GRID` | [`ClusterTuning::staged_grid_rows`] | `rows`: the staged forward on one cluster per row (else the resident clusters walk the rows) |
 
 /// The environment variables [`Tuning::with_env`] reads, in the order of the table above.
-pub const ENV_OVERRIDES: [&str; 24] = [
+pub const ENV_OVERRIDES: [&str; 30] = [
     "NORMKIT_CUDA_FWD_TABLE",
     "NORMKIT_CUDA_BWD_TABLE",
     "NORMKIT_CUDA_BWD4_TABLE",
@@ -69,6 +75,12 @@ pub const ENV_OVERRIDES: [&str; 24] = [
     "NORMKIT_CUDA_CLUSTER_CT",
     "NORMKIT_CUDA_CLUSTER_CAP",
     "NORMKIT_CUDA_CLUSTER_PF",
+    "NORMKIT_CUDA_CSTAGE",
+    "NORMKIT_CUDA_CSTAGE_MIN_N",
+    "NORMKIT_CUDA_CSTAGE_CT",
+    "NORMKIT_CUDA_CSTAGE_SLICE",
+    "NORMKIT_CUDA_CSTAGE_LAG",
+    "NORMKIT_CUDA_CSTAGE_GRID",
 ];
 
 /// One row of a launch table.
@@ -191,6 +203,36 @@ pub struct ClusterTuning {
     /// RMSNorm backward takes the prefetching twin only above this many threads per CTA: at 256
     /// threads the plain kernel keeps two CTAs per SM (kernels-cuda/variants.rs, NOTES v5).
     pub prefetch_rms_above_threads: u32,
+    /// The staged cluster forward (`nk_fwd_cs_*`, cluster.cuh `fwd_cstage`): each CTA's slice of
+    /// the row in shared memory, filled by bulk copies that stream the cluster's next row in
+    /// while the current one is written; x read once at every N its slice fits. Tried before
+    /// every other forward path from [`ClusterTuning::staged_min_n`] on (env
+    /// `NORMKIT_CUDA_CSTAGE=0` turns it off).
+    pub staged: bool,
+    /// The smallest N of the staged cluster forward, RMSNorm with or without residual (env
+    /// `NORMKIT_CUDA_CSTAGE_MIN_N` sets both minima). Chosen by N and the flags alone, so the
+    /// forward stays batch-invariant. H100 (NOTES v10, 16-bit, same binary with the path off):
+    /// at 65536 rms_fwd 203 vs 201 µs, addrms_fwd 404 vs 383 (the register and cluster kernels
+    /// keep it); at 131072 59.4 vs 63.2 and 105 vs 110; at 262144 212 vs 248 and 410 vs 456.
+    pub staged_min_n: usize,
+    /// The same for LayerNorm: ln_fwd 2048×65536 212 vs 238 µs, 256×131072 68.0 vs 72.0.
+    pub staged_min_n_ln: usize,
+    /// Forces clusters of C CTAs of T threads on the staged forward at every N (env
+    /// `NORMKIT_CUDA_CSTAGE_CT=C,T`; measurements).
+    pub staged_shape: Option<(u32, u32)>,
+    /// Staged forward: the cluster is the fewest CTAs (a power of two, at most 16) whose slices
+    /// of the row (x, and r with the residual) take at most this many bytes each; rows that
+    /// need more on 16 CTAs take the next path (env
+    /// `NORMKIT_CUDA_CSTAGE_SLICE`). See kernels-cuda/NOTES.md v10 for the measurements.
+    pub staged_slice: usize,
+    /// Threads per CTA of the staged forward.
+    pub staged_threads: u32,
+    /// The staged forward runs the next row's pass 1 this many stages behind its refills (env
+    /// `NORMKIT_CUDA_CSTAGE_LAG`; default `None`: half the slice's stages). No bits change.
+    pub staged_lag: Option<u32>,
+    /// The staged forward on one cluster per row (env `NORMKIT_CUDA_CSTAGE_GRID=rows`;
+    /// measurements) instead of the resident clusters walking the rows. No bits change.
+    pub staged_grid_rows: bool,
 }
 
 /// Row-batch backward (kernels-cuda/rows.cuh): 16-bit rows of `min_n` < N ≤ `max_n` in 16-byte
@@ -476,6 +518,14 @@ impl Tuning {
                 bwd32: CL_BWD32.to_vec(),
                 prefetch: true,
                 prefetch_rms_above_threads: 256,
+                staged: true,
+                staged_min_n: 131072,
+                staged_min_n_ln: 65536,
+                staged_shape: None,
+                staged_slice: 65536,
+                staged_threads: 256,
+                staged_lag: None,
+                staged_grid_rows: false,
             },
         }
     }
@@ -554,6 +604,24 @@ impl Tuning {
         });
         self.cluster.cap_raise = get("NORMKIT_CUDA_CLUSTER_CAP").and_then(|v| v.parse().ok()).unwrap_or(0);
         self.cluster.prefetch = on_unless_0("NORMKIT_CUDA_CLUSTER_PF");
+        if let Some(v) = get("NORMKIT_CUDA_CSTAGE") {
+            self.cluster.staged = v != "0";
+        }
+        if let Some(v) = get("NORMKIT_CUDA_CSTAGE_MIN_N").and_then(|v| v.parse().ok()) {
+            self.cluster.staged_min_n = v;
+            self.cluster.staged_min_n_ln = v;
+        }
+        self.cluster.staged_shape = get("NORMKIT_CUDA_CSTAGE_CT").and_then(|v| {
+            let (c, t) = v.split_once(',')?;
+            let (c, t): (u32, u32) = (c.trim().parse().ok()?, t.trim().parse().ok()?);
+            (c.is_power_of_two() && c <= 16 && t.is_power_of_two() && (32..=512).contains(&t)).then_some((c, t))
+        });
+        self.cluster.staged_slice =
+            get("NORMKIT_CUDA_CSTAGE_SLICE").and_then(|v| v.parse().ok()).filter(|&b| b >= 1024).unwrap_or(self.cluster.staged_slice);
+        self.cluster.staged_grid_rows = get("NORMKIT_CUDA_CSTAGE_GRID").is_some_and(|v| v == "rows");
+        if let Some(l) = get("NORMKIT_CUDA_CSTAGE_LAG").and_then(|v| v.parse().ok()).filter(|&l| l >= 1) {
+            self.cluster.staged_lag = Some(l);
+        }
         self
     }
 }
@@ -649,5 +717,36 @@ mod tests {
         let t = Tuning::for_sm90().with_env(env(&[("NORMKIT_CUDA_FWD_DECODE", "x"), ("NORMKIT_CUDA_BWD_SMALL", "-1")]));
         assert_eq!((t.fwd_decode_max_ctas, t.bwd_small_max_m), (None, 1), "malformed values keep the defaults");
         assert!(ENV_OVERRIDES.contains(&"NORMKIT_CUDA_FWD_DECODE") && ENV_OVERRIDES.contains(&"NORMKIT_CUDA_BWD_SMALL"));
+    }
+
+    #[test]
+    fn the_staged_overrides_parse() {
+        let d = Tuning::for_sm90().cluster;
+        assert!(d.staged && d.staged_shape.is_none());
+        let t = Tuning::for_sm90().with_env(env(&[
+            ("NORMKIT_CUDA_CSTAGE", "0"),
+            ("NORMKIT_CUDA_CSTAGE_MIN_N", "65536"),
+            ("NORMKIT_CUDA_CSTAGE_CT", "8,512"),
+        ]));
+        assert_eq!(
+            (t.cluster.staged, t.cluster.staged_min_n, t.cluster.staged_min_n_ln, t.cluster.staged_shape),
+            (false, 65536, 65536, Some((8, 512)))
+        );
+        // Not a power of two, or past the kernels' 512-thread bound / a cluster's 16 CTAs.
+        for bad in ["3,256", "8,1024", "32,256", "8"] {
+            let t = Tuning::for_sm90().with_env(env(&[("NORMKIT_CUDA_CSTAGE_CT", bad), ("NORMKIT_CUDA_CSTAGE_MIN_N", "x")]));
+            assert_eq!((t.cluster.staged_shape, t.cluster.staged_min_n), (None, d.staged_min_n), "{bad}");
+        }
+        let t = Tuning::for_sm90().with_env(env(&[("NORMKIT_CUDA_CSTAGE_SLICE", "32768")]));
+        assert_eq!(t.cluster.staged_slice, 32768);
+        let t = Tuning::for_sm90().with_env(env(&[("NORMKIT_CUDA_CSTAGE_SLICE", "12")]));
+        assert_eq!(t.cluster.staged_slice, d.staged_slice);
+        let t = Tuning::for_sm90().with_env(env(&[("NORMKIT_CUDA_CSTAGE_LAG", "3")]));
+        assert_eq!(t.cluster.staged_lag, Some(3));
+        let t = Tuning::for_sm90().with_env(env(&[("NORMKIT_CUDA_CSTAGE_LAG", "0")]));
+        assert_eq!(t.cluster.staged_lag, None);
+        assert!(!d.staged_grid_rows && Tuning::for_sm90().with_env(env(&[("NORMKIT_CUDA_CSTAGE_GRID", "rows")])).cluster.staged_grid_rows);
+        // The six staged-forward knobs are listed (the others: `every_override_parses_as_before`).
+        assert_eq!(ENV_OVERRIDES.iter().filter(|v| v.starts_with("NORMKIT_CUDA_CSTAGE")).count(), 6);
     }
 }

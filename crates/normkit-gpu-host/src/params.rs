@@ -120,8 +120,9 @@ pub struct FwdParams {
     pub rpc: i32,
     /// Row path: bytes per staged chunk (16 if every tensor is 16-bit, else 32).
     pub slot: i32,
-    /// Padding to the C struct's layout.
-    pub pad_: i32,
+    /// Staged cluster forward (CUDA `fwd_cstage`): the next row's pass 1 runs this many stages
+    /// behind its refills (0 elsewhere).
+    pub lag: i32,
     /// FP8: device address of the per-tensor scale (`Q_DEVSCALE`).
     pub scale: u64,
     /// FP8: device address of `amax` (`Q_AMAX`).
@@ -241,7 +242,7 @@ const _: () = {
     assert!(offset_of!(FwdParams, group) == 160);
     assert!(offset_of!(FwdParams, rpc) == 164);
     assert!(offset_of!(FwdParams, slot) == 168);
-    assert!(offset_of!(FwdParams, pad_) == 172);
+    assert!(offset_of!(FwdParams, lag) == 172);
     assert!(offset_of!(FwdParams, scale) == 176);
     assert!(offset_of!(FwdParams, amax) == 184);
     assert!(offset_of!(FwdParams, scale_inv) == 192);

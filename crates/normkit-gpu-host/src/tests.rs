@@ -74,7 +74,7 @@ fn a_full_forward_call_fills_every_operand_field() {
     assert_eq!((p.dt_x, p.dt_y, p.dt_r, p.dt_w), (DT_BF16, DT_F32, DT_BF16, DT_BF16));
     assert_eq!(p.flags, F_LN | F_WEIGHT | F_BIAS | F_RESIDUAL | F_STATS);
     assert_eq!(p.casting, CAST_LLAMA);
-    assert_eq!((p.group, p.rpc, p.slot, p.pad_), (0, 0, 0, 0));
+    assert_eq!((p.group, p.rpc, p.slot, p.lag), (0, 0, 0, 0));
     assert_eq!(
         info,
         FwdInfo {

@@ -183,6 +183,7 @@ pub const fn designed_waves(key: KernelKey) -> u32 {
         // the register forward, FwdRegQ, and the decode-sized twins, not yet).
         BwdFinalizeCols
         | FwdCluster { .. }
+        | FwdClusterStaged { .. }
         | BwdCluster { .. }
         | BwdRows { .. }
         | FwdRegQ { .. }
