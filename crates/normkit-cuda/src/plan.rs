@@ -428,7 +428,11 @@ fn fp8_row_kernel(t: &Tuning, c: &FwdCall, narrow: bool, strided: bool) -> Optio
         return None;
     }
     let nch = c.n.div_ceil(8);
-    let options: &[FwdChunks] = if narrow { &[FwdChunks::K4, FwdChunks::K8, FwdChunks::K16] } else { &[FwdChunks::K4, FwdChunks::K8] };
+    // 16-bit: 4 chunks per thread (512 threads: N ≤ 16384), then 8 (N ≤ 32768, the default
+    // `Fp8Tuning::row_max_n`). With an f32 tensor 4 chunks only: an 8-chunk kernel at its
+    // 256-thread bound covers no N the 4-chunk one at 512 does not (those kernels and the
+    // 16-chunk one, which spilled 1.5 KB, were removed: NOTES v8, v10).
+    let options: &[FwdChunks] = if narrow { &[FwdChunks::K4, FwdChunks::K8] } else { &[FwdChunks::K4] };
     for &chunks in options {
         if strided && (chunks != FwdChunks::K4 || !narrow || c.residual) {
             continue;

@@ -287,7 +287,8 @@ pub struct Fp8Tuning {
     /// `NORMKIT_CUDA_FP8_REG=0`: the FP8 row kernels instead; measurements).
     pub reg: bool,
     /// The largest N of the FP8 row kernels; longer rows take the split path (env
-    /// `NORMKIT_CUDA_FP8_ROW_MAX`).
+    /// `NORMKIT_CUDA_FP8_ROW_MAX`; above 32768 no row kernel has the registers, so raising it
+    /// changes nothing).
     pub row_max_n: usize,
     /// The quantised register forward on a grid of one CTA per `rows_per_cta` rows, as the plain
     /// forward runs, instead of a persistent grid (env `NORMKIT_CUDA_FP8_GRID=rows`; measurements:
