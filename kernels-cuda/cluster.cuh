@@ -329,11 +329,11 @@ NK_DEVICE void fwd_cluster(const NkFwdParams& p0) {
 //   per stage (two with the residual). Pass 1 waits stage by stage and accumulates (RES: x + r
 //   rounded, written back over x's bytes and to residual_out). After the exchange, the output
 //   pass reads a stage into registers, and once every thread has (a CTA barrier), thread 0
-//   refills that stage with the cluster's next row; `lag` stages later (p.lag, the host's choice)
-//   the same loop runs the next row's pass 1 on it. So HBM streams the next row in while this one is written, and only
-//   the statistics' chain (block sums, cluster barrier, DSMEM) and the last `lag` stages of
-//   pass 1 sit between two rows' outputs; about `lag` stages of loads are in flight per CTA. The weight and bias chunks of stage s + 1 are loaded
-//   before stage s's stores.
+//   refills that stage with the cluster's next row; `lag` stages later (p.lag, the host's
+//   choice) the same loop runs the next row's pass 1 on it. So HBM streams the next row in while
+//   this one is written, and only the statistics' chain (block sums, cluster barrier, DSMEM) and
+//   the last `lag` stages of pass 1 sit between two rows' outputs. The weight and bias chunks of
+//   stage s + 1 are loaded before stage s's stores.
 //   Element-wise layouts stage the row with scalar loads between the rows (no pipeline): the
 //   same chunks, the same arithmetic, the same order, so the same bits.
 // Reduction order: thread's chunks in (stage, k) order, warp butterfly, warps in index order,
