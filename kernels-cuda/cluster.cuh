@@ -156,10 +156,9 @@ NK_DEVICE void cl_store_y(void* yrow, int dt, int64_t e, int64_t n, const Raw& h
 
 // SPEC bit of the staged forward (fwd_cstage, `nk_fwd_cs_*`).
 constexpr int CS_STAGED = 64;
-// The staged forward's pipeline: a stage is CS_KS16 (16-bit) / CS_KS32 (f32) chunks per thread (8 KiB at 256 threads), one
-// mbarrier per stage; a CTA's slice has at most CS_MAX_STAGES stages (the host sizes it).
-constexpr int CS_KS16 = 2, CS_KS32 = 1;
-constexpr int CS_MAX_STAGES = 32;
+// The staged forward's pipeline: a stage is NK_CS_KS16 (16-bit) / NK_CS_KS32 (f32) chunks per
+// thread, one mbarrier per stage; a CTA's slice has at most NK_CS_MAX_STAGES stages (the host
+// sizes it). The constants come from kernels-cuda/variants.rs, which the planner reads too.
 
 // ---------------------------------------------------------------------------------------------
 // Forward. SPEC = DT + 4·LN + 8·RES + 16·WIDE (1024-thread CTAs); every tensor in x's dtype, Gemma casting (the host checks).
@@ -323,7 +322,7 @@ NK_DEVICE void fwd_cluster(const NkFwdParams& p0) {
 // fwd_cluster, but each CTA stages its slice of the row in shared memory instead of registers,
 // so x is read from HBM once at any N the slice fits and several clusters share an SM.
 //   Slices: the row's nch chunks in C contiguous slices of kc = ⌈nch/C⌉ chunks (rank r: chunks
-//   r·kc ...). A slice is cut into stages of sc = CS_KS·T chunks; thread t owns chunks
+//   r·kc ...). A slice is cut into stages of sc = KS·T chunks (NK_CS_KS16 / NK_CS_KS32); thread t owns chunks
 //   s·sc + k·T + t of stage s (k < CS_KS), in that order for every pass.
 //   Pipeline (16-byte layouts): one mbarrier per stage; thread 0 arms it and starts one bulk copy
 //   per stage (two with the residual). Pass 1 waits stage by stage and accumulates (RES: x + r
@@ -346,12 +345,12 @@ NK_DEVICE void fwd_cstage(const NkFwdParams& p0) {
     constexpr bool LN = (SPEC & 4) != 0, RES = (SPEC & 8) != 0;
     constexpr bool NARROW = DT != NK_DT_F32;
     constexpr int CB = NARROW ? 16 : 32;  // bytes per chunk
-    constexpr int KS = NARROW ? CS_KS16 : CS_KS32;
+    constexpr int KS = NARROW ? NK_CS_KS16 : NK_CS_KS32;
     const NkFwdParams p = specialise<DT, NK_CAST_GEMMA>(p0);
     NK_DYN_SMEM(smem);
     NK_SHARED float scratch[2][CL_MAX_WARPS];
     NK_SHARED __align__(8) float part[2][2];
-    NK_SHARED __align__(8) uint64_t full[CS_MAX_STAGES];
+    NK_SHARED __align__(8) uint64_t full[NK_CS_MAX_STAGES];
     const bool has_w = (p.flags & NK_F_WEIGHT) != 0, has_b = (p.flags & NK_F_BIAS) != 0;
     const bool stats = (p.flags & NK_F_STATS) != 0;
     const int T = nk_bdim(), t = nk_tid(), lane = t % NK_WARP;

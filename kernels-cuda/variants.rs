@@ -22,6 +22,12 @@ pub const NK_SPLIT_THREADS: usize = 256;
 pub const NK_SPLIT_ELEMS: usize = 32;
 /// Row path: groups of up to this many threads per row (sizes the reduction scratch).
 pub const NK_ROW_MAX_THREADS: usize = 1024;
+/// Staged cluster forward (cluster.cuh `fwd_cstage`): chunks per thread of one pipeline stage,
+/// 16-bit and f32 (8 KiB stages at 256 threads)...
+pub const NK_CS_KS16: usize = 2;
+pub const NK_CS_KS32: usize = 1;
+/// ...and the most stages a CTA's slice may have (its mbarriers; the host sizes the slice).
+pub const NK_CS_MAX_STAGES: usize = 32;
 
 /// The compile-time constants both sides need (`NK_CONST(name, value)` lines of the generated
 /// include, before the kernel bodies).
@@ -30,6 +36,9 @@ pub const CONSTS: &[(&str, usize)] = &[
     ("NK_SPLIT_THREADS", NK_SPLIT_THREADS),
     ("NK_SPLIT_ELEMS", NK_SPLIT_ELEMS),
     ("NK_ROW_MAX_THREADS", NK_ROW_MAX_THREADS),
+    ("NK_CS_KS16", NK_CS_KS16),
+    ("NK_CS_KS32", NK_CS_KS32),
+    ("NK_CS_MAX_STAGES", NK_CS_MAX_STAGES),
 ];
 
 /// Every kernel, in fatbin table order (`Kernel::index`).

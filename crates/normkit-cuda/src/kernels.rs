@@ -13,7 +13,7 @@ pub use normkit_gpu_host::variants;
 pub mod list;
 
 #[allow(unused_imports)]
-pub use list::{NK_ROW_MAX_THREADS, NK_SPLIT_ELEMS, NK_SPLIT_THREADS, NK_WARP_WIDTH};
+pub use list::{NK_CS_KS16, NK_CS_KS32, NK_CS_MAX_STAGES, NK_ROW_MAX_THREADS, NK_SPLIT_ELEMS, NK_SPLIT_THREADS, NK_WARP_WIDTH};
 #[allow(unused_imports)]
 pub use variants::{BwdChunks, Dt, Family, FwdChunks, Kernel, KernelKey, RowsGroup};
 

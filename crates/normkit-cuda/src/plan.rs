@@ -651,27 +651,28 @@ fn forward_cluster(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall
     Ok(Some(l))
 }
 
-/// Chunks per thread of one stage of the staged cluster forward (CS_KS16 / CS_KS32 of
-/// cluster.cuh) and the most stages a slice may have (CS_MAX_STAGES).
-const CS_KS16: usize = 2;
-const CS_KS32: usize = 1;
-const CS_MAX_STAGES: usize = 32;
+/// Chunks per thread of one stage of the staged cluster forward (NK_CS_KS16 / NK_CS_KS32, the
+/// constants cluster.cuh compiles with).
+fn staged_ks(dt: DType) -> usize {
+    if dt == DType::F32 {
+        kernels::NK_CS_KS32
+    } else {
+        kernels::NK_CS_KS16
+    }
+}
+
+/// Stages of a staged-forward slice (`nst` of fwd_cstage: rank 0's, which holds the most).
+fn staged_stages(dt: DType, n: usize, c: u32, t: u32) -> usize {
+    n.div_ceil(8).div_ceil(c as usize).div_ceil(staged_ks(dt) * t as usize)
+}
 
 /// The staged cluster forward's dynamic shared memory for rows of `n` elements of `dt` on
 /// clusters of `c` CTAs of `t` threads: `(1 + residual)·nst·sc·CB` bytes (fwd_cstage's layout),
-/// or `None` where the slice needs more than CS_MAX_STAGES stages.
+/// or `None` where the slice needs more than NK_CS_MAX_STAGES stages.
 pub fn staged_smem(dt: DType, n: usize, c: u32, t: u32, residual: bool) -> Option<usize> {
-    let (ks, cb) = if dt == DType::F32 { (CS_KS32, 32) } else { (CS_KS16, 16) };
-    let kc = n.div_ceil(8).div_ceil(c as usize);
-    let sc = ks * t as usize;
-    let nst = kc.div_ceil(sc);
-    (nst <= CS_MAX_STAGES).then_some((1 + usize::from(residual)) * nst * sc * cb)
-}
-
-/// Stages of a staged-forward slice (`nsv` of fwd_cstage for rank 0, which holds the most).
-fn staged_stages(dt: DType, n: usize, c: u32, t: u32) -> usize {
-    let ks = if dt == DType::F32 { CS_KS32 } else { CS_KS16 };
-    n.div_ceil(8).div_ceil(c as usize).div_ceil(ks * t as usize)
+    let nst = staged_stages(dt, n, c, t);
+    let stage_bytes = staged_ks(dt) * t as usize * 8 * dt.size_bytes();
+    (nst <= kernels::NK_CS_MAX_STAGES).then_some((1 + usize::from(residual)) * nst * stage_bytes)
 }
 
 /// How many stages behind its refills the staged forward runs the next row's pass 1: the loads
@@ -1559,7 +1560,7 @@ mod tests {
         assert_eq!(plan_fwd(&small, fwd(BF16, 262144, 4)).steps().next().unwrap().mode, cl(16));
         let off = Tuning::for_sm90().with_env(|k| (k == "NORMKIT_CUDA_CSTAGE").then(|| "0".to_owned()));
         assert_eq!(plan_fwd(&off, fwd(BF16, 262144, 4)).family, FwdCluster);
-        // Shared memory: stages beyond CS_MAX_STAGES are refused.
+        // Shared memory: stages beyond NK_CS_MAX_STAGES are refused.
         assert_eq!(staged_smem(BF16, 262144, 16, 256, false), Some(32768));
         assert_eq!(staged_smem(BF16, 1 << 20, 16, 256, true), Some(262144));
         assert_eq!(staged_smem(BF16, 1 << 22, 16, 256, false), None);
