@@ -215,9 +215,22 @@ NK_DEVICE void group_sum(float (&v)[NV], int G, float* scratch) {
 // and shared-memory chains overlap instead of running one after another (the row-batch backward,
 // kernels-cuda/rows.cuh, reduces 2R values at once; with run-time loops its SASS showed ~40
 // dependent shuffle steps and ~30 dependent shared loads behind every batch of rows).
-template <int NV, int GC = 0>
+// LAT (latency-bound callers, the decode twins): G stays a run-time value (a power of two, as
+// everywhere) but the loops are unrolled to their bounds and predicated — the butterfly's steps
+// by o < G, the cross-warp sum up to LAT_WPG warps (a loop past them) — instead of loops whose
+// invariants are set up before the row's loads and that branch after every shuffle. The same
+// additions in the same order.
+constexpr int LAT_WPG = 8;
+template <int NV, int GC = 0, bool LAT = false>
 NK_DEVICE void group_sum_nb(float (&v)[NV], int G, float* scratch) {
-    if constexpr (GC > 0) {
+    if constexpr (LAT) {
+#pragma unroll
+        for (int o = NK_WARP / 2; o > 0; o >>= 1)
+            if (o < G) {
+#pragma unroll
+                for (int j = 0; j < NV; ++j) v[j] += nk_shfl_xor(v[j], o);
+            }
+    } else if constexpr (GC > 0) {
         constexpr int W = GC < NK_WARP ? GC : NK_WARP;
 #pragma unroll
         for (int o = W / 2; o > 0; o >>= 1)
@@ -238,11 +251,18 @@ NK_DEVICE void group_sum_nb(float (&v)[NV], int G, float* scratch) {
         for (int j = 0; j < NV; ++j) scratch[j * nwarps + warp] = v[j];
     }
     nk_sync();
-    const int wpg = G / NK_WARP, w0 = (tid / G) * wpg;
+    const int wpg = G / NK_WARP, w0 = (LAT ? tid >> nk_ilog2(G) : tid / G) * wpg;
 #pragma unroll
     for (int j = 0; j < NV; ++j) {
         float s = scratch[j * nwarps + w0];
-        for (int i = 1; i < wpg; ++i) s += scratch[j * nwarps + w0 + i];
+        if constexpr (LAT) {
+#pragma unroll
+            for (int i = 1; i < LAT_WPG; ++i)
+                if (i < wpg) s += scratch[j * nwarps + w0 + i];
+            for (int i = LAT_WPG; i < wpg; ++i) s += scratch[j * nwarps + w0 + i];
+        } else {
+            for (int i = 1; i < wpg; ++i) s += scratch[j * nwarps + w0 + i];
+        }
         v[j] = s;
     }
 }

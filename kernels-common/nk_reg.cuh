@@ -59,14 +59,16 @@ NK_DEVICE void residual_add(Raw& h, const Raw& r) {
 // forms (and the element-wise twin) perform the same arithmetic in the same order, bit for bit.
 // Dynamic shared memory with PF: 2·(1 + RES)·K·blockDim·16·SW bytes (SW = 2 for f32, else 1).
 //
-// SPEC + 256 (EW, `nk_fwd_regd_*`, decode-sized grids): a thread's weight (and bias) chunks are the
-// same in every row it visits, so they are loaded once, before the first row and together with
-// it, into registers; the other kernels load them per chunk in the output pass, where each load
-// waits for the previous chunk's store (the global accesses are volatile, kept in program order):
-// one round trip per chunk, which a call of a few rows pays in full. The 256-thread launch bound
-// leaves the registers for it (the 1024-thread kernels would spill). EW kernels are also launched
-// as programmatic dependents: they wait for the previous kernel before touching memory, and with
-// NK_F_TRIGGER let the stream's next kernel launch at their entry. Same arithmetic, same bits.
+// SPEC + 256 (EW, `nk_fwd_regd_*`, the twin: decode sizes and the grids of TwinTuning): a
+// thread's weight (and bias) chunks are loaded with the row, into registers, in the same basic
+// block as the row's loads, so the two round trips overlap; the other kernels load them per
+// chunk in the output pass, where each load waits for the previous chunk's store (the global
+// accesses are volatile, kept in program order): one round trip per chunk, which a call of a few
+// rows pays in full. The 256-thread launch bound leaves the registers for it (the 1024-thread
+// kernels would spill). EW kernels are launched as programmatic dependents: with NK_F_TRIGGER
+// they let the stream's next kernel launch at their entry, and they wait for the previous kernel
+// right before their first load, so their index arithmetic (shifts: G is a power of two) overlaps
+// its tail. Same arithmetic, same bits (NOTES v9, v11).
 //
 // SPEC + 128 (Q): the quantised twin (nk_fp8.cuh's FP8 outputs, per tensor or per row, amax and
 // scale_inv; no yT): the same statistics and y, then y·scale rounded by the platform's FP8
@@ -85,37 +87,27 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
     constexpr int NS = RES ? 2 : 1, SW = NARROW ? 1 : 2;
     if constexpr (EW) {
         if (p0.flags & NK_F_TRIGGER) nk_grid_dep_launch();
-        nk_grid_dep_wait();
     }
     const NkFwdParams p = specialise<DT, NK_CAST_GEMMA>(p0);
     NK_SHARED float scratch[2][NK_ROW_MAX_THREADS / NK_WARP];
     const int qfmt = p0.dt_y;
     float qscale = 0.f, amax_t = 0.f;
-    if constexpr (Q) qscale = q_tensor_scale(p0);
     NK_DYN_SMEM(smem);
     int par = 0, buf = 0;
     const bool has_w = (p.flags & NK_F_WEIGHT) != 0, has_b = (p.flags & NK_F_BIAS) != 0;
     const bool stats = (p.flags & NK_F_STATS) != 0;
     const int G = p.group, rpc = p.rpc, tid = nk_tid(), bd = nk_bdim();
-    const int t = tid % G, g = tid / G;
+    // EW: G is a power of two (every table's group), so shifts replace the divisions by it.
+    const int lg = EW ? nk_ilog2(G) : 0;
+    const int t = EW ? tid & (G - 1) : tid % G, g = EW ? tid >> lg : tid / G;
     const int64_t n = p.n;
     const int nch = (int)((n + CH - 1) / CH);
-    const int K = FULL ? KMAX : (nch + G - 1) / G;
+    const int K = FULL ? KMAX : EW ? (nch + G - 1) >> lg : (nch + G - 1) / G;
     const float nf = (float)n, offset = p.offset;
     const void* wp = reinterpret_cast<const void*>(p.w);
     const void* bp = reinterpret_cast<const void*>(p.b);
     const int64_t step = nk_nblocks() * rpc;
-    Raw wreg[EW ? KMAX : 1], breg[EW && LN ? KMAX : 1];
-    if constexpr (EW) {
-#pragma unroll
-        for (int k = 0; k < KMAX; ++k) {
-            const int c = k * G + t;
-            if (FULL || (k < K && c < nch)) {
-                if (has_w) load_chunk<ALIGNED, NARROW>(wp, DT, (int64_t)c * CH, n, wreg[k]);
-                if (LN && has_b) load_chunk<ALIGNED, NARROW>(bp, DT, (int64_t)c * CH, n, breg[LN ? k : 0]);
-            }
-        }
-    }
+    if constexpr (Q) qscale = q_tensor_scale(p0);
     // PF: queues the asynchronous copies of `row` into buffer b (none for rows past M) and closes
     // the group, so every iteration commits exactly one group.
     auto stage = [&](int64_t row, int b) {
@@ -134,6 +126,7 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
         nk_copy_async_commit();
     };
     if (PF) stage(nk_bid() * rpc + g, 0);
+    Raw wreg[EW ? KMAX : 1], breg[EW && LN ? KMAX : 1];
     for (int64_t row0 = nk_bid() * rpc; row0 < p.m; row0 += step) {
         const int64_t row = row0 + g;
         const bool active = row < p.m;
@@ -162,6 +155,26 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
             void* rorow = row_ptr_mut(p.r_out, row, p.sro, DT);
             if constexpr (!PF) {
                 Raw r[RES ? KMAX : 1];
+                if constexpr (EW) {
+                    // The wait for the previous kernel sits here, right before the first memory
+                    // access (rows past M never touch memory), so the index arithmetic above runs
+                    // while that kernel finishes instead of after the wait. Then the weight (and
+                    // bias) chunks first, without a branch (x's own chunk stands
+                    // in for an absent one, and is not used): the row's loads follow in program
+                    // order (the accesses are volatile), so every load is issued before the first
+                    // instruction that waits for one, and the two round trips overlap.
+                    nk_grid_dep_wait();
+                    const void* ws = has_w ? wp : xrow;
+                    const void* bs = has_b ? bp : xrow;
+#pragma unroll
+                    for (int k = 0; k < KMAX; ++k) {
+                        const int c = k * G + t;
+                        if (FULL || (k < K && c < nch)) {
+                            load_chunk<ALIGNED, NARROW>(ws, DT, (int64_t)c * CH, n, wreg[k]);
+                            if (LN) load_chunk<ALIGNED, NARROW>(bs, DT, (int64_t)c * CH, n, breg[LN ? k : 0]);
+                        }
+                    }
+                }
 #pragma unroll
                 for (int k = 0; k < KMAX; ++k) {
                     const int c = k * G + t;
@@ -211,7 +224,7 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
                     }
                 }
             }
-            group_sum_nb<1>(acc, G, scratch[par]);
+            group_sum_nb<1, 0, EW>(acc, G, scratch[par]);
             par ^= 1;
             mean = nk_div_rn(acc[0], nf);
             float a2[1] = {0.f};
@@ -228,10 +241,10 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
                     }
                 }
             }
-            group_sum_nb<1>(a2, G, scratch[par]);
+            group_sum_nb<1, 0, EW>(a2, G, scratch[par]);
             var = nk_div_rn(a2[0], nf);
         } else {
-            group_sum_nb<1>(acc, G, scratch[par]);
+            group_sum_nb<1, 0, EW>(acc, G, scratch[par]);
             var = nk_div_rn(acc[0], nf);
         }
         par ^= 1;
@@ -416,7 +429,6 @@ NK_DEVICE void bwd_reg_body(const NkBwdParams& p0) {
     constexpr bool SM = (SPEC & 256) != 0 && !PF;
     if constexpr (SM) {
         if (p0.flags & NK_F_TRIGGER) nk_grid_dep_launch();
-        nk_grid_dep_wait();
     }
     const NkBwdParams p = specialise<DT>(p0);
     NK_SHARED float scratch[2][2 * NK_ROW_MAX_THREADS / NK_WARP];
@@ -427,10 +439,12 @@ NK_DEVICE void bwd_reg_body(const NkBwdParams& p0) {
     f.res = RES;
     const bool has_w = p.w != 0;
     const int G = p.group, rpc = p.rpc, tid = nk_tid(), bd = nk_bdim();
-    const int t = tid % G, g = tid / G;
+    // SM: shifts for the power-of-two G, as in fwd_reg's EW twin.
+    const int lg = SM ? nk_ilog2(G) : 0;
+    const int t = SM ? tid & (G - 1) : tid % G, g = SM ? tid >> lg : tid / G;
     const int64_t n = p.n;
     const int nch = (int)((n + CH - 1) / CH);
-    const int K = FULL ? KMAX : (nch + G - 1) / G;
+    const int K = FULL ? KMAX : SM ? (nch + G - 1) >> lg : (nch + G - 1) / G;
     const float nf = (float)n;
     const void* wp = reinterpret_cast<const void*>(p.w);
     const int64_t step = nk_nblocks() * rpc;
@@ -519,6 +533,8 @@ NK_DEVICE void bwd_reg_body(const NkBwdParams& p0) {
         BwdRow st = {0.f, 0.f};
         float a[2] = {0.f, 0.f};
         if (active) {
+            // SM: the wait right before the first memory access (fwd_reg's EW twin says why).
+            if constexpr (SM) nk_grid_dep_wait();
             st = bwd_row_stats(p, row);
             if constexpr (!PF) {
                 const void* xrow = row_ptr(p.x, row, p.sx, DT);
@@ -553,7 +569,7 @@ NK_DEVICE void bwd_reg_body(const NkBwdParams& p0) {
                 }
             }
         }
-        group_sum_nb<2>(a, G, scratch[par]);
+        group_sum_nb<2, 0, SM>(a, G, scratch[par]);
         par ^= 1;
         if (active) {
             const float c1 = nk_div_rn(a[0], nf);
@@ -596,16 +612,30 @@ NK_DEVICE void bwd_reg_body(const NkBwdParams& p0) {
         const bool want_b = LN && f.b;
         const int ranks = nk_cluster_size(), rank = nk_cluster_rank();
         if (ranks == 1) {
+            // A chunk per 16-byte store where dW (dB) has x's dtype and a 16-byte-aligned start
+            // (an ALIGNED launch has N a multiple of 8); element by element otherwise.
+            const bool vec = ALIGNED && p0.dt_w == DT && ((p.dw | (want_b ? p.db : 0)) & 15) == 0;
 #pragma unroll
             for (int k = 0; k < KMAX; ++k) {
                 const int c = k * G + t;
                 if (FULL || (k < K && c < nch)) {
+                    float dv[CH], bv[CH];
+#pragma unroll
+                    for (int j = 0; j < CH; ++j) {
+                        dv[j] = nk_add_rn(0.f, dwa[k][j]);
+                        bv[j] = nk_add_rn(0.f, dba[k][j]);
+                    }
+                    if (vec) {
+                        if (f.w) store<true, NARROW>(reinterpret_cast<void*>(p.dw), DT, (int64_t)c * CH, n, dv);
+                        if (want_b) store<true, NARROW>(reinterpret_cast<void*>(p.db), DT, (int64_t)c * CH, n, bv);
+                        continue;
+                    }
 #pragma unroll
                     for (int j = 0; j < CH; ++j) {
                         const int64_t e = (int64_t)c * CH + j;
                         if (FULL || e < n) {
-                            if (f.w) store_one(reinterpret_cast<void*>(p.dw), p0.dt_w, e, nk_add_rn(0.f, dwa[k][j]));
-                            if (want_b) store_one(reinterpret_cast<void*>(p.db), p0.dt_w, e, nk_add_rn(0.f, dba[k][j]));
+                            if (f.w) store_one(reinterpret_cast<void*>(p.dw), p0.dt_w, e, dv[j]);
+                            if (want_b) store_one(reinterpret_cast<void*>(p.db), p0.dt_w, e, bv[j]);
                         }
                     }
                 }

@@ -64,6 +64,8 @@ NK_DEVICE int64_t nk_nblocks() {
   const uint32_t g = __builtin_amdgcn_grid_size_x(), w = __builtin_amdgcn_workgroup_size_x();
   return (int64_t)((g + w - 1) / w);
 }
+// log2 of a power of two (group widths): a shift instead of a division by a run-time width.
+NK_DEVICE int nk_ilog2(int v) { return 31 - __builtin_clz((unsigned)v); }
 NK_DEVICE int64_t nk_nblocks_y() {
   const uint32_t g = __builtin_amdgcn_grid_size_y(), w = __builtin_amdgcn_workgroup_size_y();
   return (int64_t)((g + w - 1) / w);

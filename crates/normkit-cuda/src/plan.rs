@@ -278,6 +278,19 @@ fn trigger_step(t: &Tuning, fields: &mut Fields, k: Kernel, blocks: u32, block: 
     Step::dependent(t.pdl, k, blocks, block, 0)
 }
 
+/// Whether a register forward of `blocks` CTAs of `block` threads runs the twin `tk`
+/// ([`Tuning::fwd_decode_max_ctas`] when set, else [`Tuning::fwd_twin`]'s rules).
+fn twin_fits(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall, tk: Kernel, blocks: u32, block: u32) -> Result<bool> {
+    if let Some(max) = t.fwd_decode_max_ctas {
+        return Ok(blocks <= max);
+    }
+    let sms = u64::from(d.sms);
+    let wave = sms * u64::from(occ.blocks_per_sm(tk, block, 0)?.max(1));
+    let per_sm = if c.ln { t.fwd_twin.ln_ctas_per_sm } else { t.fwd_twin.rms_ctas_per_sm };
+    let wide = !c.residual && block == t.fwd_twin.wide_block && u64::from(blocks) <= sms.saturating_mul(u64::from(per_sm));
+    Ok(u64::from(blocks) <= wave || wide)
+}
+
 /// CTAs of a persistent kernel: as many as fit on the device at once, at most `work`.
 fn persistent_blocks(d: &DeviceFacts, occ: &dyn Occupancy, k: Kernel, block: u32, smem: usize, work: u64) -> Result<u32> {
     let per_sm = occ.blocks_per_sm(k, block, smem)?.max(1);
@@ -362,15 +375,20 @@ pub fn forward(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall) ->
             let work = m.div_ceil(rc.rows_per_cta as u64);
             let blocks = if t.fwd_persistent { persistent_blocks(d, occ, k, block, 0, work)? } else { work.min(MAX_GRID) as u32 };
             let mut fields = Fields { group: rc.group as i32, rpc: rc.rows_per_cta as i32, slot, ..Fields::default() };
-            // Decode-sized grids (Tuning::fwd_decode_max_ctas): the twin with the weight held
-            // in registers from the start, a programmatic dependent that triggers its successor
-            // at entry (both only with PDL on). The same arithmetic: the same bits at every M.
-            let decode = chunks == FwdChunks::K4 && c.aligned && blocks <= t.fwd_decode_max_ctas.unwrap_or(d.sms);
+            // The twin (`nk_fwd_regd_*`: the weight loaded with the row, the wait right before
+            // the first load), a programmatic dependent that triggers its successor at entry
+            // (with PDL on), where Tuning::fwd_twin says. The same arithmetic: the same bits at
+            // every M.
             let twin = kdt(dt)
                 .ok()
-                .filter(|_| decode && dt != DType::F32)
-                .and_then(|dtype| kernels::lookup(KernelKey::FwdRegDecode { dtype, ln: c.ln, residual: c.residual }));
-            let step = match twin.filter(|k| block <= k.max_threads) {
+                .filter(|_| chunks == FwdChunks::K4 && c.aligned && dt != DType::F32)
+                .and_then(|dtype| kernels::lookup(KernelKey::FwdRegDecode { dtype, ln: c.ln, residual: c.residual }))
+                .filter(|k| block <= k.max_threads);
+            let twin = match twin {
+                Some(tk) if twin_fits(t, d, occ, c, tk, blocks, block)? => Some(tk),
+                _ => None,
+            };
+            let step = match twin {
                 Some(k) => trigger_step(t, &mut fields, k, blocks, block),
                 None => Step::plain(k, (blocks, 1), block, 0),
             };
@@ -1112,7 +1130,12 @@ mod tests {
     }
 
     impl Occupancy for FakeOcc {
-        fn blocks_per_sm(&self, _k: Kernel, block: u32, smem: usize) -> Result<u32> {
+        fn blocks_per_sm(&self, k: Kernel, block: u32, smem: usize) -> Result<u32> {
+            // The forward twins are register-bound, as measured on sm_90a (~90 of 64K registers
+            // per thread): 5 CTAs of 128 threads, 2 of 256.
+            if k.name.starts_with("nk_fwd_regd_") {
+                return Ok((65536 / (96 * block)).clamp(1, per_sm(block, smem)));
+            }
             Ok(per_sm(block, smem))
         }
         fn max_active_clusters(&self, _k: Kernel, c: u32, t: u32, smem: u32) -> Result<u32> {
@@ -1178,9 +1201,11 @@ mod tests {
     fn forward_paths_as_before() {
         use DType::*;
         use Family::*;
-        // The paths before the staged cluster forward (still there with it off, and below its N).
+        // The paths before the staged cluster forward (still there with it off, and below its N),
+        // and the twin on decode-sized grids only, as before its wider rules (forward_twin_rules).
         let mut t = Tuning::for_sm90();
         t.cluster.staged = false;
+        t.fwd_decode_max_ctas = Some(132);
         let none = Workspace::default();
         // Register-resident: 4 chunks per thread, one CTA per rows_per_cta rows.
         check(
@@ -1343,13 +1368,53 @@ mod tests {
     }
 
     #[test]
+    fn forward_twin_rules() {
+        use DType::*;
+        // TwinTuning::SM90: the twin wherever its first wave (FakeOcc: 5 CTAs of 128 threads,
+        // 2 of 256 per SM, 132 SMs) holds the grid; past it, non-residual 128-thread grids:
+        // RMSNorm at any size, LayerNorm up to 16 CTAs per SM.
+        let t = Tuning::for_sm90();
+        let twin = |c: FwdCall| {
+            let l = plan_fwd(&t, c);
+            let s = l.steps().next().unwrap();
+            assert_eq!(l.fields.trigger, s.kernel.name.starts_with("nk_fwd_regd_"), "{c:?}");
+            s.kernel.name.starts_with("nk_fwd_regd_")
+        };
+        let res = |c: FwdCall| FwdCall { residual: true, ..c };
+        for (c, want, why) in [
+            (fwd(BF16, 4096, 1), true, "one row"),
+            (fwd(BF16, 4096, 4096), true, "RMSNorm, 128 threads, 4096 CTAs"),
+            (fwd(F16, 4096, 32768), true, "RMSNorm, 128 threads, any grid"),
+            (fwd(BF16, 512, 65536), true, "RMSNorm, N = 512 (16 × 8 rows)"),
+            (ln_fwd(fwd(BF16, 4096, 2048)), true, "LayerNorm, 2048 CTAs ≤ 16 per SM"),
+            (ln_fwd(fwd(BF16, 4096, 4096)), false, "LayerNorm, 4096 CTAs"),
+            (res(fwd(BF16, 4096, 660)), true, "residual, one wave of the twin"),
+            (res(fwd(BF16, 4096, 661)), false, "residual, a second wave"),
+            (res(ln_fwd(fwd(BF16, 1024, 2048))), true, "residual LayerNorm, 512 CTAs"),
+            (fwd(BF16, 2048, 1024), true, "256-thread CTAs, 256 ≤ 2 per SM"),
+            (fwd(BF16, 2048, 2048), false, "256-thread CTAs, past one wave"),
+            (FwdCall { aligned: false, ..fwd(BF16, 4096, 1) }, false, "element-wise layout"),
+            (fwd(F32, 4096, 1), false, "f32"),
+        ] {
+            assert_eq!(twin(c), want, "{why}");
+        }
+        // The override: a grid bound instead of the rules.
+        let t = Tuning { fwd_decode_max_ctas: Some(0), ..Tuning::for_sm90() };
+        assert!(!plan_fwd(&t, fwd(BF16, 4096, 1)).steps().next().unwrap().kernel.name.starts_with("nk_fwd_regd_"));
+        let t = Tuning { fwd_decode_max_ctas: Some(1_000_000), ..Tuning::for_sm90() };
+        assert!(plan_fwd(&t, ln_fwd(fwd(BF16, 4096, 32768))).steps().next().unwrap().kernel.name.starts_with("nk_fwd_regd_"));
+    }
+
+    #[test]
     fn forward_overrides_as_before() {
         use DType::*;
         use Family::*;
-        // The paths before the staged cluster forward (off here; see forward_staged_paths).
+        // The paths before the staged cluster forward (off here; see forward_staged_paths), and
+        // the twin on decode-sized grids only (see forward_twin_rules).
         let sm90 = || {
             let mut t = Tuning::for_sm90();
             t.cluster.staged = false;
+            t.fwd_decode_max_ctas = Some(132);
             t
         };
         let none = Workspace::default();

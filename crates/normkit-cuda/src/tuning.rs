@@ -29,7 +29,7 @@
 //! | `NORMKIT_CUDA_BWD_CTAS_PER_SM` | [`Tuning::bwd_ctas_per_sm`] | at most this many backward register / row-batch CTAs per SM |
 //! | `NORMKIT_CUDA_FIN_COLS_MAX` | [`Tuning::fin_cols_max`] | at N ≥ 65536, at most this many partial rows take the one-column finalize |
 //! | `NORMKIT_CUDA_PDL` | [`Tuning::pdl`] | `0`: no programmatic dependent launches |
-//! | `NORMKIT_CUDA_FWD_DECODE` | [`Tuning::fwd_decode_max_ctas`] | the largest register-forward grid that runs the decode twin (`0`: none) |
+//! | `NORMKIT_CUDA_FWD_DECODE` | [`Tuning::fwd_decode_max_ctas`] | the largest register-forward grid that runs the twin, instead of [`TwinTuning`]'s rules (`0`: none) |
 //! | `NORMKIT_CUDA_BWD_SMALL` | [`Tuning::bwd_small_max_m`] | the most rows of the backward that writes dW/dB itself (default 1; `0`: never; at most 8) |
 //! | `NORMKIT_CUDA_FP8_T` | [`Fp8Tuning::transpose`] | `separate` (default), `fused` or `strided`: how the FP8 `yT` is written |
 //! | `NORMKIT_CUDA_FP8_TM` | [`Fp8Tuning::max_tm`] | the largest fused-transpose tile, rows (4..=64, a power of two) |
@@ -296,6 +296,34 @@ pub struct Fp8Tuning {
     pub reg_grid_rows: bool,
 }
 
+/// Where the 16-bit register forward (4 chunks per thread, 16-byte layouts) runs its twin
+/// (`nk_fwd_regd_*`): the weight (and bias) loaded with the row rather than per chunk after the
+/// previous chunk's store, and the wait for the previous kernel placed right before the first
+/// load, launched as a programmatic dependent (with [`Tuning::pdl`]) that triggers the stream's
+/// next kernel at entry. Its 256-thread launch bound gives it ~90 registers, so fewer CTAs fit
+/// an SM than of the plain kernel; where its first wave holds the whole grid it runs always,
+/// and the non-residual forwards also run it on larger grids of `wide_block`-thread CTAs.
+/// H100, one call, twin against plain (NOTES v11, `bench/results/nvidia-h100-2026-11-25/
+/// decode-diet`): RMSNorm faster at every 128-thread grid measured (2048×1024 −24%, 2048×4096
+/// −12%, 65536×512 −3%, 32768×4096 −2%); LayerNorm faster up to 2048 CTAs (−6 to −41%), even at
+/// 4096 (−3% / 0%) and slower past them (32768×4096 +9%); the fused residual slower once its
+/// grid needs a second wave of the twin (4096×1024 +6%, 1024×4096 +4%); 256-thread CTAs (N =
+/// 2048, 8192) slower past one wave (ln 8192×2048 +10%).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TwinTuning {
+    /// CTA size of the wider rule (the tables' 128-thread CTAs: N = 512, 1024, 4096).
+    pub wide_block: u32,
+    /// RMSNorm without residual: the twin on grids of up to this many CTAs per SM.
+    pub rms_ctas_per_sm: u32,
+    /// LayerNorm without residual: the same.
+    pub ln_ctas_per_sm: u32,
+}
+
+impl TwinTuning {
+    /// Hopper (H100 measurements above).
+    pub const SM90: TwinTuning = TwinTuning { wide_block: 128, rms_ctas_per_sm: u32::MAX, ln_ctas_per_sm: 16 };
+}
+
 /// The launch tables, thresholds and overrides of one backend.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tuning {
@@ -361,14 +389,12 @@ pub struct Tuning {
     /// Programmatic dependent launches for the row-batch and finalize kernels (env
     /// `NORMKIT_CUDA_PDL=0` turns them off; A/B, NOTES v7).
     pub pdl: bool,
-    /// Register forwards of at most this many CTAs — decode sizes — run the decode twin
-    /// (`nk_fwd_regd_*`: the weight in registers from the start) as programmatic dependent
-    /// launches (with [`Tuning::pdl`]) that trigger the stream's next kernel at entry, so
-    /// consecutive small launches overlap their set-up with the previous kernel's tail. Larger
-    /// grids keep the plain kernels, launched plainly: a dependent persistent grid placed early
-    /// would hold SM slots that the forward still needs (NOTES v7). Env `NORMKIT_CUDA_FWD_DECODE`
-    /// (0: never); default (`None`) the device's multiprocessor count. No bits change.
+    /// Register forwards of at most this many CTAs run the twin (`nk_fwd_regd_*`, see
+    /// [`TwinTuning`]) — a measurement override of [`Tuning::fwd_twin`]'s rules (env
+    /// `NORMKIT_CUDA_FWD_DECODE`; 0: never). Default `None`: the rules. No bits change.
     pub fwd_decode_max_ctas: Option<u32>,
+    /// Where the register forward runs its twin.
+    pub fwd_twin: TwinTuning,
     /// Backward calls of at most this many rows (8 at most: a portable cluster) take the kernel
     /// that finishes dW/dB itself (`nk_bwd_sm*`: one CTA, or one cluster of M). Default 1: at
     /// 8×4096 the cluster form measured slower than the register kernel and its finalize (H100,
@@ -486,6 +512,7 @@ impl Tuning {
             fin_wide_parts_per_lane: 4,
             pdl: true,
             fwd_decode_max_ctas: None,
+            fwd_twin: TwinTuning::SM90,
             bwd_small_max_m: 1,
             fp8: Fp8Tuning {
                 cta_threads: 128,
