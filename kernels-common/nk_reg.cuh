@@ -92,6 +92,7 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
     NK_SHARED float scratch[2][NK_ROW_MAX_THREADS / NK_WARP];
     const int qfmt = p0.dt_y;
     float qscale = 0.f, amax_t = 0.f;
+    if constexpr (Q) qscale = q_tensor_scale(p0);
     NK_DYN_SMEM(smem);
     int par = 0, buf = 0;
     const bool has_w = (p.flags & NK_F_WEIGHT) != 0, has_b = (p.flags & NK_F_BIAS) != 0;
@@ -107,7 +108,6 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
     const void* wp = reinterpret_cast<const void*>(p.w);
     const void* bp = reinterpret_cast<const void*>(p.b);
     const int64_t step = nk_nblocks() * rpc;
-    if constexpr (Q) qscale = q_tensor_scale(p0);
     // PF: queues the asynchronous copies of `row` into buffer b (none for rows past M) and closes
     // the group, so every iteration commits exactly one group.
     auto stage = [&](int64_t row, int b) {
@@ -601,17 +601,13 @@ NK_DEVICE void bwd_reg_body(const NkBwdParams& p0) {
     }
     if (PF) nk_copy_async_wait_all();
     if constexpr (SM) {
-        // SM (SPEC + 256, `nk_bwd_sm*`): one row per CTA and the grid one cluster, so CTA rank r
-        // holds row r's dW (and dB) terms. A cluster of one writes them directly (as 0 + term,
-        // the finalize's first addition). Otherwise each CTA leaves them in its shared memory
-        // (N floats per output wanted: dW, then dB); after one cluster barrier CTA r takes its
-        // share of the columns, four at a time, loads them from every rank at once (DSMEM), sums
-        // in rank order starting from 0 as the finalize does, and writes dW (dB) in the weight's
-        // dtype (p0's: with no weight, dB's dtype need not be x's, which `p` assumes). A second
-        // barrier keeps every CTA's shared memory alive until all have read it.
-        const bool want_b = LN && f.b;
-        const int ranks = nk_cluster_size(), rank = nk_cluster_rank();
-        if (ranks == 1) {
+        // SM (SPEC + 256, `nk_bwd_sm*`): one row per CTA. Without partial rows (M = 1: p.nparts
+        // = 0) the CTA writes dW (and dB) itself, as 0 + term (the finalize's first addition), in
+        // the weight's dtype (p0's: with no weight, dB's dtype need not be x's, which `p`
+        // assumes). With them (a few rows) its row's terms are partial row `bid`, as the register
+        // kernels' below, and the finalize adds the rows in row order: the same bits either way.
+        if (p.nparts == 0) {
+            const bool want_b = LN && f.b;
             // A chunk per 16-byte store where dW (dB) has x's dtype and a 16-byte-aligned start
             // (an ALIGNED launch has N a multiple of 8); element by element otherwise.
             const bool vec = ALIGNED && p0.dt_w == DT && ((p.dw | (want_b ? p.db : 0)) & 15) == 0;
@@ -642,60 +638,6 @@ NK_DEVICE void bwd_reg_body(const NkBwdParams& p0) {
             }
             return;
         }
-        float* red = reinterpret_cast<float*>(smem);
-        const int64_t boff = f.w ? n : 0;
-#pragma unroll
-        for (int k = 0; k < KMAX; ++k) {
-            const int c = k * G + t;
-            if (FULL || (k < K && c < nch)) {
-#pragma unroll
-                for (int j = 0; j < CH; ++j) {
-                    const int64_t e = (int64_t)c * CH + j;
-                    if (FULL || e < n) {
-                        if (f.w) red[e] = dwa[k][j];
-                        if (want_b) red[boff + e] = dba[k][j];
-                    }
-                }
-            }
-        }
-        nk_cluster_sync();
-        constexpr int RMAX = 8;  // the portable cluster size: M ≤ 8
-        // Columns in quads (16-byte DSMEM loads) when N is a multiple of 4, else one at a time.
-        const int w4 = (n & 3) == 0 ? 4 : 1;
-        const int64_t units = n / w4, share = (units + ranks - 1) / ranks;
-        const int64_t u1 = share * (rank + 1) < units ? share * (rank + 1) : units;
-        for (int64_t u = share * rank + tid; u < u1; u += bd) {
-#pragma unroll
-            for (int acc = 0; acc < 2; ++acc) {
-                if (acc == 0 ? !f.w : !want_b) continue;
-                const float* col = red + (acc == 0 ? 0 : boff) + u * w4;
-                void* dst = reinterpret_cast<void*>(acc == 0 ? p.dw : p.db);
-                float v[RMAX][4];
-                float sum[4] = {0.f, 0.f, 0.f, 0.f};
-                if (w4 == 4) {
-#pragma unroll
-                    for (int r = 0; r < RMAX; ++r)
-                        if (r < ranks) nk_cluster_load4(col, r, v[r]);
-#pragma unroll
-                    for (int r = 0; r < RMAX; ++r)
-                        if (r < ranks)
-#pragma unroll
-                            for (int i = 0; i < 4; ++i) sum[i] += v[r][i];
-#pragma unroll
-                    for (int i = 0; i < 4; ++i) store_one(dst, p0.dt_w, u * 4 + i, sum[i]);
-                } else {
-#pragma unroll
-                    for (int r = 0; r < RMAX; ++r)
-                        if (r < ranks) v[r][0] = nk_cluster_load(col, r);
-#pragma unroll
-                    for (int r = 0; r < RMAX; ++r)
-                        if (r < ranks) sum[0] += v[r][0];
-                    store_one(dst, p0.dt_w, u, sum[0]);
-                }
-            }
-        }
-        nk_cluster_sync();
-        return;
     }
     // The CTA's partial row(s) (dB only for LayerNorm: the host sends RMSNorm with db elsewhere).
 #pragma unroll

@@ -39,10 +39,10 @@ NK_DEVICE void nk_sync() { __syncthreads(); }
 NK_DEVICE void nk_grid_dep_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
 NK_DEVICE void nk_grid_dep_launch() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
 
-// Thread-block clusters (sm_90+), for the cluster kernels (cluster.cuh) and the kernels of
-// kernels-common that use one (the small-M backward): this CTA's rank, the cluster's CTA count, a barrier of every thread of the cluster
-// (this CTA's shared-memory writes released, the others' acquired), and a float of this CTA's
-// shared memory as CTA `rank` holds it (DSMEM).
+// Thread-block clusters (sm_90+), for the cluster kernels (cluster.cuh): this CTA's rank, the
+// cluster's CTA count, a barrier of every thread of the cluster (this CTA's shared-memory writes
+// released, the others' acquired), and the address of this CTA's shared memory as CTA `rank`
+// holds it (DSMEM).
 NK_DEVICE int nk_cluster_rank() {
     unsigned r;
     asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
@@ -62,16 +62,6 @@ NK_DEVICE unsigned nk_cluster_map(const float* local, int rank) {
     unsigned ra;
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(a), "r"((unsigned)rank));
     return ra;
-}
-NK_DEVICE void nk_cluster_load4(const float* local, int rank, float (&v)[4]) {
-    const unsigned ra = nk_cluster_map(local, rank);
-    asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(v[0]), "=f"(v[1]), "=f"(v[2]), "=f"(v[3]) : "r"(ra) : "memory");
-}
-NK_DEVICE float nk_cluster_load(const float* local, int rank) {
-    const unsigned ra = nk_cluster_map(local, rank);
-    float v;
-    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(ra) : "memory");
-    return v;
 }
 
 // Bulk copies with transaction-count barriers (sm_90+), for the staged cluster forward

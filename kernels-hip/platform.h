@@ -83,17 +83,6 @@ NK_DEVICE void nk_sync() {
 NK_DEVICE void nk_grid_dep_wait() {}
 NK_DEVICE void nk_grid_dep_launch() {}
 
-// No thread-block clusters on HIP: a cluster is the CTA itself (rank 0 of 1). No HIP kernel uses
-// the small-M backward that needs them; these keep the shared bodies compiling.
-NK_DEVICE int nk_cluster_rank() { return 0; }
-NK_DEVICE int nk_cluster_size() { return 1; }
-NK_DEVICE void nk_cluster_sync() { nk_sync(); }
-NK_DEVICE float nk_cluster_load(const float* local, int rank) { (void)rank; return *local; }
-NK_DEVICE void nk_cluster_load4(const float* local, int rank, float (&v)[4]) {
-    (void)rank;
-    for (int i = 0; i < 4; ++i) v[i] = local[i];
-}
-
 // Lane index within the wavefront: mbcnt counts the lanes below this one.
 NK_DEVICE int nk_lane() { return (int)__builtin_amdgcn_mbcnt_hi(~0u, __builtin_amdgcn_mbcnt_lo(~0u, 0u)); }
 

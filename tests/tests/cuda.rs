@@ -55,6 +55,7 @@ fn main() -> std::process::ExitCode {
     trials.extend(normkit_conformance::device_trials!(backend(), KERNEL_TOUR_SHAPES));
     trials.extend(normkit_conformance::trials![
         kernel_tour_general_paths,
+        twin_backward_matches_general,
         cluster::cluster_matches_cpu,
         cluster::cluster_bitwise_invariance,
         cluster::staged_matches_cpu,
@@ -75,8 +76,8 @@ fn main() -> std::process::ExitCode {
     normkit_conformance::harness::run("cuda", normkit_conformance::harness::device_present(CudaBackend::new), trials)
 }
 
-/// The kernel tour once more without the decode-sized paths (the forward's decode twins, the
-/// one-row backward), which take the tour's few-row forwards and one-row backwards by default,
+/// The kernel tour once more without the twins (the forward's `nk_fwd_regd_*`, the backward's
+/// `nk_bwd_sm*`), which take the tour's few-row forwards and backwards by default,
 /// and without the staged cluster forward (which takes N = 262144 and 300000): the plain
 /// register, cluster and split kernels those shapes were chosen for (run under the sanitizers with the
 /// tour: `run.sh sanitize` selects `kernel_tour`).
@@ -85,6 +86,49 @@ fn kernel_tour_general_paths() {
     let mut t = normkit::cuda::Tuning { fwd_decode_max_ctas: Some(0), bwd_small_max_m: 0, ..k.tuning().clone() };
     t.cluster.staged = false;
     normkit_conformance::device::kernel_tour(&k.with_tuning(t), KERNEL_TOUR_SHAPES);
+}
+
+/// The backward's twin (`nk_bwd_sm*`, by default for 1–8 rows: one row writes dW/dB itself,
+/// more leave a partial row each to the finalize) against the register kernel and its finalize
+/// (`bwd_small_max_m` = 0, the row-batch path off so N ≤ 2048 takes the register table too) on
+/// the same inputs: dx, dW and dB bitwise equal — the same chunk math, group and reduction order,
+/// and both add the rows' dW/dB terms in row order from 0 — and dW/dB written (poisoned before).
+fn twin_backward_matches_general() {
+    use cluster::{bwd, fwd, inputs};
+    use normkit_core::Layout;
+    let k = backend();
+    let general = {
+        let g = backend();
+        let mut t = normkit::cuda::Tuning { bwd_small_max_m: 0, ..g.tuning().clone() };
+        t.rows.on = false;
+        g.with_tuning(t)
+    };
+    let shapes = [
+        (1usize, 4096usize, DType::BF16),
+        (2, 4096, DType::BF16),
+        (3, 2048, DType::F16),
+        (5, 1024, DType::F32),
+        (7, 520, DType::BF16),
+        (8, 4096, DType::F16),
+        (8, 8192, DType::BF16),
+    ];
+    for &(m, n, dt) in &shapes {
+        for (ln, res) in [(false, false), (true, false), (false, true), (true, true)] {
+            let ctx = format!("m={m} n={n} {dt} ln={ln} res={res}");
+            let len = m * n;
+            let i = inputs(len, n, dt, 0x5a11 + (m * n) as u64);
+            let l = Layout::contiguous(m, n);
+            let f = fwd(&k, ln, res, l, m, dt, len, &i);
+            let x = if res { f.1.clone() } else { i.x.clone() };
+            let a = bwd(&k, ln, res, l, dt, len, n, &x, &f.3, &f.2, &i);
+            let b = bwd(&general, ln, res, l, dt, len, n, &x, &f.3, &f.2, &i);
+            assert!(a.0.bits_eq(&b.0), "{ctx}: dx differs between the twin and the register path");
+            assert!(a.1.bits_eq(&b.1), "{ctx}: dW differs between the twin and the register path");
+            assert!(!ln || a.2.bits_eq(&b.2), "{ctx}: dB differs between the twin and the register path");
+            assert!(a.1.to_f32_vec().iter().all(|v| v.is_finite()), "{ctx}: dW not written");
+            assert!(!ln || a.2.to_f32_vec().iter().all(|v| v.is_finite()), "{ctx}: dB not written");
+        }
+    }
 }
 
 /// The kernel tour with the staged cluster forward (`nk_fwd_cs_*`) at every N (`staged_min_n` =

@@ -779,7 +779,7 @@ pub fn backward(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &BwdCall) -
     let slot = if all16 { 16 } else { 32 };
     // 16-byte layouts, every tensor in x's dtype, dB only for LayerNorm.
     let uniform = c.aligned && dts.y == dt && (!c.weight || dts.weight == dt) && (c.ln || !c.db);
-    if let Some(l) = backward_small(t, d, occ, c, uniform)? {
+    if let Some(l) = backward_small(t, d, c, uniform)? {
         return Ok(l);
     }
     if let Some(l) = backward_rows(t, d, occ, c, uniform)? {
@@ -965,13 +965,19 @@ fn bwd_reg_table(t: &Tuning, dt: DType, n: usize) -> Option<(tuning::RowConfig, 
     Some((rc, chunks))
 }
 
-/// A handful of rows (M ≤ [`Tuning::bwd_small_max_m`], sm_90+, the register path's layouts): one
-/// launch of M CTAs, a row each with the register table's group — one CTA writing dW/dB itself
-/// at M = 1, else one cluster summing them across its shared memory — no workspace, no finalize
-/// kernel. dx has the register kernels' arithmetic; dW/dB add the rows in row order.
-fn backward_small(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &BwdCall, uniform: bool) -> Result<Option<Launch>> {
+/// A few rows (M ≤ [`Tuning::bwd_small_max_m`], 128 by default; sm_90+, the register path's layouts):
+/// the register kernel's twin (`nk_bwd_sm*`), M CTAs of a row each with the register table's
+/// group, a programmatic dependent that triggers its successor at entry. One row: the CTA writes
+/// dW/dB itself, no workspace, no finalize. More: each CTA's row is a partial dW/dB row and the
+/// finalize, a programmatic dependent too, adds them in row order (the register path's bits).
+fn backward_small(t: &Tuning, d: &DeviceFacts, c: &BwdCall, uniform: bool) -> Result<Option<Launch>> {
     let m = c.m;
-    if !uniform || m == 0 || m > t.bwd_small_max_m.min(8) || d.cc_major < 9 {
+    if !uniform || m == 0 || m > t.bwd_small_max_m || d.cc_major < 9 {
+        return Ok(None);
+    }
+    // Where the row-batch backward applies (backward_rows), it keeps the larger batches.
+    let r = &t.rows;
+    if m > t.bwd_small_rows_max_m && r.on && c.dtypes.x != DType::F32 && c.n > r.min_n && c.n <= r.max_n {
         return Ok(None);
     }
     let Some(dtype) = Dt::of(c.dtypes.x) else { return Ok(None) };
@@ -983,22 +989,16 @@ fn backward_small(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &BwdCall,
     if rc.group > k.max_threads {
         return Ok(None);
     }
-    let mut fields = Fields { group: rc.group as i32, rpc: 1, ..Fields::default() };
-    let step = if m == 1 {
-        // One row: a plain grid of one CTA (a cluster of one), which writes dW/dB from its
-        // registers; a programmatic dependent that triggers its successor at entry, as the
-        // forward's decode twin.
-        trigger_step(t, &mut fields, k, 1, rc.group)
-    } else {
-        let smem = c.n * 4 * c.nacc().max(1);
-        let clusters = m as u32;
-        if smem > d.dyn_smem_max[k.index] || occ.max_active_clusters(k, clusters, rc.group, smem as u32)? == 0 {
-            return Ok(None);
-        }
-        Step { kernel: k, grid: (clusters, 1), block: rc.group, smem: smem as u32, mode: Mode::Cluster(clusters), group: None }
-    };
-    let mut l = Launch::new(Family::BwdSmall, Workspace::default(), fields);
+    let parts = if m > 1 && c.nacc() > 0 { m } else { 0 };
+    let part_bytes = parts.checked_mul(c.n * 4).ok_or_else(too_big)?;
+    let ws = if parts > 0 { parts_workspace(c, part_bytes, align256(part_bytes) * c.nacc()) } else { Workspace::default() };
+    let mut fields = Fields { group: rc.group as i32, rpc: 1, nparts: parts as i64, ..Fields::default() };
+    let step = trigger_step(t, &mut fields, k, to_u32(m as u64, "grid")?, rc.group);
+    let mut l = Launch::new(Family::BwdSmall, ws, fields);
     l.push(step);
+    if parts > 0 {
+        finalize(t, d, &mut l, c.n, c.nacc());
+    }
     Ok(Some(l))
 }
 
@@ -1650,42 +1650,52 @@ mod tests {
         );
         let no_pdl = Tuning { pdl: false, ..Tuning::for_sm90() };
         check("B0 one row, no PDL", one(&no_pdl), BwdSmall, &[("nk_bwd_sm4_bf16_rms", (1, 1), 128, 0, P, None)], none, f(128, 1, 0, 0, 0));
-        assert_ne!(plan_bwd(&t, bwd(BF16, 4096, 2)).family, BwdSmall, "M = 2: the general path by default");
-        // Up to 8 rows with NORMKIT_CUDA_BWD_SMALL=8 (slower than the general path at 8×4096,
-        // NOTES v9): one cluster of M CTAs, N floats of shared memory per dW/dB output.
-        let t8 = Tuning { bwd_small_max_m: 8, ..Tuning::for_sm90() };
+        // Up to 128 rows: a CTA per row leaving a partial dW/dB row, the finalize adding them.
         check(
             "B0 small",
-            plan_bwd(&t8, bwd(BF16, 4096, 8)),
+            plan_bwd(&t, bwd(BF16, 4096, 8)),
             BwdSmall,
-            &[("nk_bwd_sm4_bf16_rms", (8, 1), 128, 16384, cl(8), None)],
-            none,
-            f(128, 1, 0, 0, 0),
+            &[("nk_bwd_sm4_bf16_rms", (8, 1), 128, 0, D, None), ("nk_bwd_finalize_cols", (16, 1), 256, 0, D, None)],
+            ws(131072, None, 0, 131072),
+            Fields { trigger: true, ..f(128, 1, 0, 8, 0) },
         );
         check(
             "B0 small ln + d_residual_out",
-            plan_bwd(&t8, BwdCall { d_residual: true, ..ln_bwd(bwd(F16, 2048, 3)) }),
+            plan_bwd(&t, BwdCall { d_residual: true, ..ln_bwd(bwd(F16, 2048, 3)) }),
             BwdSmall,
-            &[("nk_bwd_sm_f16_ln_res", (3, 1), 128, 16384, cl(3), None)],
-            none,
-            f(128, 1, 0, 0, 0),
+            &[("nk_bwd_sm_f16_ln_res", (3, 1), 128, 0, D, None), ("nk_bwd_finalize_cols", (8, 1), 256, 0, D, None)],
+            ws(49152, None, 0, 24576),
+            Fields { trigger: true, ..f(128, 1, 0, 3, 0) },
         );
         check(
-            "B0 small f32",
-            plan_bwd(&t8, bwd(F32, 4096, 2)),
+            "B0 small f32, no PDL",
+            plan_bwd(&no_pdl, bwd(F32, 4096, 2)),
             BwdSmall,
-            &[("nk_bwd_sm_f32_rms", (2, 1), 256, 16384, cl(2), None)],
-            none,
-            f(256, 1, 0, 0, 0),
+            &[("nk_bwd_sm_f32_rms", (2, 1), 256, 0, P, None), ("nk_bwd_finalize_cols", (16, 1), 256, 0, P, None)],
+            ws(32768, None, 0, 32768),
+            f(256, 1, 0, 2, 0),
         );
-        // Nine rows, N = 16384 (512-thread groups), f32 past N = 4096, unaligned, or
-        // NORMKIT_CUDA_BWD_SMALL=0: the general paths.
+        // No dW or dB wanted: no partial rows, no finalize.
+        check(
+            "B0 small, dx only",
+            plan_bwd(&t, BwdCall { dw: false, ..bwd(BF16, 4096, 4) }),
+            BwdSmall,
+            &[("nk_bwd_sm4_bf16_rms", (4, 1), 128, 0, D, None)],
+            none,
+            Fields { trigger: true, ..f(128, 1, 0, 0, 0) },
+        );
+        // 129 rows, 65 rows where the row-batch path applies, N = 16384 (512-thread groups), f32
+        // past N = 4096, unaligned, or NORMKIT_CUDA_BWD_SMALL=0: the general paths.
+        assert_eq!(plan_bwd(&t, bwd(BF16, 2048, 64)).family, BwdSmall);
+        assert_eq!(plan_bwd(&t, bwd(F32, 2048, 128)).family, BwdSmall);
         let off = Tuning { bwd_small_max_m: 0, ..Tuning::for_sm90() };
         for (t, c) in [
-            (&t8, bwd(BF16, 4096, 9)),
-            (&t8, bwd(BF16, 16384, 4)),
-            (&t8, bwd(F32, 8192, 4)),
-            (&t8, BwdCall { aligned: false, ..bwd(BF16, 4096, 4) }),
+            (&t, bwd(BF16, 4096, 129)),
+            (&t, bwd(BF16, 2048, 65)),
+            (&t, bwd(F16, 1024, 128)),
+            (&t, bwd(BF16, 16384, 4)),
+            (&t, bwd(F32, 8192, 4)),
+            (&t, BwdCall { aligned: false, ..bwd(BF16, 4096, 4) }),
             (&off, bwd(BF16, 4096, 1)),
         ] {
             assert_ne!(plan_bwd(t, c).family, BwdSmall, "{c:?}");
@@ -2027,15 +2037,19 @@ mod tests {
                                                                     KernelKey::BwdFinalizeCols | KernelKey::BwdFinalizeWide
                                                                 )
                                                             });
-                                                            // The one-cluster backward finishes dW/dB itself, without workspace.
+                                                            // The backward's twin: one row finishes dW/dB itself, without
+                                                            // workspace; more rows leave M partial rows to the finalize.
                                                             if l.family == Family::BwdSmall {
-                                                                assert!(!finalize && l.workspace.bytes == 0, "{}", what());
-                                                                let mode = match (m, t.pdl) {
-                                                                    (1, true) => Mode::Pdl,
-                                                                    (1, false) => Mode::Plain,
-                                                                    _ => Mode::Cluster(m as u32),
-                                                                };
-                                                                assert!(m <= 8 && l.steps().all(|s| s.mode == mode), "{}", what());
+                                                                let parts = m > 1 && (dw || db);
+                                                                assert_eq!(finalize, parts, "{}", what());
+                                                                assert_eq!(l.fields.nparts, if parts { m as i64 } else { 0 }, "{}", what());
+                                                                assert_eq!(l.workspace.bytes == 0, !parts, "{}", what());
+                                                                let mode = if t.pdl { Mode::Pdl } else { Mode::Plain };
+                                                                assert!(
+                                                                    m <= t.bwd_small_max_m && l.steps().all(|s| s.mode == mode),
+                                                                    "{}",
+                                                                    what()
+                                                                );
                                                             } else {
                                                                 assert_eq!(finalize, dw || db, "{}", what());
                                                             }

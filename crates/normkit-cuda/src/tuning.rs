@@ -30,7 +30,7 @@
 //! | `NORMKIT_CUDA_FIN_COLS_MAX` | [`Tuning::fin_cols_max`] | at N ≥ 65536, at most this many partial rows take the one-column finalize |
 //! | `NORMKIT_CUDA_PDL` | [`Tuning::pdl`] | `0`: no programmatic dependent launches |
 //! | `NORMKIT_CUDA_FWD_DECODE` | [`Tuning::fwd_decode_max_ctas`] | the largest register-forward grid that runs the twin, instead of [`TwinTuning`]'s rules (`0`: none) |
-//! | `NORMKIT_CUDA_BWD_SMALL` | [`Tuning::bwd_small_max_m`] | the most rows of the backward that writes dW/dB itself (default 1; `0`: never; at most 8) |
+//! | `NORMKIT_CUDA_BWD_SMALL` | [`Tuning::bwd_small_max_m`] | the most rows of the backward's twin (`nk_bwd_sm*`; default 128; `0`: never) |
 //! | `NORMKIT_CUDA_FP8_T` | [`Fp8Tuning::transpose`] | `separate` (default), `fused` or `strided`: how the FP8 `yT` is written |
 //! | `NORMKIT_CUDA_FP8_TM` | [`Fp8Tuning::max_tm`] | the largest fused-transpose tile, rows (4..=64, a power of two) |
 //! | `NORMKIT_CUDA_FP8_CTA` | [`Fp8Tuning::cta_threads`] | threads per CTA of the FP8 row kernel (32..=512) |
@@ -395,11 +395,17 @@ pub struct Tuning {
     pub fwd_decode_max_ctas: Option<u32>,
     /// Where the register forward runs its twin.
     pub fwd_twin: TwinTuning,
-    /// Backward calls of at most this many rows (8 at most: a portable cluster) take the kernel
-    /// that finishes dW/dB itself (`nk_bwd_sm*`: one CTA, or one cluster of M). Default 1: at
-    /// 8×4096 the cluster form measured slower than the register kernel and its finalize (H100,
-    /// NOTES v9). Env `NORMKIT_CUDA_BWD_SMALL` (0: never).
+    /// Backward calls of at most this many rows take the register kernel's twin (`nk_bwd_sm*`, a
+    /// programmatic dependent, a CTA per row; one row writes dW/dB itself, more leave partial
+    /// rows to the finalize). Default 128: H100, NOTES v11, against the register (or row-batch)
+    /// kernel and its finalize, 2–128 rows 3–27% faster (8×4096 rms_bwd 4.48 → 3.77 µs, 128×4096
+    /// 7.84 → 7.17, 16×1024 ln_bwd 4.70 → 3.45) but for rms_bwd 64×4096 (+0.5%). Env
+    /// `NORMKIT_CUDA_BWD_SMALL` (0: never).
     pub bwd_small_max_m: usize,
+    /// ... but where the row-batch backward applies (16-bit, 512 < N ≤ 2048), at most this many:
+    /// 128×2048 rms_bwd row-batch 4.77 µs against the twin's 5.27 (ln 5.75 / 6.35), while at
+    /// 64×2048 the twin led (4.71 → 3.81) (H100, NOTES v11).
+    pub bwd_small_rows_max_m: usize,
     /// The quantised (FP8) forward.
     pub fp8: Fp8Tuning,
     /// Row-batch backward.
@@ -513,7 +519,8 @@ impl Tuning {
             pdl: true,
             fwd_decode_max_ctas: None,
             fwd_twin: TwinTuning::SM90,
-            bwd_small_max_m: 1,
+            bwd_small_max_m: 128,
+            bwd_small_rows_max_m: 64,
             fp8: Fp8Tuning {
                 cta_threads: 128,
                 transpose: Fp8Transpose::Separate,
@@ -740,10 +747,10 @@ mod tests {
 
     #[test]
     fn the_decode_overrides_parse() {
-        let t = Tuning::for_sm90().with_env(env(&[("NORMKIT_CUDA_FWD_DECODE", "0"), ("NORMKIT_CUDA_BWD_SMALL", "8")]));
-        assert_eq!((t.fwd_decode_max_ctas, t.bwd_small_max_m), (Some(0), 8));
+        let t = Tuning::for_sm90().with_env(env(&[("NORMKIT_CUDA_FWD_DECODE", "0"), ("NORMKIT_CUDA_BWD_SMALL", "3")]));
+        assert_eq!((t.fwd_decode_max_ctas, t.bwd_small_max_m), (Some(0), 3));
         let t = Tuning::for_sm90().with_env(env(&[("NORMKIT_CUDA_FWD_DECODE", "x"), ("NORMKIT_CUDA_BWD_SMALL", "-1")]));
-        assert_eq!((t.fwd_decode_max_ctas, t.bwd_small_max_m), (None, 1), "malformed values keep the defaults");
+        assert_eq!((t.fwd_decode_max_ctas, t.bwd_small_max_m), (None, 128), "malformed values keep the defaults");
         assert!(ENV_OVERRIDES.contains(&"NORMKIT_CUDA_FWD_DECODE") && ENV_OVERRIDES.contains(&"NORMKIT_CUDA_BWD_SMALL"));
     }
 
