@@ -238,12 +238,12 @@ fn measure<B: BenchBackend>(backend: &B, case: &Case, plan: &Plan, set_budget: u
     let rotated = sets_needed(bytes, set_budget, mem_cap, plan.max_sets);
     let resident = is_resident(case, plan).then(|| sets_needed(bytes, set_budget, mem_cap, plan.resident_max_sets));
     let n_sets = resident.unwrap_or(rotated);
-    let mut r = match time_case(backend, case, &desc, n_sets, plan) {
+    let mut r = match time_case(backend, case, &desc, n_sets, plan, copy_gbps) {
         Ok((times, calls)) => row(case, bytes, &times, n_sets, calls, copy_gbps),
         Err(e) => return Outcome::Failed(error_chain(&e)),
     };
     if resident.is_some_and(|s| s != rotated) {
-        match time_case(backend, case, &desc, rotated, plan) {
+        match time_case(backend, case, &desc, rotated, plan, copy_gbps) {
             Ok((times, _)) => {
                 r.us_rotated = Some(median(&times) * 1e6);
                 r.n_sets_rotated = Some(rotated as u64);
@@ -306,13 +306,25 @@ pub fn median(v: &[f64]) -> f64 {
     }
 }
 
-/// Builds the sets, estimates the time of one call, then times `calls` calls `plan.reps` times.
+/// Calls per timed repetition: enough to last `plan.rep_target_s` at the copy ceiling measured in
+/// this run (`bytes` per call), at least one per set. A count from the bytes is the same for every
+/// build of the same case, so an A/B compares graphs of the same length; a count from a warm-up
+/// timing flipped between 7 and 8 calls at 512×262144 and moved the per-call time by 7%
+/// (kernels-cuda/NOTES.md v9, v11). Without a measured ceiling: the warm-up estimate `warm_s`.
+pub fn calls_per_rep(plan: &Plan, n_sets: usize, bytes: u64, copy_gbps: f64, warm_s: f64) -> usize {
+    let est = if copy_gbps > 0.0 { bytes as f64 / (copy_gbps * 1e9) } else { warm_s };
+    ((plan.rep_target_s / est.max(1e-7)).ceil() as usize).clamp(n_sets.min(plan.max_calls), plan.max_calls.max(1))
+}
+
+/// Builds the sets, takes one timed pass over them, then times [`calls_per_rep`] calls
+/// `plan.reps` times.
 fn time_case<B: BenchBackend>(
     backend: &B,
     case: &Case,
     desc: &NormDesc,
     n_sets: usize,
     plan: &Plan,
+    copy_gbps: f64,
 ) -> normkit_core::Result<(Vec<f64>, usize)> {
     let host = HostInputs::new(case);
     let mut sets = (0..n_sets).map(|_| InputSet::new(backend, case, &host)).collect::<normkit_core::Result<Vec<_>>>()?;
@@ -324,8 +336,7 @@ fn time_case<B: BenchBackend>(
     call(0)?;
     backend.synchronize()?;
     let warm = backend.time_calls(n_sets.min(plan.max_calls), 1, &mut call)?;
-    let est = median(&warm).max(1e-7);
-    let calls = ((plan.rep_target_s / est).ceil() as usize).clamp(n_sets.min(plan.max_calls), plan.max_calls.max(1));
+    let calls = calls_per_rep(plan, n_sets, case.bytes(), copy_gbps, median(&warm));
     let times = backend.time_calls(calls, plan.reps.max(1), &mut call)?;
     backend.synchronize()?;
     Ok((times, calls))
@@ -449,6 +460,21 @@ mod tests {
         // Decode-sized: timed on the resident policy's 2 sets, and again on the general 3.
         assert_eq!((r.n_sets, r.n_sets_rotated), (Some(2), Some(3)));
         assert!(r.us_rotated.is_some_and(|u| (u - 100.0).abs() < 1e-9));
+    }
+
+    #[test]
+    fn the_call_count_follows_the_bytes_not_the_warm_up() {
+        let plan = Plan::new(DeviceKind::Gpu, Size::Full);
+        // 512×262144 bf16 rms_bwd: ~1 GB a call at 3 TB/s, 3 ms a repetition: 9 calls whatever
+        // the warm-up read (414 or 430 µs gave 8 or 7 before).
+        let bytes = 1_074_000_000u64;
+        let a = calls_per_rep(&plan, 1, bytes, 3000.0, 414e-6);
+        let b = calls_per_rep(&plan, 1, bytes, 3000.0, 430e-6);
+        assert_eq!((a, b), (9, 9));
+        // At least one call per set, at most max_calls; the warm-up only without a ceiling.
+        assert_eq!(calls_per_rep(&plan, 16, 16_384, 3000.0, 2e-6), plan.max_calls);
+        assert_eq!(calls_per_rep(&plan, 16, u64::MAX / 2, 3000.0, 1.0), 16);
+        assert_eq!(calls_per_rep(&plan, 1, bytes, 0.0, 1e-3), 3);
     }
 
     #[test]
