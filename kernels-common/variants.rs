@@ -376,11 +376,11 @@ pub enum KernelKey {
         /// 16-byte accesses (and 8-byte y_q stores).
         aligned: bool,
     },
-    /// `nk_fwd_regd_{dt}_{rms|ln}{|_res}`: the register forward for decode-sized grids (CUDA,
-    /// SPEC plus 256): 4 chunks, 16-byte accesses, launch bound 256 threads, so a thread's weight
-    /// (and bias) chunks stay in registers, loaded with the row's; a programmatic dependent
-    /// launch that may trigger its successor at entry (NK_F_TRIGGER). The same arithmetic as
-    /// `FwdReg`, bit for bit.
+    /// `nk_fwd_regd_{dt}_{rms|ln}{|_res}`: the register forward's twin (CUDA, SPEC plus 256; the
+    /// grids of the CUDA planner's `TwinTuning`): 4 chunks, 16-byte accesses, launch bound 256
+    /// threads, so a thread's weight (and bias) chunks are loaded into registers with the row's;
+    /// a programmatic dependent launch that waits right before its first load and may trigger its
+    /// successor at entry (NK_F_TRIGGER). The same arithmetic as `FwdReg`, bit for bit.
     FwdRegDecode {
         /// Every tensor's dtype (16-bit).
         dtype: Dt,
@@ -389,10 +389,10 @@ pub enum KernelKey {
         /// The fused residual add.
         residual: bool,
     },
-    /// `nk_bwd_sm{|4}_{dt}_{rms|ln}{|_res}`: the register backward for a handful of rows (CUDA
-    /// sm_90+, SPEC plus 256): one row per CTA, dW/dB written by the kernel itself (no workspace,
-    /// no finalize kernel) — from registers for one row, else summed across the shared memory of
-    /// the grid's one cluster in rank order.
+    /// `nk_bwd_sm{|4}_{dt}_{rms|ln}{|_res}`: the register backward's twin for a few rows (CUDA
+    /// sm_90+, SPEC plus 256): one row per CTA, a programmatic dependent; for one row dW/dB
+    /// written by the kernel itself from registers (no workspace, no finalize kernel), for more
+    /// a partial dW/dB row per CTA that the finalize adds in row order.
     BwdSmall {
         /// Every tensor's dtype.
         dtype: Dt,

@@ -312,8 +312,8 @@ pub const VARIANTS: &[Variant] = &[
     v(FwdQTranspose, 256, 1),
     // The quantised twins of the register forward (fwd_reg, SPEC + 128): 16-bit, Gemma, 16-byte
     // layouts, 4 chunks per thread; 64 registers like their plain twins.
-    // Decode-sized register forwards (SPEC + 256): 16-bit, 4 chunks, at most 256 threads, the
-    // weight (and bias) held in registers from the kernel's start.
+    // The register forward's twins (SPEC + 256; the planner's TwinTuning): 16-bit, 4 chunks, at
+    // most 256 threads, the weight (and bias) loaded into registers with the row.
     v(FwdRegDecode { dtype: Bf16, ln: false, residual: false }, 256, 1),
     v(FwdRegDecode { dtype: Bf16, ln: false, residual: true }, 256, 1),
     v(FwdRegDecode { dtype: Bf16, ln: true, residual: false }, 256, 1),
@@ -322,8 +322,8 @@ pub const VARIANTS: &[Variant] = &[
     v(FwdRegDecode { dtype: F16, ln: false, residual: true }, 256, 1),
     v(FwdRegDecode { dtype: F16, ln: true, residual: false }, 256, 1),
     v(FwdRegDecode { dtype: F16, ln: true, residual: true }, 256, 1),
-    // Backward for a handful of rows (SPEC + 256): one row per CTA, one cluster, dW/dB summed
-    // through the cluster's shared memory. 256 threads at most (the register table's groups to
+    // The backward's twin for a few rows (SPEC + 256): one row per CTA; one row writes dW/dB
+    // itself, more leave partial rows to the finalize. 256 threads at most (the register table's groups to
     // N = 8192 for 4 chunks, to 2048 / 4096 for 2 chunks of 16-bit / f32): at 512 the 4-chunk
     // kernels spill (72–280 bytes), so longer rows take the general path.
     v(BwdSmall { dtype: Bf16, ln: false, residual: false, chunks: BwdChunks::K2 }, 256, 1),

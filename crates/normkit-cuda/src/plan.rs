@@ -118,7 +118,8 @@ pub enum Family {
     BwdRowsBatch,
     /// Backward register-resident kernels (`nk_bwd_reg*`).
     BwdRegister,
-    /// Backward of a handful of rows, one cluster (`nk_bwd_sm*`): dW/dB finished in the kernel.
+    /// The backward's twin for a few rows (`nk_bwd_sm*`): a CTA per row; one row finishes dW/dB
+    /// in the kernel, more add their partial rows in the finalize.
     BwdSmall,
     /// Backward cluster kernels (`nk_bwd_cl*`).
     BwdCluster,
@@ -209,7 +210,7 @@ pub struct Fields {
     pub tm: i32,
     /// FP8 fused transpose: bytes per shared-memory row of the tile.
     pub tpitch: i32,
-    /// The forward's decode twin and the one-row backward: trigger the stream's next kernel at
+    /// The forward's and the backward's twins: trigger the stream's next kernel at
     /// entry (NK_F_TRIGGER; set with the programmatic dependent launch, [`trigger_step`]).
     pub trigger: bool,
     /// Staged cluster forward: the next row's pass 1 this many stages behind its refills.
@@ -270,7 +271,7 @@ fn require(key: KernelKey) -> Result<Kernel> {
         .ok_or_else(|| NormError::Internal { backend: "cuda", what: format!("kernel {} is missing from the fatbin", key.symbol()) })
 }
 
-/// A decode-sized kernel (one that waits with `griddepcontrol.wait` before touching memory): a
+/// A twin kernel (one that waits with `griddepcontrol.wait` before touching memory): a
 /// programmatic dependent launch that triggers the stream's next kernel at its entry
 /// (`fields.trigger`), or a plain launch without the trigger when PDL is off.
 fn trigger_step(t: &Tuning, fields: &mut Fields, k: Kernel, blocks: u32, block: u32) -> Step {
