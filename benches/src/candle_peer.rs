@@ -292,6 +292,7 @@ mod imp {
             y_dtype: None,
             us_rotated: None,
             n_sets_rotated: None,
+            out_sets: None,
         })
     }
 

@@ -62,6 +62,7 @@ pub fn normkit_row(run: &Run, op: &str, m: u64, n: u64, dtype: &str) -> Option<R
         y_dtype: fwd.y_dtype.clone(),
         us_rotated: None,
         n_sets_rotated: None,
+        out_sets: None,
     })
 }
 
@@ -144,6 +145,7 @@ mod tests {
             y_dtype: None,
             us_rotated: None,
             n_sets_rotated: None,
+            out_sets: None,
         }
     }
 

@@ -7,7 +7,6 @@
 //! use the format's range without saturating.
 
 use crate::grid::Case;
-use crate::ops::Op;
 use normkit_core::{
     Backward, Buffer, DType, Direction, Forward, Fp8, HostBuf, InOut, MatMut, MatRef, NormDesc, NormError, NormKernel, Result, Scale,
     VecMut, VecRef,
@@ -44,90 +43,91 @@ impl HostInputs {
     }
 }
 
-/// The buffers of one call. Inputs are random and non-zero; outputs are uninitialised.
-pub(crate) struct InputSet<Buf> {
-    /// `x` (forward), the normalised input (backward).
+/// The operands one call reads: random and non-zero, uploaded from [`HostInputs`].
+struct Inputs<Buf> {
     x: Buf,
-    /// `y` (forward) or `dx` (backward).
-    out: Buf,
     /// `dy` (backward).
     dy: Option<Buf>,
     /// `residual` (forward) or `d_residual_out` (backward) of the fused add.
     res: Option<Buf>,
-    /// `residual_out` (forward, fused add).
-    res_out: Option<Buf>,
     w: Buf,
     /// The bias (LayerNorm forward).
     b: Option<Buf>,
-    /// LayerNorm mean: written by the forward, read by the backward.
+    /// The saved statistics (backward): LayerNorm's mean, and rstd.
     mean: Option<Buf>,
-    rstd: Buf,
-    dw: Option<Buf>,
-    db: Option<Buf>,
-    /// The FP8 operands (FP8 ops).
-    fp8: Option<Fp8Set<Buf>>,
+    rstd: Option<Buf>,
+    /// The per-tensor FP8 scale (one f32; FP8 ops without per-row scaling).
+    scale: Option<Buf>,
 }
 
-/// The FP8 operands of one call: what [`Op::fp8`] asks for.
-struct Fp8Set<Buf> {
-    /// The per-tensor scale (one f32, read); `None` per row.
-    scale: Option<Buf>,
+/// What one call writes; uninitialised.
+struct Outputs<Buf> {
+    /// `y` (forward) or `dx` (backward).
+    out: Buf,
+    /// `residual_out` (forward, fused add).
+    res_out: Option<Buf>,
+    /// The statistics (forward): LayerNorm's mean, and rstd.
+    mean: Option<Buf>,
+    rstd: Option<Buf>,
+    dw: Option<Buf>,
+    db: Option<Buf>,
+    /// The FP8 outputs: amax, the scale's inverse (one f32 per tensor, M per row), `yT` (N×M).
     amax: Option<Buf>,
-    /// One f32 per tensor, M per row.
     scale_inv: Option<Buf>,
-    /// `yT`, N×M in the FP8 format.
     y_t: Option<Buf>,
 }
 
-impl<Buf: Buffer> InputSet<Buf> {
-    pub(crate) fn new<B: NormKernel<Buffer = Buf>>(backend: &B, case: &Case, host: &HostInputs) -> Result<Self> {
-        let (m, n, dt) = (case.m, case.n, case.dtype);
-        let (op, bwd) = (case.op, case.op.direction() == Direction::Backward);
-        let up = |h: &HostBuf| backend.upload(h);
-        let out = |dtype, len| backend.alloc(dtype, len);
-        let opt = |cond: bool, f: &dyn Fn() -> Result<Buf>| if cond { f().map(Some) } else { Ok(None) };
-        let fp8 = match op.fp8() {
-            None => None,
-            Some(f) => Some(Fp8Set {
-                scale: opt(!f.per_row, &|| up(&host.scale))?,
-                amax: opt(f.amax, &|| out(DType::F32, 1))?,
-                scale_inv: opt(f.scale_inv, &|| out(DType::F32, if f.per_row { m } else { 1 }))?,
-                y_t: opt(f.transposed, &|| out(case.fp8, n * m))?,
-            }),
-        };
-        Ok(InputSet {
-            x: up(&host.x)?,
-            out: out(case.y_dtype(), m * n)?,
-            dy: opt(bwd, &|| up(&host.dy))?,
-            res: opt(op.has_residual(), &|| up(&host.res))?,
-            res_out: opt(op.has_residual() && !bwd, &|| out(dt, m * n))?,
-            w: up(&host.w)?,
-            b: opt(op.is_layer() && !bwd, &|| up(&host.b))?,
-            mean: opt(op.is_layer(), &|| if bwd { up(&host.mean) } else { out(DType::F32, m) })?,
-            rstd: if bwd { up(&host.rstd)? } else { out(DType::F32, m)? },
-            dw: opt(bwd, &|| out(dt, n))?,
-            db: opt(bwd && op.is_layer(), &|| out(dt, n))?,
-            fp8,
-        })
+/// The buffers of a timed case: `inputs` rotated call by call, and `outputs` — as many sets
+/// (each call writes the set of its inputs' index) or one set that every call writes (the
+/// peer script's situation: PyTorch's caching allocator hands each call the block its
+/// predecessor's output just freed, so the outputs stay at one address).
+pub(crate) struct Sets<Buf> {
+    inputs: Vec<Inputs<Buf>>,
+    outputs: Vec<Outputs<Buf>>,
+}
+
+impl<Buf: Buffer> Sets<Buf> {
+    /// `n_inputs` input sets (at least one) and `n_outputs` output sets (at least one, at most
+    /// `n_inputs`).
+    pub(crate) fn new<B: NormKernel<Buffer = Buf>>(
+        backend: &B,
+        case: &Case,
+        host: &HostInputs,
+        n_inputs: usize,
+        n_outputs: usize,
+    ) -> Result<Self> {
+        let inputs = (0..n_inputs.max(1)).map(|_| Inputs::new(backend, case, host)).collect::<Result<Vec<_>>>()?;
+        let outputs = (0..n_outputs.clamp(1, n_inputs.max(1))).map(|_| Outputs::new(backend, case)).collect::<Result<Vec<_>>>()?;
+        Ok(Sets { inputs, outputs })
     }
 
-    pub(crate) fn call<B: NormKernel<Buffer = Buf>>(&mut self, backend: &B, op: Op, desc: &NormDesc, m: usize, n: usize) -> Result<()> {
-        let InputSet { x, out, dy, res, res_out, w, b, mean, rstd, dw, db, fp8 } = self;
+    /// Input sets, output sets.
+    pub(crate) fn counts(&self) -> (usize, usize) {
+        (self.inputs.len(), self.outputs.len())
+    }
+
+    /// Call number `i` of `case`: input set `i` and output set `i`, both modulo their counts.
+    pub(crate) fn call<B: NormKernel<Buffer = Buf>>(&mut self, backend: &B, case: &Case, desc: &NormDesc, i: usize) -> Result<()> {
+        let (op, m, n) = (case.op, case.m, case.n);
+        let (ni, no) = self.counts();
+        let inp = &self.inputs[i % ni];
+        let o = &mut self.outputs[i % no];
         if op.direction() == Direction::Forward {
-            let mut a = Forward::new(InOut::separate(MatRef::new(&*x, m, n), MatMut::new(out, m, n)))
-                .weight(VecRef::new(&*w))
+            let Some(rstd) = o.rstd.as_mut() else { return Err(NormError::Missing { operand: normkit_core::Operand::Rstd }) };
+            let mut a = Forward::new(InOut::separate(MatRef::new(&inp.x, m, n), MatMut::new(&mut o.out, m, n)))
+                .weight(VecRef::new(&inp.w))
                 .rstd(VecMut::new(rstd));
-            if let Some(b) = b {
-                a = a.bias(VecRef::new(&*b));
+            if let Some(b) = &inp.b {
+                a = a.bias(VecRef::new(b));
             }
-            if let (Some(r), Some(ro)) = (res, res_out) {
-                a = a.residual(InOut::separate(MatRef::new(&*r, m, n), MatMut::new(ro, m, n)));
+            if let (Some(r), Some(ro)) = (&inp.res, o.res_out.as_mut()) {
+                a = a.residual(InOut::separate(MatRef::new(r, m, n), MatMut::new(ro, m, n)));
             }
-            if let Some(mean) = mean {
+            if let Some(mean) = o.mean.as_mut() {
                 a = a.mean(VecMut::new(mean));
             }
-            if let Some(Fp8Set { scale, amax, scale_inv, y_t }) = fp8 {
-                let mut q = match (scale.as_ref(), scale_inv.as_mut()) {
+            if let Some(f) = op.fp8() {
+                let mut q = match (inp.scale.as_ref(), o.scale_inv.as_mut()) {
                     (Some(s), inv) => {
                         let q = Fp8::per_tensor(Scale::Device(VecRef::new(s)));
                         match inv {
@@ -135,37 +135,88 @@ impl<Buf: Buffer> InputSet<Buf> {
                             None => q,
                         }
                     }
-                    (None, Some(inv)) => Fp8::per_row(VecMut::new(inv)),
-                    (None, None) => return Err(NormError::Missing { operand: normkit_core::Operand::ScaleInv }),
+                    (None, Some(inv)) if f.per_row => Fp8::per_row(VecMut::new(inv)),
+                    _ => return Err(NormError::Missing { operand: normkit_core::Operand::ScaleInv }),
                 };
-                if let Some(amax) = amax {
+                if let Some(amax) = o.amax.as_mut() {
                     q = q.amax(VecMut::new(amax));
                 }
-                if let Some(t) = y_t {
+                if let Some(t) = o.y_t.as_mut() {
                     q = q.transposed(MatMut::new(t, n, m));
                 }
                 a = a.fp8(q);
             }
             backend.forward(desc, a)
         } else {
-            let Some(dy) = dy.as_ref() else { return Err(NormError::Missing { operand: normkit_core::Operand::Dy }) };
-            let mut a =
-                Backward::new(MatRef::new(&*x, m, n), InOut::separate(MatRef::new(dy, m, n), MatMut::new(out, m, n)), VecRef::new(&*rstd))
-                    .weight(VecRef::new(&*w));
-            if let Some(dw) = dw {
+            let (Some(dy), Some(rstd)) = (inp.dy.as_ref(), inp.rstd.as_ref()) else {
+                return Err(NormError::Missing { operand: normkit_core::Operand::Dy });
+            };
+            let mut a = Backward::new(
+                MatRef::new(&inp.x, m, n),
+                InOut::separate(MatRef::new(dy, m, n), MatMut::new(&mut o.out, m, n)),
+                VecRef::new(rstd),
+            )
+            .weight(VecRef::new(&inp.w));
+            if let Some(dw) = o.dw.as_mut() {
                 a = a.dw(VecMut::new(dw));
             }
-            if let Some(db) = db {
+            if let Some(db) = o.db.as_mut() {
                 a = a.db(VecMut::new(db));
             }
-            if let Some(mean) = mean {
-                a = a.mean(VecRef::new(&*mean));
+            if let Some(mean) = &inp.mean {
+                a = a.mean(VecRef::new(mean));
             }
-            if let Some(r) = res {
-                a = a.d_residual_out(MatRef::new(&*r, m, n));
+            if let Some(r) = &inp.res {
+                a = a.d_residual_out(MatRef::new(r, m, n));
             }
             backend.backward(desc, a)
         }
+    }
+}
+
+/// `Some(f())` where `cond` holds.
+fn opt<Buf>(cond: bool, f: impl FnOnce() -> Result<Buf>) -> Result<Option<Buf>> {
+    if cond {
+        f().map(Some)
+    } else {
+        Ok(None)
+    }
+}
+
+impl<Buf: Buffer> Inputs<Buf> {
+    fn new<B: NormKernel<Buffer = Buf>>(backend: &B, case: &Case, host: &HostInputs) -> Result<Self> {
+        let (op, bwd) = (case.op, case.op.direction() == Direction::Backward);
+        let up = |h: &HostBuf| backend.upload(h);
+        Ok(Inputs {
+            x: up(&host.x)?,
+            dy: opt(bwd, || up(&host.dy))?,
+            res: opt(op.has_residual(), || up(&host.res))?,
+            w: up(&host.w)?,
+            b: opt(op.is_layer() && !bwd, || up(&host.b))?,
+            mean: opt(op.is_layer() && bwd, || up(&host.mean))?,
+            rstd: opt(bwd, || up(&host.rstd))?,
+            scale: opt(op.fp8().is_some_and(|f| !f.per_row), || up(&host.scale))?,
+        })
+    }
+}
+
+impl<Buf: Buffer> Outputs<Buf> {
+    fn new<B: NormKernel<Buffer = Buf>>(backend: &B, case: &Case) -> Result<Self> {
+        let (m, n, dt) = (case.m, case.n, case.dtype);
+        let (op, bwd) = (case.op, case.op.direction() == Direction::Backward);
+        let out = |dtype, len| backend.alloc(dtype, len);
+        let f = op.fp8();
+        Ok(Outputs {
+            out: out(case.y_dtype(), m * n)?,
+            res_out: opt(op.has_residual() && !bwd, || out(dt, m * n))?,
+            mean: opt(op.is_layer() && !bwd, || out(DType::F32, m))?,
+            rstd: opt(!bwd, || out(DType::F32, m))?,
+            dw: opt(bwd, || out(dt, n))?,
+            db: opt(bwd && op.is_layer(), || out(dt, n))?,
+            amax: opt(f.is_some_and(|f| f.amax), || out(DType::F32, 1))?,
+            scale_inv: opt(f.is_some_and(|f| f.scale_inv), || out(DType::F32, if f.is_some_and(|f| f.per_row) { m } else { 1 }))?,
+            y_t: opt(f.is_some_and(|f| f.transposed), || out(case.fp8, n * m))?,
+        })
     }
 }
 

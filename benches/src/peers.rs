@@ -160,6 +160,7 @@ fn row_of(cell: &Value, copy_gbps: f64) -> Option<(String, ResultRow)> {
         y_dtype,
         us_rotated: None,
         n_sets_rotated: None,
+        out_sets: None,
     };
     Some((imp, row))
 }

@@ -2,7 +2,7 @@
 //! [`BenchBackend::time_calls`], and turns medians into GB/s of counted bytes.
 
 use crate::grid::{Case, DeviceKind, Size};
-use crate::inputs::{HostInputs, InputSet};
+use crate::inputs::{HostInputs, Sets};
 use crate::progress::Progress;
 use crate::schema::{CaseNote, Machine, ResultRow, Run};
 use crate::sysinfo;
@@ -153,8 +153,9 @@ pub fn run<B: BenchBackend>(
     }
     if cases.iter().any(|c| is_resident(c, plan)) {
         run.notes.push(format!(
-            "timing: shapes with m·n·4 < {} bytes rotate at most {} input sets (L2-resident, the peer script's policy); \
-             where the general rotation (up to {} sets, {}× the last-level cache) differs, it is timed too (us_rotated)",
+            "timing: shapes with m·n·4 < {} bytes rotate at most {} input sets and write one set of outputs (L2-resident, \
+             the peer script's policy: its allocator gives every call the output block the previous call freed); \
+             they are also timed with the general rotation (up to {} sets of inputs and outputs each, {}× the last-level cache: us_rotated)",
             plan.resident_max_bytes, plan.resident_max_sets, plan.max_sets, plan.rotate_factor
         ));
     }
@@ -236,14 +237,19 @@ fn measure<B: BenchBackend>(backend: &B, case: &Case, plan: &Plan, set_budget: u
     }
     let bytes = case.bytes();
     let rotated = sets_needed(bytes, set_budget, mem_cap, plan.max_sets);
+    // Decode-sized: the peer script's policy (inputs rotated over at most resident_max_sets
+    // sets, one set of outputs), then the general rotation as well (`us_rotated`).
     let resident = is_resident(case, plan).then(|| sets_needed(bytes, set_budget, mem_cap, plan.resident_max_sets));
-    let n_sets = resident.unwrap_or(rotated);
-    let mut r = match time_case(backend, case, &desc, n_sets, plan, copy_gbps) {
-        Ok((times, calls)) => row(case, bytes, &times, n_sets, calls, copy_gbps),
+    let (n_sets, out_sets) = match resident {
+        Some(s) => (s, 1),
+        None => (rotated, rotated),
+    };
+    let mut r = match time_case(backend, case, &desc, n_sets, out_sets, plan, copy_gbps) {
+        Ok((times, calls)) => row(case, bytes, &times, (n_sets, out_sets), calls, copy_gbps),
         Err(e) => return Outcome::Failed(error_chain(&e)),
     };
-    if resident.is_some_and(|s| s != rotated) {
-        match time_case(backend, case, &desc, rotated, plan, copy_gbps) {
+    if resident.is_some() {
+        match time_case(backend, case, &desc, rotated, rotated, plan, copy_gbps) {
             Ok((times, _)) => {
                 r.us_rotated = Some(median(&times) * 1e6);
                 r.n_sets_rotated = Some(rotated as u64);
@@ -267,7 +273,7 @@ pub fn sets_needed(bytes: u64, budget: u64, mem_cap: u64, max_sets: usize) -> us
     want.min(fit).min(max_sets as u64) as usize
 }
 
-fn row(case: &Case, bytes: u64, times: &[f64], n_sets: usize, calls: usize, copy_gbps: f64) -> ResultRow {
+fn row(case: &Case, bytes: u64, times: &[f64], (n_sets, out_sets): (usize, usize), calls: usize, copy_gbps: f64) -> ResultRow {
     let med = median(times);
     let gbps = bytes as f64 / med / 1e9;
     ResultRow {
@@ -288,6 +294,7 @@ fn row(case: &Case, bytes: u64, times: &[f64], n_sets: usize, calls: usize, copy
         y_dtype: case.op.is_fp8().then(|| case.fp8.name().to_string()),
         us_rotated: None,
         n_sets_rotated: None,
+        out_sets: Some(out_sets as u64),
     }
 }
 
@@ -316,21 +323,22 @@ pub fn calls_per_rep(plan: &Plan, n_sets: usize, bytes: u64, copy_gbps: f64, war
     ((plan.rep_target_s / est.max(1e-7)).ceil() as usize).clamp(n_sets.min(plan.max_calls), plan.max_calls.max(1))
 }
 
-/// Builds the sets, takes one timed pass over them, then times [`calls_per_rep`] calls
-/// `plan.reps` times.
+/// Builds `n_sets` input sets and `out_sets` output sets, takes one timed pass over them, then
+/// times [`calls_per_rep`] calls `plan.reps` times.
+#[allow(clippy::too_many_arguments)]
 fn time_case<B: BenchBackend>(
     backend: &B,
     case: &Case,
     desc: &NormDesc,
     n_sets: usize,
+    out_sets: usize,
     plan: &Plan,
     copy_gbps: f64,
 ) -> normkit_core::Result<(Vec<f64>, usize)> {
     let host = HostInputs::new(case);
-    let mut sets = (0..n_sets).map(|_| InputSet::new(backend, case, &host)).collect::<normkit_core::Result<Vec<_>>>()?;
+    let mut sets = Sets::new(backend, case, &host, n_sets, out_sets)?;
     drop(host);
-    let (m, n) = (case.m, case.n);
-    let mut call = |i: usize| sets[i % n_sets].call(backend, case.op, desc, m, n);
+    let mut call = |i: usize| sets.call(backend, case, desc, i);
     // One plain call first, outside any graph capture: lazy module loading and workspace
     // allocation happen here. Then one timed pass over every set (first-touch page faults).
     call(0)?;
@@ -457,8 +465,9 @@ mod tests {
         assert_eq!((r.op.as_str(), r.m, r.n, r.dtype.as_str()), ("rms_fwd", 16, 64, "bf16"));
         assert!((r.us - 100.0).abs() < 1e-9 && (r.gbps - Op::RmsFwd.bytes(16, 64, DType::BF16) as f64 / 1e-4 / 1e9).abs() < 1e-9);
         assert!((r.pct_copy.unwrap() - 10.0 * r.gbps).abs() < 1e-9);
-        // Decode-sized: timed on the resident policy's 2 sets, and again on the general 3.
-        assert_eq!((r.n_sets, r.n_sets_rotated), (Some(2), Some(3)));
+        // Decode-sized: timed on the resident policy's 2 input sets writing one output set, and
+        // again on the general 3 (inputs and outputs each).
+        assert_eq!((r.n_sets, r.out_sets, r.n_sets_rotated), (Some(2), Some(1), Some(3)));
         assert!(r.us_rotated.is_some_and(|u| (u - 100.0).abs() < 1e-9));
     }
 
@@ -528,6 +537,29 @@ mod tests {
         assert_eq!(run.errors.len(), 3);
         assert!(run.notes.iter().any(|n| n.contains("stopped after 3 errors in a row; 2 cases not run")));
         assert_eq!(run.label, "mock run");
+    }
+
+    /// The resident policy builds its input sets and one output set; the general one a set of
+    /// each per input set; every call of a rotation runs on the CPU backend.
+    #[test]
+    fn input_and_output_sets_rotate_separately() {
+        let cpu = normkit_core::cpu::CpuBackend::new();
+        for op in [Op::AddRmsFwd, Op::LnBwd, Op::FP8[0]] {
+            let case = crate::grid::cases(&[op], &[(8, 96, DType::BF16)]).remove(0);
+            let host = HostInputs::new(&case);
+            for (ni, no) in [(4, 1), (3, 3), (2, 5), (0, 0)] {
+                let mut sets = Sets::new(&cpu, &case, &host, ni, no).unwrap();
+                assert_eq!(sets.counts(), (ni.max(1), no.clamp(1, ni.max(1))));
+                for i in 0..2 * ni.max(1) {
+                    sets.call(&cpu, &case, &op.desc(), i).unwrap();
+                }
+            }
+        }
+        let plan = tiny_plan();
+        let big = crate::grid::cases(&[Op::RmsFwd], &[(4096, 1024, DType::BF16)]);
+        let run = run(&cpu, &big, &Plan { reps: 1, rep_target_s: 0.0, ..plan }, None, &mut Progress::quiet(), &mut |_| {});
+        let r = &run.results[0];
+        assert_eq!((r.out_sets, r.n_sets_rotated), (r.n_sets, None), "beyond decode sizes each input set has its outputs");
     }
 
     #[test]

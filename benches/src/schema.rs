@@ -113,6 +113,11 @@ pub struct ResultRow {
     pub us_rotated: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub n_sets_rotated: Option<u64>,
+    /// Output sets of the `us` timing: 1 where every call writes the same outputs (decode-sized
+    /// cases, as the peer script's allocator does), `n_sets` where each input set has its own;
+    /// absent in runs before this field (each input set had its own outputs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub out_sets: Option<u64>,
 }
 
 /// A case that did not produce a number, and why.
