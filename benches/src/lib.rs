@@ -16,8 +16,11 @@
 //!   runs: its fused forward and its unfused forward + backward (feature `candle`, default on).
 //! - [`compare`]: normkit against each peer on the same device, case by case (the speedup).
 //! - [`report`]: `report.md` and a self-contained `report.html` with inline SVG charts.
+//! - [`ab`]: two builds measured in one call, case by case (`normkit-bench ab`: the A/B every
+//!   kernel change is committed with).
 //! - [`backends`]: the backends compiled in (cpu always; cuda, hip behind features), by name.
 
+pub mod ab;
 pub mod backends;
 pub mod candle_peer;
 pub mod compare;

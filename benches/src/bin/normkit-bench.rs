@@ -6,6 +6,7 @@
 //!                     [--out DIR] [--no-candle] [--candle-all-shapes]
 //! normkit-bench probe
 //! normkit-bench merge A.json [B.json ...] [--peers peers.json] --out DIR
+//! normkit-bench ab --old A[,B...] --new C[,D...] [--threshold PCT] [--out FILE.md]
 //! ```
 
 use normkit_benches::backends::{self, Request};
@@ -25,6 +26,13 @@ usage:
   normkit-bench merge FILE.json... [--peers PEERS.json]... --out DIR
                                     merge results (normkit runs, single-run objects from other
                                     tools) and bench_peers.py output into one report
+  normkit-bench ab --old PATH[,PATH...] --new PATH[,PATH...] [--threshold PCT] [--out FILE.md]
+                                    A/B of two builds run in one call (old, new, new, old):
+                                    per case the mean µs of each side's runs and new/old, the
+                                    cells slower than PCT% (default 1), and flags where the
+                                    sides' graphs had other call counts or set policies, or the
+                                    difference is within the runs' spread. PATH: a results.json
+                                    or the folder holding one; --old and --new repeat
 
 run options:
   --backend LIST   cpu,cuda,hip (default: every backend available here)
@@ -58,6 +66,7 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("probe") => probe(),
         Some("merge") => merge(&args[1..]),
+        Some("ab") => ab(&args[1..]),
         Some("run") => run(&args[1..]),
         Some("help" | "--help" | "-h") => {
             println!("{USAGE}");
@@ -343,6 +352,49 @@ fn merge(args: &[String]) -> Result<ExitCode, String> {
     println!(
         "merged {n_runs} runs and {n_peers} peer runs from {n_files} files; wrote {dir}/results.json, {dir}/report.md, {dir}/report.html"
     );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A results file named directly or as the folder holding `results.json`.
+fn load_results(path: &str) -> Result<ResultsFile, String> {
+    let p = PathBuf::from(path);
+    schema::load(&if p.is_dir() { p.join("results.json") } else { p })
+}
+
+fn ab(args: &[String]) -> Result<ExitCode, String> {
+    let (mut old, mut new, mut out, mut threshold) = (Vec::new(), Vec::new(), None, 1.0);
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--old" | "--new" => {
+                let side = if a == "--old" { &mut old } else { &mut new };
+                for p in value(&mut it, a)?.split(',').filter(|p| !p.is_empty()) {
+                    side.push(load_results(p)?);
+                }
+            }
+            "--threshold" => {
+                threshold =
+                    value(&mut it, a)?.parse().ok().filter(|t: &f64| t.is_finite() && *t >= 0.0).ok_or("--threshold needs a percentage")?
+            }
+            "--out" => out = Some(PathBuf::from(value(&mut it, a)?)),
+            s => return Err(format!("unknown argument `{s}`\n{USAGE}")),
+        }
+    }
+    if old.is_empty() || new.is_empty() {
+        return Err("ab needs --old and --new results".into());
+    }
+    let cmp = normkit_benches::ab::compare(&old, &new);
+    if cmp.rows.is_empty() {
+        return Err("the two sides have no case in common".into());
+    }
+    let md = normkit_benches::ab::markdown(&cmp, threshold);
+    match out {
+        Some(path) => {
+            std::fs::write(&path, &md).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            println!("{} cells compared; wrote {}", cmp.rows.len(), path.display());
+        }
+        None => print!("{md}"),
+    }
     Ok(ExitCode::SUCCESS)
 }
 
