@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Issue 15, the next device call (written 2026-11-27 in a session with no device time left;
-# not yet run). Everything it needs travels in one carried folder, DIR (default gpu-run/):
-#   DIR/bin/normkit-bench.xz       this build's bench binary (NORMKIT_CUDA_ARCHS=sm_90a cargo xtask gpu-bundle)
-#   DIR/bin/normkit-bench-old.xz   a7c26f9's kernels and planner with this build's runner (benches/src
-#                                  copied over a7c26f9: the two sides time graphs of the same length
-#                                  and the same set policy)
-#   DIR/bin/cuda-tests.xz          this build's CUDA test binary
-#   DIR/bench_peers.py, DIR/wheels/liger_kernel-0.8.5-py3-none-any.whl
+# not yet run). Everything it needs travels in one carried folder, DIR (default gpu-run/), made by
+#   NORMKIT_CUDA_ARCHS=sm_90a cargo xtask gpu-bundle --out DIR --baseline a7c26f9
+#   (cd DIR/bin && xz -T2 -6 normkit-bench normkit-bench-base cuda-tests)
+#   (the bundle copies ../shared/peers/bench_peers.py into DIR/peers/); pip download liger-kernel==0.8.5
+#   into DIR/wheels (the device README's recipe)
+# so that DIR/bin holds this build's bench and test binaries and normkit-bench-base: a7c26f9's
+# kernels and planner with this build's runner (the two sides time graphs of the same length and
+# the same set policy).
 # Run as `bash bench/plans/issue15-next-call.sh gpu-run` with `carry: ["gpu-run"]`; ~9 minutes on
 # an H100. Results come back as $OUT/x.tgz (one file: the tool returns at most 8).
 #
@@ -25,7 +26,7 @@
 set -u
 HERE="$(cd "${1:-gpu-run}" && pwd)"
 R="$OUT/r"; mkdir -p "$R"
-for b in normkit-bench normkit-bench-old cuda-tests; do xz -dc "$HERE/bin/$b.xz" > /tmp/$b; chmod +x /tmp/$b; done
+for b in normkit-bench normkit-bench-base cuda-tests; do xz -dc "$HERE/bin/$b.xz" > /tmp/$b; chmod +x /tmp/$b; done
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$R/device.txt" 2>&1; date -u >> "$R/device.txt"
 step() { echo "== $1 $(date +%T)"; }
 step tests
@@ -42,21 +43,21 @@ step ncu
 for s in 8x4096 128x4096; do for op in rms_bwd ln_bwd; do
   timeout 60 ncu --metrics gpu__time_duration.sum -k regex:nk_ --launch-count 12 /tmp/normkit-bench run --backend cuda --ops $op --shapes $s --dtypes bf16 --quick --no-candle --out /tmp/ncu-x > "$R/ncu-$op-$s.log" 2>&1; echo "ncu $op $s rc=$?"; done; done
 step alone
-for t in old1:normkit-bench-old new1:normkit-bench new2:normkit-bench old2:normkit-bench-old; do
+for t in old1:normkit-bench-base new1:normkit-bench new2:normkit-bench old2:normkit-bench-base; do
   /tmp/${t#*:} run --backend cuda --ops rms_bwd,ln_bwd --shapes 512x262144 --dtypes bf16 --no-candle --out "$R/alone-${t%%:*}" > "$R/alone-${t%%:*}.log" 2>&1; echo "alone-${t%%:*} rc=$?"; done
-for b in normkit-bench-old normkit-bench; do
+for b in normkit-bench-base normkit-bench; do
   timeout 90 ncu --metrics gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed -k regex:nk_ --launch-count 6 /tmp/$b run --backend cuda --ops rms_bwd --shapes 512x262144 --dtypes bf16 --quick --no-candle --out /tmp/ncu-y > "$R/ncu-alone-$b.log" 2>&1; echo "ncu-alone $b rc=$?"; done
 /tmp/normkit-bench ab --old "$R/alone-old1,$R/alone-old2" --new "$R/alone-new1,$R/alone-new2" --out "$R/summary-alone.md"
 step ab
 SH=1x4096,8x4096,128x4096,4096x1024,2048x8192,65536x512,32768x4096,32768x8192,16384x16384,2048x65536,512x262144,128x1048576
 bench() { /tmp/$2 run --backend cuda --shapes $SH --dtypes bf16 --no-candle --out "$R/$1" > "$R/$1.log" 2>&1
   /tmp/$2 run --backend cuda --shapes 32768x4096 --dtypes f32 --no-candle --out "$R/$1-f32" >> "$R/$1.log" 2>&1; echo "$1 rc=$? $(date +%T)"; }
-bench old1 normkit-bench-old; bench new1 normkit-bench; bench new2 normkit-bench; bench old2 normkit-bench-old
+bench old1 normkit-bench-base; bench new1 normkit-bench; bench new2 normkit-bench; bench old2 normkit-bench-base
 /tmp/normkit-bench ab --old "$R/old1,$R/old1-f32,$R/old2,$R/old2-f32" --new "$R/new1,$R/new1-f32,$R/new2,$R/new2-f32" --out "$R/summary-grid.md"
 tail -n 3 "$R/summary-grid.md"
 step peers
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/nk-site "$HERE"/wheels/*.whl && export PYTHONPATH=/tmp/nk-site
-PYTHONUNBUFFERED=1 timeout 200 python3 "$HERE/bench_peers.py" --budget-s 150 --impls eager,compile,liger --ops rms_fwd,rms_bwd,addrms_fwd,ln_fwd,ln_bwd --shapes 1x4096,8x4096,128x4096,4096x1024 --fp32-shapes 8x4096 --no-check --out "$R/peers" > "$R/peers.log" 2>&1
+PYTHONUNBUFFERED=1 timeout 200 python3 "$HERE/peers/bench_peers.py" --budget-s 150 --impls eager,compile,liger --ops rms_fwd,rms_bwd,addrms_fwd,ln_fwd,ln_bwd --shapes 1x4096,8x4096,128x4096,4096x1024 --fp32-shapes 8x4096 --no-check --out "$R/peers" > "$R/peers.log" 2>&1
 echo "peers rc=$?"; tail -n 2 "$R/peers.log"
 step end
 cd "$OUT" && tar czf x.tgz r && rm -rf r

@@ -25,7 +25,7 @@ fn cargo_executables(root: &Path, args: &[&str]) -> Result<Vec<(String, PathBuf)
 }
 
 /// [`cargo_executables`] with `env` applied to the cargo command first.
-fn cargo_executables_with(root: &Path, args: &[&str], env: &dyn Fn(&mut Command)) -> Result<Vec<(String, PathBuf)>, String> {
+pub(crate) fn cargo_executables_with(root: &Path, args: &[&str], env: &dyn Fn(&mut Command)) -> Result<Vec<(String, PathBuf)>, String> {
     let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     c.current_dir(root).args(args).arg("--message-format=json-render-diagnostics");
     env(&mut c);
@@ -193,6 +193,18 @@ pub fn run(root: &Path, out: &Path) -> Result<(), String> {
          fp8bench fp8peers when named)",
         out.display()
     );
+    Ok(())
+}
+
+/// Adds `bin/normkit-bench-base`: the bench binary of another commit with this tree's runner
+/// (see [`crate::baseline::bench_binary`]), and a note of which commit it is.
+pub fn baseline(out: &Path, rev: &str) -> Result<(), String> {
+    let (exe, hash) = crate::baseline::bench_binary(rev)?;
+    let bin = out.join("bin");
+    copy_stripped(&exe, &bin.join("normkit-bench-base"))?;
+    fs::write(bin.join("normkit-bench-base.txt"), format!("{hash} (kernels and planner), with the runner of the bundle's tree\n"))
+        .map_err(|e| format!("write the baseline note: {e}"))?;
+    println!("baseline: bin/normkit-bench-base is {hash}'s kernels and planner with this tree's runner");
     Ok(())
 }
 

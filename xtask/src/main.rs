@@ -6,10 +6,12 @@
 //! cargo xtask bench [ARGS]      provision, build and run the benchmark runner (`cargo xtask bench --help`)
 //! cargo xtask report merge A.json B.json ... [--peers peers.json] --out DIR
 //! cargo xtask kernels         inspect the GPU kernels of the last release build (no GPU needed)
-//! cargo xtask gpu-bundle [--out DIR] [--candle]   the bundle of files to run the GPU suite on a GPU host
+//! cargo xtask gpu-bundle [--out DIR] [--candle] [--baseline REV]   the bundle of files to run the GPU suite on a GPU host
+//! cargo xtask sass-diff REV [--arch sm_90a] [--out FILE]   REV's CUDA kernels' SASS against the working tree's
 //! ```
 //! Standard library only: the tasks shell out to cargo, pip, apt and the built tools.
 
+mod baseline;
 mod bench;
 mod gpu_bundle;
 mod gpu_check;
@@ -33,9 +35,14 @@ usage: cargo xtask <task>
   report merge A.json [B.json ...] [--peers peers.json] --out DIR
                                one report from several machines' results and bench_peers.py output
   kernels                      what the last release build's GPU kernels hold (archs, ISA), no device needed
-  gpu-bundle [--out DIR] [--candle]
+  gpu-bundle [--out DIR] [--candle] [--baseline REV]
                                package what a GPU host needs to build and test normkit (default gpu-bundle/);
-                               --candle adds normkit-candle's CUDA tests, example and bench (bin/candle-*)";
+                               --candle adds normkit-candle's CUDA tests, example and bench (bin/candle-*);
+                               --baseline adds bin/normkit-bench-base: commit REV's kernels and planner with
+                               this tree's benchmark runner, for an A/B in one device call
+  sass-diff REV [--arch sm_90a|sm_100a] [--out FILE]
+                               the CUDA kernels' SASS of commit REV against the working tree's, kernel by
+                               kernel without addresses (identical / differs / only on one side)";
 
 /// Rust ignores SIGPIPE, so `println!` into a closed pipe (`cargo xtask bench --help | head`)
 /// panics; a command-line tool should end quietly instead, as with the default disposition.
@@ -71,6 +78,7 @@ fn main() -> ExitCode {
         Some("bench") => bench::bench(rest),
         Some("report") => bench::report(rest),
         Some("gpu-bundle") => gpu_bundle_cmd(rest),
+        Some("sass-diff") => baseline::sass_diff(rest),
         Some("kernels") => {
             let target = util::target_dir();
             println!("cuda: {}", gpu_check::cuda(&target, Some(&toolchains::cuobjdump_path())));
@@ -94,18 +102,22 @@ fn main() -> ExitCode {
 
 fn gpu_bundle_cmd(args: &[String]) -> Result<(), String> {
     let mut out = util::root().join("gpu-bundle");
-    let mut candle = false;
+    let (mut candle, mut base) = (false, None);
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--out" => out = PathBuf::from(it.next().ok_or("--out needs a folder")?),
             "--candle" => candle = true,
-            _ => return Err("usage: cargo xtask gpu-bundle [--out DIR] [--candle]".into()),
+            "--baseline" => base = Some(it.next().ok_or("--baseline needs a commit")?.clone()),
+            _ => return Err("usage: cargo xtask gpu-bundle [--out DIR] [--candle] [--baseline REV]".into()),
         }
     }
     gpu_bundle::run(&util::root(), &out)?;
     if candle {
         gpu_bundle::candle(&util::root(), &out)?;
+    }
+    if let Some(rev) = base {
+        gpu_bundle::baseline(&out, &rev)?;
     }
     gpu_bundle::report_size(&out);
     Ok(())

@@ -14,9 +14,9 @@ pub fn render(file: &ResultsFile) -> String {
          once and every output written once (weights in x's dtype, statistics f32). `%` = share of the copy \
          ceiling measured in the same run on the same device. µs = median time per call. Calls moving \
          under 4 MB are latency-bound: read their µs. Decode-sized shapes (x and y in 16 bits under 4 MB, \
-         the peer script's rule) are timed on at most 16 rotated input sets, resident in the last-level \
-         cache as in the peer script; where the general rotation (up to 32 sets, 4 caches' worth) uses \
-         another count, its µs follows in brackets.\n",
+         the peer script's rule) are timed as the peer script times them: inputs rotated over at most 16 \
+         sets and one set of outputs, resident in the last-level cache; their µs under the general \
+         rotation (inputs and outputs, up to 32 sets, 4 caches' worth) follows in brackets.\n",
         short_date(&file.date),
         file.tool,
         file.schema_version
