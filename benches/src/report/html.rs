@@ -379,9 +379,10 @@ fn peers(s: &mut String, file: &ResultsFile) {
         normkit on the same device (µs for latency-bound shapes, GB/s otherwise).</p>",
     );
     s.push_str("<div class=\"scroll\"><table class=\"peers\"><thead><tr><th>op</th><th>shape (M×N)</th><th>dtype</th><th>fastest peer</th><th></th><th>normkit</th></tr></thead><tbody>");
-    for r in rows {
+    for r in &rows {
         let fmt = |gbps: f64, us: f64| if r.latency { format!("{} µs", fmt_us(us)) } else { format!("{} GB/s", fmt_gbps(gbps)) };
-        let nk: Vec<String> = r.normkit.iter().map(|(l, g, u)| format!("{} ({})", fmt(*g, *u), esc(l))).collect();
+        let nk: Vec<String> =
+            r.normkit.iter().enumerate().map(|(i, (l, g, u))| format!("{} ({}, {:.2}×)", fmt(*g, *u), esc(l), r.ratio(i))).collect();
         let _ = write!(
             s,
             "<tr><td>{}</td><td>{}×{}</td><td>{}</td><td class=\"num\" data-v=\"{}\">{}</td><td>{}</td><td>{}</td></tr>",
@@ -395,5 +396,9 @@ fn peers(s: &mut String, file: &ResultsFile) {
             if nk.is_empty() { "–".into() } else { nk.join(", ") }
         );
     }
-    s.push_str("</tbody></table></div></section>");
+    s.push_str("</tbody></table></div>");
+    for line in super::score_lines(&rows) {
+        let _ = write!(s, "<p><strong>{}</strong></p>", esc(&line));
+    }
+    s.push_str("</section>");
 }

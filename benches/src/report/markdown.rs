@@ -104,10 +104,11 @@ fn peers(s: &mut String, file: &ResultsFile) {
         "GPU peers measured by `peers/bench_peers.py` (the FP8 ops by `benches/peers/fp8_peers.py`; CUDA-graph replay), CPU peers (candle) in the same run as normkit; the same \
          byte model. µs for latency-bound shapes, GB/s otherwise.\n"
     );
-    let _ = writeln!(s, "| op | shape | dtype | fastest peer | normkit |\n|---|---|---|---|---|");
-    for r in rows {
+    let _ = writeln!(s, "| op | shape | dtype | fastest peer | normkit (peer µs / normkit µs) |\n|---|---|---|---|---|");
+    for r in &rows {
         let fmt = |gbps: f64, us: f64| if r.latency { format!("{} µs", fmt_us(us)) } else { format!("{} GB/s", fmt_gbps(gbps)) };
-        let nk: Vec<String> = r.normkit.iter().map(|(l, g, u)| format!("{} ({l})", fmt(*g, *u))).collect();
+        let nk: Vec<String> =
+            r.normkit.iter().enumerate().map(|(i, (l, g, u))| format!("{} ({l}, {:.2}×)", fmt(*g, *u), r.ratio(i))).collect();
         let _ = writeln!(
             s,
             "| {} | {}x{} | {} | {} ({}) | {} |",
@@ -119,6 +120,9 @@ fn peers(s: &mut String, file: &ResultsFile) {
             r.best.0,
             if nk.is_empty() { "–".into() } else { nk.join(", ") }
         );
+    }
+    for line in super::score_lines(&rows) {
+        let _ = writeln!(s, "\n**{line}**");
     }
 }
 

@@ -186,6 +186,60 @@ pub(crate) fn peer_rows(file: &ResultsFile) -> Vec<PeerRow> {
     rows
 }
 
+impl PeerRow {
+    /// The fastest peer's µs over normkit's (normkit's run `i` of [`PeerRow::normkit`]): at or
+    /// above 1, normkit is at or ahead of every peer on this case.
+    pub fn ratio(&self, i: usize) -> f64 {
+        self.best.2 / self.normkit[i].2
+    }
+}
+
+/// Per normkit run: on how many of the cases a peer measured it is at or ahead of the fastest
+/// peer, out of how many, and the geometric mean of the ratios (issue 15's scoreboard).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Score {
+    pub label: String,
+    pub ahead: usize,
+    pub cases: usize,
+    pub geomean: f64,
+}
+
+pub(crate) fn scoreboard(rows: &[PeerRow]) -> Vec<Score> {
+    let mut labels: Vec<&str> = Vec::new();
+    for r in rows {
+        for (l, _, _) in &r.normkit {
+            if !labels.contains(&l.as_str()) {
+                labels.push(l);
+            }
+        }
+    }
+    labels
+        .into_iter()
+        .map(|label| {
+            let ratios: Vec<f64> = rows
+                .iter()
+                .filter_map(|r| r.normkit.iter().position(|(l, _, _)| l == label).map(|i| r.ratio(i)))
+                .filter(|x| x.is_finite() && *x > 0.0)
+                .collect();
+            let geomean = (ratios.iter().map(|x| x.ln()).sum::<f64>() / ratios.len().max(1) as f64).exp();
+            Score { label: label.to_string(), ahead: ratios.iter().filter(|&&x| x >= 1.0).count(), cases: ratios.len(), geomean }
+        })
+        .collect()
+}
+
+/// The scoreboard as sentences, one per normkit run.
+pub(crate) fn score_lines(rows: &[PeerRow]) -> Vec<String> {
+    scoreboard(rows)
+        .into_iter()
+        .map(|s| {
+            format!(
+                "{}: at or ahead of the fastest peer in {} of {} cases; geometric mean of the fastest peer's µs over normkit's {:.2}×",
+                s.label, s.ahead, s.cases, s.geomean
+            )
+        })
+        .collect()
+}
+
 /// One table of the speedup section: one normkit run and one op (or chain), a column per peer.
 #[derive(Debug)]
 pub(crate) struct SpeedupTable<'a> {

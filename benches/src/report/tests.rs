@@ -63,7 +63,16 @@ fn markdown_carries_the_input_numbers() {
     assert!(md.contains("## ln_bwd") && !md.contains("## addrms_fwd"));
     // peers section: QuACK is the fastest on 32768x4096, the cuda run is on the same device
     assert!(
-        md.contains("| rms_fwd | 32768x4096 | bf16 | 2970 GB/s (QuACK · H100 80GB HBM3) | 2961 GB/s (cuda · NVIDIA H100 80GB HBM3) |"),
+        md.contains(
+            "| rms_fwd | 32768x4096 | bf16 | 2970 GB/s (QuACK · H100 80GB HBM3) | 2961 GB/s (cuda · NVIDIA H100 80GB HBM3, 1.00×) |"
+        ),
+        "{md}"
+    );
+    // the scoreboard: 181.4 µs against QuACK's 180.9 is behind (0.997×), as is 2048x65536 (0.98×)
+    assert!(
+        md.contains(
+            "**cuda · NVIDIA H100 80GB HBM3: at or ahead of the fastest peer in 0 of 2 cases; geometric mean of the fastest peer's µs over normkit's 0.99×**"
+        ),
         "{md}"
     );
 }
