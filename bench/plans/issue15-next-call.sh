@@ -22,7 +22,8 @@
 #     same kernels and plan, and its ln_bwd old run with 7-call graphs (423 µs) rules out the call
 #     count as the cause;
 #  5. ab: issue 15's grid, ABBA against a7c26f9 with the same runner (normkit-bench ab summarises);
-#  6. peers on the decode and mid shapes in the same call (eager, torch.compile, Liger).
+#  6. peers on the decode and mid shapes in the same call (eager, torch.compile, Liger), merged with
+#     the first new run into one report whose peers section scores normkit against the fastest peer.
 set -u
 HERE="$(cd "${1:-gpu-run}" && pwd)"
 R="$OUT/r"; mkdir -p "$R"
@@ -59,5 +60,6 @@ step peers
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/nk-site "$HERE"/wheels/*.whl && export PYTHONPATH=/tmp/nk-site
 PYTHONUNBUFFERED=1 timeout 200 python3 "$HERE/peers/bench_peers.py" --budget-s 150 --impls eager,compile,liger --ops rms_fwd,rms_bwd,addrms_fwd,ln_fwd,ln_bwd --shapes 1x4096,8x4096,128x4096,4096x1024 --fp32-shapes 8x4096 --no-check --out "$R/peers" > "$R/peers.log" 2>&1
 echo "peers rc=$?"; tail -n 2 "$R/peers.log"
+/tmp/normkit-bench merge "$R/new1/results.json" "$R/new1-f32/results.json" --peers "$R/peers/bench_peers.json" --out "$R/merged" && grep "at or ahead" "$R/merged/report.md"
 step end
 cd "$OUT" && tar czf x.tgz r && rm -rf r
