@@ -16,10 +16,14 @@ struct Flags {
 // (the contract allows only x's dtype or f32 for the others), so DT ≥ 0 fixes all of them and
 // every dtype branch folds away; CAST ≥ 0 fixes the casting mode. The kernel entry dispatches on
 // the runtime values once (NK_DISPATCH below), instead of every element paying for the branches.
-template <int DT, int CAST>
+// KEEP_Y: y keeps its own dtype code (a quantised forward's FP8 format, nk_fp8.cuh).
+template <int DT, int CAST, bool KEEP_Y = false>
 NK_DEVICE NkFwdParams specialise(const NkFwdParams& p0) {
     NkFwdParams p = p0;
-    if (DT >= 0) p.dt_x = p.dt_y = p.dt_r = p.dt_w = DT;
+    if (DT >= 0) {
+        p.dt_x = p.dt_r = p.dt_w = DT;
+        if (!KEEP_Y) p.dt_y = DT;
+    }
     if (CAST >= 0) p.casting = CAST;
     return p;
 }

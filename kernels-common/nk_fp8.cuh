@@ -214,16 +214,6 @@ NK_DEVICE void q_y(const NkFwdParams& p, const FwdConsts& cst, int cdt, const Ra
     for (int j = 0; j < CH; ++j) y[j] = fwd_out(cst, v[j], cst.has_w ? w[j] : 0.f, cst.has_b ? b[j] : 0.f);
 }
 
-// Every tensor but y in DT (≥ 0) and the casting mode CAST (≥ 0): the NARROW specialisation. y
-// keeps its FP8 code.
-template <int DT, int CAST>
-NK_DEVICE NkFwdParams specialise_q(const NkFwdParams& p0) {
-    NkFwdParams p = p0;
-    if (DT >= 0) p.dt_x = p.dt_r = p.dt_w = DT;
-    if (CAST >= 0) p.casting = CAST;
-    return p;
-}
-
 // Loads row ftl·TM + frl's chunks of x (and the residual) into px (pr), if that row exists.
 template <bool ALIGNED, bool NARROW, int KMAX, bool RES>
 NK_DEVICE void q_fetch(const NkFwdParams& p, int64_t ftl, int frl, int TM, int64_t ntiles, int G, int t, int K, int nch, Raw (&px)[KMAX],
@@ -249,7 +239,7 @@ NK_DEVICE void q_fetch(const NkFwdParams& p, int64_t ftl, int frl, int TM, int64
 // Dynamic shared memory: tm · tpitch bytes with NK_Q_TFUSED, else none.
 template <bool ALIGNED, bool NARROW, int DT, int CAST, int KMAX, bool RES, bool STRIDED>
 NK_DEVICE void fwd_q_row_body(const NkFwdParams& p0) {
-    const NkFwdParams p = specialise_q<DT, CAST>(p0);
+    const NkFwdParams p = specialise<DT, CAST, true>(p0);
     NK_SHARED float scratch[2][NK_ROW_MAX_THREADS / NK_WARP];
     NK_SHARED float red[NK_ROW_MAX_THREADS / NK_WARP];
     NK_DYN_SMEM(tile);
@@ -446,7 +436,7 @@ NK_DEVICE FwdConsts q_split_load(const NkFwdParams& p, int64_t row, int64_t base
 // Per row: the max |y| of each (row, chunk) tile into ws_q[tile].
 template <bool ALIGNED, bool NARROW, int DT, int CAST>
 NK_DEVICE void fwd_q_split_amax_body(const NkFwdParams& p0) {
-    const NkFwdParams p = specialise_q<DT, CAST>(p0);
+    const NkFwdParams p = specialise<DT, CAST, true>(p0);
     constexpr int T = NK_SPLIT_THREADS, KV = NK_SPLIT_ELEMS / CH;
     constexpr int64_t C = (int64_t)NK_SPLIT_THREADS * NK_SPLIT_ELEMS;
     NK_SHARED float stat[2];
@@ -480,7 +470,7 @@ NK_DEVICE void fwd_q_split_amax_body(const NkFwdParams& p0) {
 // writes 1/scale).
 template <bool ALIGNED, bool NARROW, int DT, int CAST>
 NK_DEVICE void fwd_q_split_apply_body(const NkFwdParams& p0) {
-    const NkFwdParams p = specialise_q<DT, CAST>(p0);
+    const NkFwdParams p = specialise<DT, CAST, true>(p0);
     constexpr int T = NK_SPLIT_THREADS, KV = NK_SPLIT_ELEMS / CH;
     constexpr int64_t C = (int64_t)NK_SPLIT_THREADS * NK_SPLIT_ELEMS;
     NK_SHARED float stat[2];
