@@ -1,9 +1,11 @@
 //! The previous build beside the working tree, for the two checks every kernel change is
 //! committed with:
 //!
-//! - `cargo xtask sass-diff REV [--arch sm_90a]`: the CUDA kernels' SASS of commit REV against the
-//!   working tree's, kernel by kernel, instructions compared without their addresses — what a
-//!   change that claims to be neutral must show (identical), and what a kernel change touched;
+//! - `cargo xtask sass-diff REV [--arch sm_90a] [--hip]`: the CUDA kernels' SASS of commit REV
+//!   against the working tree's, kernel by kernel, instructions compared without their addresses —
+//!   what a change that claims to be neutral must show (identical), and what a kernel change
+//!   touched; with `--hip` also the HIP kernels' ISA in the gfx90a, gfx942 and gfx950 code objects
+//!   (kernels-common is shared: a change there is neutral only if both are);
 //! - `cargo xtask gpu-bundle --baseline REV`: REV's kernels and planner with the working tree's
 //!   benchmark runner (`benches/`), as `bin/normkit-bench-base`, so that an A/B in one device
 //!   call times both builds with graphs of the same length and the same set policy.
@@ -90,6 +92,66 @@ pub fn parse_sass(text: &str) -> BTreeMap<String, Vec<String>> {
     out
 }
 
+/// Kernel name → its instructions, from `llvm-objdump -d --no-show-raw-insn` of an AMDGPU code
+/// object: each instruction without its address comment (branches are relative, so a kernel moved
+/// in the file compares equal).
+pub fn parse_amdgpu(text: &str) -> BTreeMap<String, Vec<String>> {
+    let mut out = BTreeMap::new();
+    let mut cur: Option<(String, Vec<String>)> = None;
+    for line in text.lines() {
+        // `000000000001ca00 <nk_fwd_row_a>:`
+        let header = line.strip_suffix(">:").and_then(|l| l.split_once(" <")).filter(|(a, _)| a.chars().all(|c| c.is_ascii_hexdigit()));
+        if let Some((_, name)) = header {
+            if let Some((k, v)) = cur.take() {
+                out.insert(k, v);
+            }
+            cur = Some((name.to_string(), Vec::new()));
+            continue;
+        }
+        let Some((_, body)) = cur.as_mut() else { continue };
+        if !line.starts_with('\t') {
+            continue;
+        }
+        let ins = line.split("//").next().unwrap_or("").split_whitespace().collect::<Vec<_>>().join(" ");
+        if !ins.is_empty() {
+            body.push(ins);
+        }
+    }
+    if let Some((k, v)) = cur {
+        out.insert(k, v);
+    }
+    out
+}
+
+/// Builds normkit-hip in `tree` (target folder `target`) and returns its code objects by target.
+fn hip_objects(tree: &Path, target: &Path) -> Result<Vec<(String, PathBuf)>, String> {
+    let mut c = util::cargo();
+    c.current_dir(tree).args(["build", "--release", "-p", "normkit-hip"]).env("CARGO_TARGET_DIR", target);
+    util::run(&mut c)?;
+    let build = target.join("release/build");
+    let out = fs::read_dir(&build)
+        .map_err(|e| format!("read {}: {e}", build.display()))?
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().starts_with("normkit-hip-"))
+        .map(|e| e.path().join("out"))
+        .filter(|p| p.join("normkit_gfx942.hsaco").is_file())
+        .max_by_key(|p| p.metadata().and_then(|m| m.modified()).ok())
+        .ok_or_else(|| format!("no HIP code objects under {}", build.display()))?;
+    Ok(["gfx90a", "gfx942", "gfx950"].iter().map(|g| (g.to_string(), out.join(format!("normkit_{g}.hsaco")))).collect())
+}
+
+fn isa_of(object: &Path) -> Result<BTreeMap<String, Vec<String>>, String> {
+    let objdump = util::which("llvm-objdump-22").ok_or("llvm-objdump-22 not found (run `cargo xtask toolchains`)")?;
+    let mut c = Command::new(objdump);
+    c.args(["-d", "--no-show-raw-insn"]).arg(object);
+    let text = util::output(&mut c).ok_or_else(|| format!("`{}` failed", util::show(&c)))?;
+    let k = parse_amdgpu(&text);
+    if k.is_empty() {
+        return Err(format!("no kernels in {}", object.display()));
+    }
+    Ok(k)
+}
+
 /// The comparison of two kernel sets, as text: counts, then each kernel that differs with its
 /// instruction counts, then the kernels on one side only.
 pub fn compare(old: &BTreeMap<String, Vec<String>>, new: &BTreeMap<String, Vec<String>>) -> (String, usize) {
@@ -131,13 +193,14 @@ fn sass_of(fatbin: &Path, arch: &str) -> Result<BTreeMap<String, Vec<String>>, S
 
 /// `cargo xtask sass-diff REV [--arch ARCH] [--out FILE]`.
 pub fn sass_diff(args: &[String]) -> Result<(), String> {
-    let usage = "usage: cargo xtask sass-diff REV [--arch sm_90a|sm_100a] [--out FILE]";
-    let (mut rev, mut arch, mut out) = (None, "sm_90a".to_string(), None);
+    let usage = "usage: cargo xtask sass-diff REV [--arch sm_90a|sm_100a] [--hip] [--out FILE]";
+    let (mut rev, mut arch, mut out, mut hip) = (None, "sm_90a".to_string(), None, false);
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--arch" => arch = it.next().ok_or(usage)?.clone(),
             "--out" => out = Some(PathBuf::from(it.next().ok_or(usage)?)),
+            "--hip" => hip = true,
             s if s.starts_with("--") || rev.is_some() => return Err(usage.into()),
             s => rev = Some(s.to_string()),
         }
@@ -152,12 +215,25 @@ pub fn sass_diff(args: &[String]) -> Result<(), String> {
     let old = sass_of(&fatbin(&tree, &tree.join("target"), &arch)?, &arch)?;
     util::phase(&format!("{arch} kernels of the working tree"));
     let new = sass_of(&fatbin(&root, &util::target_dir().join("xtask/head"), &arch)?, &arch)?;
-    let (text, changed) = compare(&old, &new);
-    let head =
-        format!("# {arch} SASS of {} (old) against the working tree (new), instruction by instruction without addresses\n", &hash[..12]);
-    print!("{head}{text}");
+    let (text, mut changed) = compare(&old, &new);
+    let mut report = format!(
+        "# {arch} SASS of {} (old) against the working tree (new), instruction by instruction without addresses\n{text}",
+        &hash[..12]
+    );
+    if hip {
+        util::phase(&format!("HIP code objects of {}", &hash[..12]));
+        let olds = hip_objects(&tree, &tree.join("target"))?;
+        util::phase("HIP code objects of the working tree");
+        let news = hip_objects(&root, &util::target_dir().join("xtask/head"))?;
+        for ((gfx, o), (_, n)) in olds.iter().zip(&news) {
+            let (text, c) = compare(&isa_of(o)?, &isa_of(n)?);
+            report.push_str(&format!("# {gfx} ISA, the same comparison (llvm-objdump-22 -d)\n{text}"));
+            changed += c;
+        }
+    }
+    print!("{report}");
     if let Some(p) = out {
-        fs::write(&p, format!("{head}{text}")).map_err(|e| format!("write {}: {e}", p.display()))?;
+        fs::write(&p, &report).map_err(|e| format!("write {}: {e}", p.display()))?;
     }
     println!("{}", if changed == 0 { "every kernel identical" } else { "some kernels differ (listed above)" });
     Ok(())
@@ -221,6 +297,34 @@ mod tests {
         /*0000*/                   MOV R2, 0x1 ;
         /*0010*/                   EXIT ;
 ";
+
+    const AMD: &str = "
+target/x/normkit_gfx942.hsaco:\tfile format elf64-amdgpu
+
+Disassembly of section .text:
+
+000000000001ca00 <nk_fwd_row_a>:
+\ts_load_dwordx4 s[56:59], s[2:3], 0xa0                      // 00000001CA00: C00A0E01 000000A0
+\ts_cbranch_scc1 12                                          // 00000001CA08: BF85000C
+\ts_endpgm                                                   // 00000001CA0C: BF810000
+
+000000000001cb00 <nk_bwd_row_a>:
+\tv_mov_b32_e32 v1, 0                                        // 00000001CB00: 7E020280
+";
+
+    #[test]
+    fn amdgpu_isa_is_compared_without_addresses() {
+        let a = parse_amdgpu(AMD);
+        assert_eq!(a["nk_fwd_row_a"], vec!["s_load_dwordx4 s[56:59], s[2:3], 0xa0", "s_cbranch_scc1 12", "s_endpgm"]);
+        assert_eq!(a.len(), 2);
+        let moved =
+            AMD.replace("00000001CA08", "00000002CA08").replace("000000000001cb00", "000000000002cb00").replace("x/normkit", "y/normkit");
+        assert_eq!(compare(&a, &parse_amdgpu(&moved)).1, 0);
+        let changed = AMD.replace("v_mov_b32_e32 v1, 0", "v_mov_b32_e32 v1, 1");
+        let (text, n) = compare(&a, &parse_amdgpu(&changed));
+        assert_eq!(n, 1);
+        assert!(text.contains("  differs: nk_bwd_row_a (1 -> 1 instructions)"), "{text}");
+    }
 
     #[test]
     fn sass_is_compared_without_addresses() {

@@ -7,7 +7,7 @@
 //! cargo xtask report merge A.json B.json ... [--peers peers.json] --out DIR
 //! cargo xtask kernels         inspect the GPU kernels of the last release build (no GPU needed)
 //! cargo xtask gpu-bundle [--out DIR] [--candle] [--baseline REV]   the bundle of files to run the GPU suite on a GPU host
-//! cargo xtask sass-diff REV [--arch sm_90a] [--out FILE]   REV's CUDA kernels' SASS against the working tree's
+//! cargo xtask sass-diff REV [--arch sm_90a] [--hip] [--out FILE]   REV's GPU kernels' SASS / ISA against the working tree's
 //! ```
 //! Standard library only: the tasks shell out to cargo, pip, apt and the built tools.
 
@@ -40,9 +40,10 @@ usage: cargo xtask <task>
                                --candle adds normkit-candle's CUDA tests, example and bench (bin/candle-*);
                                --baseline adds bin/normkit-bench-base: commit REV's kernels and planner with
                                this tree's benchmark runner, for an A/B in one device call
-  sass-diff REV [--arch sm_90a|sm_100a] [--out FILE]
+  sass-diff REV [--arch sm_90a|sm_100a] [--hip] [--out FILE]
                                the CUDA kernels' SASS of commit REV against the working tree's, kernel by
-                               kernel without addresses (identical / differs / only on one side)";
+                               kernel without addresses (identical / differs / only on one side); --hip
+                               adds the HIP kernels' ISA of the gfx90a, gfx942 and gfx950 code objects";
 
 /// Rust ignores SIGPIPE, so `println!` into a closed pipe (`cargo xtask bench --help | head`)
 /// panics; a command-line tool should end quietly instead, as with the default disposition.
