@@ -45,20 +45,26 @@ fn worktree(root: &Path, rev: &str) -> Result<(PathBuf, String), String> {
     Ok((dir, hash))
 }
 
-/// Builds normkit-cuda's fatbin for `arch` in `tree` (target folder `target`) and returns it.
-fn fatbin(tree: &Path, target: &Path, arch: &str) -> Result<PathBuf, String> {
+/// Builds crate `krate` in release mode in `tree` (target folder `target`, `env` set) and returns
+/// the newest of its build-script output folders that holds `file` (non-empty).
+fn build_out(tree: &Path, target: &Path, krate: &str, env: &[(&str, &str)], file: &str) -> Result<PathBuf, String> {
     let mut c = util::cargo();
-    c.current_dir(tree).args(["build", "--release", "-p", "normkit-cuda"]).env("CARGO_TARGET_DIR", target).env("NORMKIT_CUDA_ARCHS", arch);
+    c.current_dir(tree).args(["build", "--release", "-p", krate]).env("CARGO_TARGET_DIR", target).envs(env.iter().copied());
     util::run(&mut c)?;
     let build = target.join("release/build");
     fs::read_dir(&build)
         .map_err(|e| format!("read {}: {e}", build.display()))?
         .filter_map(Result::ok)
-        .filter(|e| e.file_name().to_string_lossy().starts_with("normkit-cuda-"))
-        .map(|e| e.path().join("out/normkit.fatbin"))
-        .filter(|p| p.metadata().is_ok_and(|m| m.len() > 0))
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&format!("{krate}-")))
+        .map(|e| e.path().join("out"))
+        .filter(|p| p.join(file).metadata().is_ok_and(|m| m.len() > 0))
         .max_by_key(|p| p.metadata().and_then(|m| m.modified()).ok())
-        .ok_or_else(|| format!("no normkit.fatbin under {}", build.display()))
+        .ok_or_else(|| format!("no {file} under {}", build.display()))
+}
+
+/// Builds normkit-cuda's fatbin for `arch` in `tree` (target folder `target`) and returns it.
+fn fatbin(tree: &Path, target: &Path, arch: &str) -> Result<PathBuf, String> {
+    Ok(build_out(tree, target, "normkit-cuda", &[("NORMKIT_CUDA_ARCHS", arch)], "normkit.fatbin")?.join("normkit.fatbin"))
 }
 
 /// Kernel name → its instructions, from `cuobjdump -sass` output: the opcode and operands of
@@ -125,18 +131,7 @@ pub fn parse_amdgpu(text: &str) -> BTreeMap<String, Vec<String>> {
 
 /// Builds normkit-hip in `tree` (target folder `target`) and returns its code objects by target.
 fn hip_objects(tree: &Path, target: &Path) -> Result<Vec<(String, PathBuf)>, String> {
-    let mut c = util::cargo();
-    c.current_dir(tree).args(["build", "--release", "-p", "normkit-hip"]).env("CARGO_TARGET_DIR", target);
-    util::run(&mut c)?;
-    let build = target.join("release/build");
-    let out = fs::read_dir(&build)
-        .map_err(|e| format!("read {}: {e}", build.display()))?
-        .filter_map(Result::ok)
-        .filter(|e| e.file_name().to_string_lossy().starts_with("normkit-hip-"))
-        .map(|e| e.path().join("out"))
-        .filter(|p| p.join("normkit_gfx942.hsaco").is_file())
-        .max_by_key(|p| p.metadata().and_then(|m| m.modified()).ok())
-        .ok_or_else(|| format!("no HIP code objects under {}", build.display()))?;
+    let out = build_out(tree, target, "normkit-hip", &[], "normkit_gfx942.hsaco")?;
     Ok(["gfx90a", "gfx942", "gfx950"].iter().map(|g| (g.to_string(), out.join(format!("normkit_{g}.hsaco")))).collect())
 }
 
