@@ -70,8 +70,10 @@ fn copy_stripped(from: &Path, to: &Path) -> Result<(), String> {
 
 const RUN_SH: &str = r#"#!/usr/bin/env bash
 # normkit GPU bundle: tests, soak, sanitizers, benchmark, peers. Results under $OUT (default ./out).
-# Usage: run.sh [tests] [soak] [sanitize] [bench] [peers] [candle] [fp8bench] [fp8peers]
-#        (default: tests soak sanitize bench peers candle; fp8bench and fp8peers run only when named)
+# Usage: run.sh [tests] [soak] [sanitize] [bench] [peers] [candle] [fp8bench] [fp8peers] [ab]
+#        (default: tests soak sanitize bench peers candle; fp8bench, fp8peers and ab run only when named)
+#   ab:    bundles made with --baseline REV: the default grid (BENCH_ARGS apply) with REV's build
+#          and this one in the order REV, this, this, REV, then `normkit-bench ab`  -> ab/summary.md
 #   tests: every test of bin/cuda-tests except the soak:: ones, in parallel        -> tests.log
 #   soak:  the soak:: tests alone, --test-threads=1 (they take most of the device's
 #          memory, one of them all of it for a moment): 100,000 calls with device
@@ -113,6 +115,18 @@ fi
 if has bench; then
   echo "== normkit-bench"
   "$HERE/bin/normkit-bench" run --backend cuda ${BENCH_ARGS:-} --out "$OUT/bench" 2>&1 | tail -n 60
+fi
+if has ab; then
+  if [ -x "$HERE/bin/normkit-bench-base" ]; then
+    echo "== A/B against $(cat "$HERE/bin/normkit-bench-base.txt" 2>/dev/null | cut -d' ' -f1) (base, new, new, base)"
+    mkdir -p "$OUT/ab"
+    for t in base1:normkit-bench-base new1:normkit-bench new2:normkit-bench base2:normkit-bench-base; do
+      "$HERE/bin/${t#*:}" run --backend cuda ${BENCH_ARGS:-} --out "$OUT/ab/${t%%:*}" > "$OUT/ab/${t%%:*}.log" 2>&1 || { status=1; tail -n 3 "$OUT/ab/${t%%:*}.log"; }
+    done
+    "$HERE/bin/normkit-bench" ab --old "$OUT/ab/base1,$OUT/ab/base2" --new "$OUT/ab/new1,$OUT/ab/new2" --out "$OUT/ab/summary.md" && tail -n 4 "$OUT/ab/summary.md" || status=1
+  else
+    echo "== ab: no bin/normkit-bench-base (make the bundle with --baseline REV)"; status=1
+  fi
 fi
 if has candle && [ -x "$HERE/bin/candle-tests" ]; then
   # candle's CUDA build links cuBLAS, cuRAND, NVRTC and the CUDA runtime: the GPU host has them in
@@ -324,6 +338,13 @@ mod tests {
     use super::RUN_SH;
 
     /// The default steps are unchanged; the FP8 steps run only when named and write under $OUT.
+    #[test]
+    fn run_sh_has_the_ab_step_on_request() {
+        assert!(RUN_SH.contains("if has ab; then"));
+        assert!(RUN_SH.contains(r#"for t in base1:normkit-bench-base new1:normkit-bench new2:normkit-bench base2:normkit-bench-base; do"#));
+        assert!(RUN_SH.contains(r#"ab --old "$OUT/ab/base1,$OUT/ab/base2" --new "$OUT/ab/new1,$OUT/ab/new2" --out "$OUT/ab/summary.md""#));
+    }
+
     #[test]
     fn run_sh_has_the_fp8_steps_on_request() {
         assert!(RUN_SH.contains(r#"STEPS="${*:-tests soak sanitize bench peers candle}""#));
