@@ -56,9 +56,16 @@ fn key(r: &ResultRow) -> Key {
     (r.op.clone(), r.m, r.n, r.dtype.clone(), r.y_dtype.clone())
 }
 
+/// `rms_fwd 8x4096 bf16`, with ` → e4m3` for an FP8 op.
 fn case_name(k: &Key) -> String {
     let y = k.4.as_ref().map_or_else(String::new, |y| format!(" → {y}"));
     format!("{} {}x{} {}{y}", k.0, k.1, k.2, k.3)
+}
+
+impl AbRow {
+    fn name(&self) -> String {
+        case_name(&(self.op.clone(), self.m, self.n, self.dtype.clone(), self.y_dtype.clone()))
+    }
 }
 
 /// The rows of one side: per case, the rows of every run that measured it, in order.
@@ -168,10 +175,6 @@ pub fn markdown(ab: &Ab, threshold_pct: f64) -> String {
             r.flags.join("; ")
         );
     }
-    let name = |r: &AbRow| {
-        let y = r.y_dtype.as_ref().map_or_else(String::new, |y| format!(" → {y}"));
-        format!("{} {}x{} {}{y}", r.op, r.m, r.n, r.dtype)
-    };
     let mut sorted: Vec<&AbRow> = ab.rows.iter().collect();
     sorted.sort_by(|a, b| a.ratio().total_cmp(&b.ratio()));
     if let (Some(best), Some(worst)) = (sorted.first(), sorted.last()) {
@@ -180,9 +183,9 @@ pub fn markdown(ab: &Ab, threshold_pct: f64) -> String {
             "\n{} cells; fastest change {:.3} ({}); slowest {:.3} ({})",
             sorted.len(),
             best.ratio(),
-            name(best),
+            best.name(),
             worst.ratio(),
-            name(worst)
+            worst.name()
         );
     }
     let slower: Vec<String> = sorted
@@ -191,7 +194,7 @@ pub fn markdown(ab: &Ab, threshold_pct: f64) -> String {
         .filter(|r| r.ratio() > 1.0 + threshold_pct / 100.0)
         .map(|r| {
             let note = if r.flags.is_empty() { String::new() } else { format!(" ({})", r.flags.join("; ")) };
-            format!("{} {:.3}{note}", name(r), r.ratio())
+            format!("{} {:.3}{note}", r.name(), r.ratio())
         })
         .collect();
     let _ = writeln!(s, "\nslower by more than {threshold_pct}%: {}", if slower.is_empty() { "none".into() } else { slower.join(", ") });

@@ -7,6 +7,7 @@
 //! use the format's range without saturating.
 
 use crate::grid::Case;
+use crate::ops::Fp8Outputs;
 use normkit_core::{
     Backward, Buffer, DType, Direction, Forward, Fp8, HostBuf, InOut, MatMut, MatRef, NormDesc, NormError, NormKernel, Result, Scale,
     VecMut, VecRef,
@@ -205,7 +206,8 @@ impl<Buf: Buffer> Outputs<Buf> {
         let (m, n, dt) = (case.m, case.n, case.dtype);
         let (op, bwd) = (case.op, case.op.direction() == Direction::Backward);
         let out = |dtype, len| backend.alloc(dtype, len);
-        let f = op.fp8();
+        let none = Fp8Outputs { per_row: false, amax: false, scale_inv: false, transposed: false };
+        let f = op.fp8().unwrap_or(none);
         Ok(Outputs {
             out: out(case.y_dtype(), m * n)?,
             res_out: opt(op.has_residual() && !bwd, || out(dt, m * n))?,
@@ -213,9 +215,9 @@ impl<Buf: Buffer> Outputs<Buf> {
             rstd: opt(!bwd, || out(DType::F32, m))?,
             dw: opt(bwd, || out(dt, n))?,
             db: opt(bwd && op.is_layer(), || out(dt, n))?,
-            amax: opt(f.is_some_and(|f| f.amax), || out(DType::F32, 1))?,
-            scale_inv: opt(f.is_some_and(|f| f.scale_inv), || out(DType::F32, if f.is_some_and(|f| f.per_row) { m } else { 1 }))?,
-            y_t: opt(f.is_some_and(|f| f.transposed), || out(case.fp8, n * m))?,
+            amax: opt(f.amax, || out(DType::F32, 1))?,
+            scale_inv: opt(f.scale_inv, || out(DType::F32, if f.per_row { m } else { 1 }))?,
+            y_t: opt(f.transposed, || out(case.fp8, n * m))?,
         })
     }
 }

@@ -244,12 +244,12 @@ fn measure<B: BenchBackend>(backend: &B, case: &Case, plan: &Plan, set_budget: u
         Some(s) => (s, 1),
         None => (rotated, rotated),
     };
-    let mut r = match time_case(backend, case, &desc, n_sets, out_sets, plan, copy_gbps) {
+    let mut r = match time_case(backend, case, &desc, (n_sets, out_sets), plan, copy_gbps) {
         Ok((times, calls)) => row(case, bytes, &times, (n_sets, out_sets), calls, copy_gbps),
         Err(e) => return Outcome::Failed(error_chain(&e)),
     };
     if resident.is_some() {
-        match time_case(backend, case, &desc, rotated, rotated, plan, copy_gbps) {
+        match time_case(backend, case, &desc, (rotated, rotated), plan, copy_gbps) {
             Ok((times, _)) => {
                 r.us_rotated = Some(median(&times) * 1e6);
                 r.n_sets_rotated = Some(rotated as u64);
@@ -325,13 +325,11 @@ pub fn calls_per_rep(plan: &Plan, n_sets: usize, bytes: u64, copy_gbps: f64, war
 
 /// Builds `n_sets` input sets and `out_sets` output sets, takes one timed pass over them, then
 /// times [`calls_per_rep`] calls `plan.reps` times.
-#[allow(clippy::too_many_arguments)]
 fn time_case<B: BenchBackend>(
     backend: &B,
     case: &Case,
     desc: &NormDesc,
-    n_sets: usize,
-    out_sets: usize,
+    (n_sets, out_sets): (usize, usize),
     plan: &Plan,
     copy_gbps: f64,
 ) -> normkit_core::Result<(Vec<f64>, usize)> {

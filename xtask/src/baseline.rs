@@ -46,80 +46,34 @@ fn worktree(root: &Path, rev: &str) -> Result<(PathBuf, String), String> {
 }
 
 /// Builds crate `krate` in release mode in `tree` (target folder `target`, `env` set) and returns
-/// the newest of its build-script output folders that holds `file` (non-empty).
-fn build_out(tree: &Path, target: &Path, krate: &str, env: &[(&str, &str)], file: &str) -> Result<PathBuf, String> {
+/// its build-script output folder with the kernels ([`crate::gpu_check::newest_out_dir`]).
+fn build_out(tree: &Path, target: &Path, krate: &str, env: &[(&str, &str)]) -> Result<PathBuf, String> {
     let mut c = util::cargo();
     c.current_dir(tree).args(["build", "--release", "-p", krate]).env("CARGO_TARGET_DIR", target).envs(env.iter().copied());
     util::run(&mut c)?;
-    let build = target.join("release/build");
-    fs::read_dir(&build)
-        .map_err(|e| format!("read {}: {e}", build.display()))?
-        .filter_map(Result::ok)
-        .filter(|e| e.file_name().to_string_lossy().starts_with(&format!("{krate}-")))
-        .map(|e| e.path().join("out"))
-        .filter(|p| p.join(file).metadata().is_ok_and(|m| m.len() > 0))
-        .max_by_key(|p| p.metadata().and_then(|m| m.modified()).ok())
-        .ok_or_else(|| format!("no {file} under {}", build.display()))
+    crate::gpu_check::newest_out_dir(target, "release", krate).ok_or_else(|| format!("no {krate} kernels under {}", target.display()))
 }
 
 /// Builds normkit-cuda's fatbin for `arch` in `tree` (target folder `target`) and returns it.
 fn fatbin(tree: &Path, target: &Path, arch: &str) -> Result<PathBuf, String> {
-    Ok(build_out(tree, target, "normkit-cuda", &[("NORMKIT_CUDA_ARCHS", arch)], "normkit.fatbin")?.join("normkit.fatbin"))
+    Ok(build_out(tree, target, "normkit-cuda", &[("NORMKIT_CUDA_ARCHS", arch)])?.join("normkit.fatbin"))
 }
 
-/// Kernel name → its instructions, from `cuobjdump -sass` output: the opcode and operands of
-/// each instruction, without the address and the encoding comments (so that a kernel moved in
-/// the file but not changed compares equal).
-pub fn parse_sass(text: &str) -> BTreeMap<String, Vec<String>> {
+/// Kernel name → its instructions, from a disassembly listing: `header` names the function a
+/// line opens, `instruction` gives a line's instruction (without address or encoding) or `None`.
+fn split_functions(
+    text: &str,
+    header: impl Fn(&str) -> Option<&str>,
+    instruction: impl Fn(&str) -> Option<String>,
+) -> BTreeMap<String, Vec<String>> {
     let mut out = BTreeMap::new();
     let mut cur: Option<(String, Vec<String>)> = None;
     for line in text.lines() {
-        let t = line.trim();
-        if let Some(name) = t.strip_prefix("Function : ") {
-            if let Some((k, v)) = cur.take() {
+        if let Some(name) = header(line) {
+            if let Some((k, v)) = cur.replace((name.to_string(), Vec::new())) {
                 out.insert(k, v);
             }
-            cur = Some((name.trim().to_string(), Vec::new()));
-            continue;
-        }
-        let Some((_, body)) = cur.as_mut() else { continue };
-        // `/*0070*/                   IMAD.MOV.U32 R1, RZ, RZ, c[0x0][0x28] ;   /* 0x... */`
-        let Some(rest) = t.strip_prefix("/*") else { continue };
-        let Some((addr, ins)) = rest.split_once("*/") else { continue };
-        if addr.len() < 4 || !addr.chars().all(|c| c.is_ascii_hexdigit()) {
-            continue;
-        }
-        let Some((ins, _)) = ins.split_once(';') else { continue };
-        body.push(ins.split_whitespace().collect::<Vec<_>>().join(" "));
-    }
-    if let Some((k, v)) = cur {
-        out.insert(k, v);
-    }
-    out
-}
-
-/// Kernel name → its instructions, from `llvm-objdump -d --no-show-raw-insn` of an AMDGPU code
-/// object: each instruction without its address comment (branches are relative, so a kernel moved
-/// in the file compares equal).
-pub fn parse_amdgpu(text: &str) -> BTreeMap<String, Vec<String>> {
-    let mut out = BTreeMap::new();
-    let mut cur: Option<(String, Vec<String>)> = None;
-    for line in text.lines() {
-        // `000000000001ca00 <nk_fwd_row_a>:`
-        let header = line.strip_suffix(">:").and_then(|l| l.split_once(" <")).filter(|(a, _)| a.chars().all(|c| c.is_ascii_hexdigit()));
-        if let Some((_, name)) = header {
-            if let Some((k, v)) = cur.take() {
-                out.insert(k, v);
-            }
-            cur = Some((name.to_string(), Vec::new()));
-            continue;
-        }
-        let Some((_, body)) = cur.as_mut() else { continue };
-        if !line.starts_with('\t') {
-            continue;
-        }
-        let ins = line.split("//").next().unwrap_or("").split_whitespace().collect::<Vec<_>>().join(" ");
-        if !ins.is_empty() {
+        } else if let (Some((_, body)), Some(ins)) = (cur.as_mut(), instruction(line)) {
             body.push(ins);
         }
     }
@@ -129,9 +83,45 @@ pub fn parse_amdgpu(text: &str) -> BTreeMap<String, Vec<String>> {
     out
 }
 
+/// Kernel name → its instructions, from `cuobjdump -sass` output: the opcode and operands of
+/// each instruction, without the address and the encoding comments (so that a kernel moved in
+/// the file but not changed compares equal).
+pub fn parse_sass(text: &str) -> BTreeMap<String, Vec<String>> {
+    split_functions(
+        text,
+        |line| line.trim().strip_prefix("Function : ").map(str::trim),
+        |line| {
+            // `/*0070*/                   IMAD.MOV.U32 R1, RZ, RZ, c[0x0][0x28] ;   /* 0x... */`
+            let (addr, ins) = line.trim().strip_prefix("/*")?.split_once("*/")?;
+            if addr.len() < 4 || !addr.chars().all(|c| c.is_ascii_hexdigit()) {
+                return None;
+            }
+            Some(ins.split_once(';')?.0.split_whitespace().collect::<Vec<_>>().join(" "))
+        },
+    )
+}
+
+/// Kernel name → its instructions, from `llvm-objdump -d --no-show-raw-insn` of an AMDGPU code
+/// object: each instruction without its address comment (branches are relative, so a kernel moved
+/// in the file compares equal).
+pub fn parse_amdgpu(text: &str) -> BTreeMap<String, Vec<String>> {
+    split_functions(
+        text,
+        // `000000000001ca00 <nk_fwd_row_a>:`
+        |line| {
+            let (addr, name) = line.strip_suffix(">:")?.split_once(" <")?;
+            addr.chars().all(|c| c.is_ascii_hexdigit()).then_some(name)
+        },
+        |line| {
+            let ins = line.strip_prefix('\t')?.split("//").next().unwrap_or("").split_whitespace().collect::<Vec<_>>().join(" ");
+            (!ins.is_empty()).then_some(ins)
+        },
+    )
+}
+
 /// Builds normkit-hip in `tree` (target folder `target`) and returns its code objects by target.
 fn hip_objects(tree: &Path, target: &Path) -> Result<Vec<(String, PathBuf)>, String> {
-    let out = build_out(tree, target, "normkit-hip", &[], "normkit_gfx942.hsaco")?;
+    let out = build_out(tree, target, "normkit-hip", &[])?;
     Ok(["gfx90a", "gfx942", "gfx950"].iter().map(|g| (g.to_string(), out.join(format!("normkit_{g}.hsaco")))).collect())
 }
 

@@ -10,7 +10,7 @@ use std::process::Command;
 /// The newest build-script output folder of `krate` that holds kernels: builds with
 /// `NORMKIT_KERNELS=skip` (test-all's candle type-check, clippy) write empty placeholders, which
 /// say nothing about the kernels and are passed over.
-fn newest_out_dir(target: &Path, profile: &str, krate: &str) -> Option<PathBuf> {
+pub(crate) fn newest_out_dir(target: &Path, profile: &str, krate: &str) -> Option<PathBuf> {
     let build = target.join(profile).join("build");
     std::fs::read_dir(build)
         .ok()?
