@@ -23,6 +23,9 @@ So GB/s here and normkit-bench's GB/s compare directly (normkit-bench merge --pe
 Timing (the policy of normkit-bench and peers/bench_peers.py):
   - inputs rotate over several sets, added until they total --rotate-factor L2 sizes (at most
     --max-sets), so rotated data has left the L2 between two uses of a set;
+  - outputs are allocated by each call: PyTorch's caching allocator hands it the block the
+    previous call freed, so they stay at one address (normkit-bench's main figure writes one
+    output set on every case that rotates, for that reason);
   - `per_graph` back-to-back calls (about --graph-ms of GPU time, at most --graph-max-calls) are
     captured in one CUDA graph on a side stream, after two warm-up calls per set (torch.compile
     compiles there), and the graph is replayed --graph-replays times: time per call = median replay

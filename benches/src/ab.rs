@@ -105,10 +105,19 @@ pub fn compare(old: &[ResultsFile], new: &[ResultsFile]) -> Ab {
             let show = |v: &[Option<u64>]| v.iter().map(|c| c.map_or("?".into(), |c| c.to_string())).collect::<Vec<_>>().join("/");
             flags.push(format!("calls per graph differ ({} vs {})", show(&co), show(&cn)));
         }
+        // The sets of `us`: (input sets, output sets). Runs before 2026-11-27 timed mid sizes on
+        // a set of outputs per input set (13/13 at 4096×1024 on an H100), later ones on one
+        // (13/1, the peer script's policy); runs before `out_sets` existed have none (13/?).
         let policy = |r: &ResultRow| (r.n_sets, r.out_sets);
         let p0 = policy(os[0].1);
         if os.iter().chain(ns).any(|(_, r)| policy(r) != p0) {
-            flags.push("set policy differs".into());
+            let show = |v: &[(&Run, &ResultRow)]| {
+                let n = |c: Option<u64>| c.map_or("?".into(), |c| c.to_string());
+                let mut p: Vec<String> = v.iter().map(|(_, r)| format!("{}/{}", n(r.n_sets), n(r.out_sets))).collect();
+                p.dedup();
+                p.join(", ")
+            };
+            flags.push(format!("set policy differs (input/output sets {} vs {})", show(os), show(ns)));
         }
         // Within the runs' own spread: the two sides' ranges of means overlap by more than the
         // difference (only with two or more runs a side).
@@ -280,7 +289,28 @@ mod tests {
         let mut r = row("rms_fwd", 128, 4096, 2.0, 256);
         r.out_sets = None;
         let ab = compare(&[file(vec![r])], &[file(vec![row("rms_fwd", 128, 4096, 2.0, 256)])]);
-        assert_eq!(ab.rows[0].flags, vec!["set policy differs".to_string()]);
+        assert_eq!(ab.rows[0].flags, vec!["set policy differs (input/output sets 16/? vs 16/1)".to_string()]);
         assert!(markdown(&ab, 1.0).contains("slower by more than 1%: none"));
+    }
+
+    /// A results file from before the peer policy covered mid sizes (4096×1024: 13 input sets,
+    /// 13 output sets, no `us_rotated`) against a later one (13 input sets, one output set, the
+    /// rotation in `us_rotated`): compared, and flagged, in either order.
+    #[test]
+    fn a_mid_size_case_of_an_older_runner_is_flagged() {
+        let mid = |out_sets: u64, us: f64, rotated: Option<f64>| {
+            let mut r = row("rms_fwd", 4096, 1024, us, 256);
+            (r.n_sets, r.out_sets, r.us_rotated, r.n_sets_rotated) = (Some(13), Some(out_sets), rotated, rotated.map(|_| 13));
+            r
+        };
+        let old = [file(vec![mid(13, 7.67, None)])];
+        let new = [file(vec![mid(1, 7.40, Some(7.66))])];
+        for (a, b, want) in [(&old, &new, "13/13 vs 13/1"), (&new, &old, "13/1 vs 13/13")] {
+            let ab = compare(a, b);
+            assert_eq!(ab.rows.len(), 1);
+            assert_eq!(ab.rows[0].flags, vec![format!("set policy differs (input/output sets {want})")]);
+            let md = markdown(&ab, 1.0);
+            assert!(md.contains(&format!("set policy differs (input/output sets {want})")), "{md}");
+        }
     }
 }

@@ -387,8 +387,7 @@ mod imp {
                 max_calls: 2,
                 rotate_factor: 1.0,
                 max_sets: 2,
-                resident_max_bytes: 0,
-                resident_max_sets: 2,
+                peer_max_sets: 2,
                 copy_bytes: 1 << 20,
                 max_consecutive_errors: 3,
             };

@@ -6,9 +6,10 @@
 //!   ops of a default run, and four FP8 forwards measured when asked for (`--fp8`).
 //! - [`grid`]: the default shapes (the `ANCHORS.md` set on GPUs, a scaled-down set on the CPU),
 //!   and the FP8 ops' own grid.
-//! - [`runner`]: generic over core's [`normkit_core::BenchBackend`]: rotated input sets that
-//!   exceed the last-level cache, the backend's own timing, median of repetitions, GB/s and % of
-//!   the copy ceiling measured in the same run.
+//! - [`runner`]: generic over core's [`normkit_core::BenchBackend`]: input sets rotated past the
+//!   last-level cache with one set of outputs as the peer script has them, and the general
+//!   rotation beside it ([`runner::set_policy`]); the backend's own timing, median of
+//!   repetitions, GB/s and % of the copy ceiling measured in the same run.
 //! - [`schema`]: `results.json` (schema version 3) and the layouts it accepts when merging.
 //! - [`peers`]: the JSON of `peers/bench_peers.py` and of `benches/peers/fp8_peers.py` (the FP8
 //!   ops' PyTorch peers, same byte model), as runs beside normkit's.

@@ -20,16 +20,17 @@ pub struct Plan {
     pub max_calls: usize,
     /// Input sets are added until they total this many last-level caches...
     pub rotate_factor: f64,
-    /// ...but at most this many sets.
+    /// ...but at most this many sets. This is the general rotation: a set of outputs per set of
+    /// inputs, so every call reads and writes memory the caches have left.
     pub max_sets: usize,
-    /// Decode-sized cases — x and y in 16 bits move less than this many bytes, the peer
-    /// script's `--graph-max-bytes` rule — rotate at most `resident_max_sets` sets, as the peer
-    /// script does: their data stays in the last-level cache, as in a decode step where the
-    /// previous kernel has just written the activations. Where the general rotation would use
-    /// a different number of sets, the case is timed that way too (`us_rotated`).
-    pub resident_max_bytes: u64,
-    /// See [`Plan::resident_max_bytes`].
-    pub resident_max_sets: usize,
+    /// Every case that needs more than one set (its bytes under `rotate_factor` caches) is
+    /// timed as the peer script (`bench_peers.py`, `fp8_peers.py`) times it: its inputs rotated
+    /// over the same count of sets but at most this many (the script's `--max-sets`), and ONE
+    /// set of outputs, which every call writes (PyTorch's caching allocator hands each captured
+    /// call the output block the previous call freed, so the peers' outputs stay at one address
+    /// and in the last-level cache). That is the case's main figure (`us`); the general rotation
+    /// is timed too (`us_rotated`). See [`set_policy`].
+    pub peer_max_sets: usize,
     /// The copy ceiling is measured on a buffer of this many bytes (each way)...
     pub copy_bytes: usize,
     /// Stop a backend after this many errors in a row (a lost device fails every later case).
@@ -52,8 +53,8 @@ impl Plan {
             // A smoke run rotates through one cache's worth only: faster to set up, less exact.
             rotate_factor: if quick { 1.0 } else { 4.0 },
             max_sets: if quick { 8 } else { 32 },
-            resident_max_bytes: 4_000_000,
-            resident_max_sets: if quick { 8 } else { 16 },
+            // bench_peers.py's and fp8_peers.py's --max-sets.
+            peer_max_sets: if quick { 8 } else { 16 },
             copy_bytes: match (kind, quick) {
                 (_, true) => 256 << 20,
                 (DeviceKind::Gpu, false) => 2 << 30,
@@ -151,17 +152,18 @@ pub fn run<B: BenchBackend>(
             formats.join(", ")
         ));
     }
-    if cases.iter().any(|c| is_resident(c, plan)) {
+    let mem_cap = if run.machine.memory_bytes > 0 { run.machine.memory_bytes / 4 } else { u64::MAX };
+    let set_budget = (plan.rotate_factor * run.machine.cache_bytes.max(1 << 20) as f64) as u64;
+    if cases.iter().any(|c| set_policy(c.bytes(), set_budget, mem_cap, plan).rotated.is_some()) {
         run.notes.push(format!(
-            "timing: shapes with m·n·4 < {} bytes rotate at most {} input sets and write one set of outputs (L2-resident, \
-             the peer script's policy: its allocator gives every call the output block the previous call freed); \
-             they are also timed with the general rotation (up to {} sets of inputs and outputs each, {}× the last-level cache: us_rotated)",
-            plan.resident_max_bytes, plan.resident_max_sets, plan.max_sets, plan.rotate_factor
+            "timing: every case under {}× the last-level cache ({} bytes) is timed as the peer script times it: its inputs \
+             rotated over at most {} sets, writing one set of outputs (the peer script's allocator gives every call the output \
+             block the previous call freed, so its outputs stay at one address and in the cache); it is also timed with the \
+             general rotation (up to {} sets of inputs and outputs each: us_rotated). Larger cases: one set of inputs and outputs",
+            plan.rotate_factor, set_budget, plan.peer_max_sets, plan.max_sets
         ));
     }
     progress.note(&format!("{}: {} — copy ceiling {:.1} GB/s", backend.name(), run.device, run.copy_gbps));
-    let mem_cap = if run.machine.memory_bytes > 0 { run.machine.memory_bytes / 4 } else { u64::MAX };
-    let set_budget = (plan.rotate_factor * run.machine.cache_bytes.max(1 << 20) as f64) as u64;
     let mut consecutive_errors = 0;
     for (i, case) in cases.iter().enumerate() {
         progress.start(i, case);
@@ -236,19 +238,13 @@ fn measure<B: BenchBackend>(backend: &B, case: &Case, plan: &Plan, set_budget: u
         Err(e) => return Outcome::Failed(error_chain(&e)),
     }
     let bytes = case.bytes();
-    let rotated = sets_needed(bytes, set_budget, mem_cap, plan.max_sets);
-    // Decode-sized: the peer script's policy (inputs rotated over at most resident_max_sets
-    // sets, one set of outputs), then the general rotation as well (`us_rotated`).
-    let resident = is_resident(case, plan).then(|| sets_needed(bytes, set_budget, mem_cap, plan.resident_max_sets));
-    let (n_sets, out_sets) = match resident {
-        Some(s) => (s, 1),
-        None => (rotated, rotated),
-    };
-    let mut r = match time_case(backend, case, &desc, (n_sets, out_sets), plan, copy_gbps) {
-        Ok((times, calls)) => row(case, bytes, &times, (n_sets, out_sets), calls, copy_gbps),
+    let sets = set_policy(bytes, set_budget, mem_cap, plan);
+    let main = (sets.inputs, sets.outputs);
+    let mut r = match time_case(backend, case, &desc, main, plan, copy_gbps) {
+        Ok((times, calls)) => row(case, bytes, &times, main, calls, copy_gbps),
         Err(e) => return Outcome::Failed(error_chain(&e)),
     };
-    if resident.is_some() {
+    if let Some(rotated) = sets.rotated {
         match time_case(backend, case, &desc, (rotated, rotated), plan, copy_gbps) {
             Ok((times, _)) => {
                 r.us_rotated = Some(median(&times) * 1e6);
@@ -260,9 +256,50 @@ fn measure<B: BenchBackend>(backend: &B, case: &Case, plan: &Plan, set_budget: u
     Outcome::Done(Box::new(r))
 }
 
-/// Whether `case` is decode-sized: timed L2-resident (see [`Plan::resident_max_bytes`]).
-pub fn is_resident(case: &Case, plan: &Plan) -> bool {
-    (case.m as u64) * (case.n as u64) * 4 < plan.resident_max_bytes
+/// The sets a case is timed on (see [`set_policy`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SetPolicy {
+    /// Input sets of the main figure (`ResultRow::n_sets`).
+    pub inputs: usize,
+    /// Output sets of the main figure (`ResultRow::out_sets`): always 1.
+    pub outputs: usize,
+    /// Sets of the general rotation (inputs and outputs, a set of each per call), where the case
+    /// is timed that way too (`ResultRow::n_sets_rotated`); `None` for a case that needs one set.
+    pub rotated: Option<usize>,
+}
+
+/// How a case moving `bytes` per call is timed, `set_budget` being `plan.rotate_factor` times the
+/// last-level cache.
+///
+/// The general rotation needs [`sets_needed`] sets (at most `plan.max_sets`). Where that is more
+/// than one — the case's bytes are under the budget — the main figure is the peer script's
+/// policy: inputs rotated over at most `plan.peer_max_sets` sets, one set of outputs; the
+/// general rotation is timed as well. Where one set is enough (the case alone is larger than the
+/// budget), both policies are one set of inputs and outputs, timed once.
+///
+/// This is `bench_peers.py`'s rule (`n_sets = min(--max-sets, ceil(rotate_factor · l2 /
+/// nbytes))` where `nbytes < rotate_factor · l2`, else 1; outputs at one address), so the same
+/// cases rotate on both sides, with the same counts, except where the inputs differ:
+/// - the bytes: [`Case::bytes`] is the peer script's `min_bytes` for every op it times (the
+///   tests of `ops.rs` check it) but `addrms_fwd`, where normkit also counts the `rstd` it
+///   writes (M·4 bytes). A case whose normkit bytes are at most M·4 over the budget rotates 2
+///   sets in the peer script and 1 here (no shape of the grids is that close: the nearest,
+///   `addrms_fwd` 65536×512 bf16, moves 268.7 MB against an H100's 209.7 MB). `fp8_peers.py`
+///   uses normkit's byte model, so its FP8 cases agree exactly;
+/// - the cache: normkit reads the backend's `DeviceInfo::cache_bytes` (CUDA's
+///   `CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE`, at least 1 MiB), the peer script torch's
+///   `L2_cache_size` (the same attribute), or 50 MiB where torch gives none;
+/// - the factors: the peer script's `--rotate-factor` (4.0) and `--max-sets` (16) must be
+///   `plan.rotate_factor` and `plan.peer_max_sets`; `--quick` uses 1.0 and 8;
+/// - memory: normkit keeps all sets within `mem_cap` (a quarter of the device's memory), the peer
+///   script has no such cap (on an 80 GB H100 it never binds: at most 32 sets of under 210 MB).
+pub fn set_policy(bytes: u64, set_budget: u64, mem_cap: u64, plan: &Plan) -> SetPolicy {
+    let rotated = sets_needed(bytes, set_budget, mem_cap, plan.max_sets);
+    if rotated > 1 {
+        SetPolicy { inputs: sets_needed(bytes, set_budget, mem_cap, plan.peer_max_sets), outputs: 1, rotated: Some(rotated) }
+    } else {
+        SetPolicy { inputs: 1, outputs: 1, rotated: None }
+    }
 }
 
 /// Input sets to rotate through so that they total `budget` bytes (the caches are left between
@@ -351,13 +388,40 @@ fn time_case<B: BenchBackend>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::grid::LATENCY_BYTES;
     use crate::ops::Op;
-    use normkit_core::{Backward, DType, DTypes, Direction, Forward, HostBuf, NormKernel};
+    use normkit_core::{Backward, DType, DTypes, Direction, Forward, HostBuf, InOut, NormKernel};
+    use std::cell::RefCell;
 
     /// A host backend that does nothing, fails every LayerNorm backward with a device error and
     /// supports neither the fused add nor an FP8 `y` (as the CUDA backend before its FP8 kernels).
-    #[derive(Debug)]
-    struct Mock;
+    /// It logs every upload (`None`: a new set of inputs) and, for every forward call, the
+    /// addresses of the `x` and `y` buffers it was given.
+    #[derive(Debug, Default)]
+    struct Mock {
+        /// The last-level cache it reports; 64 KiB where 0.
+        cache_bytes: u64,
+        log: RefCell<Vec<Option<(usize, usize)>>>,
+    }
+
+    impl Mock {
+        /// The forward calls of each timing, split where a timing uploads its input sets: per
+        /// timing, (distinct `x` buffers, distinct `y` buffers, calls).
+        fn timings(&self) -> Vec<(usize, usize, usize)> {
+            let log = self.log.borrow();
+            let mut out = Vec::new();
+            for calls in log.split(Option::is_none).filter(|c| !c.is_empty()) {
+                let distinct = |f: fn(&(usize, usize)) -> usize| {
+                    let mut v: Vec<usize> = calls.iter().flatten().map(f).collect();
+                    v.sort_unstable();
+                    v.dedup();
+                    v.len()
+                };
+                out.push((distinct(|c| c.0), distinct(|c| c.1), calls.len()));
+            }
+            out
+        }
+    }
 
     impl NormKernel for Mock {
         type Buffer = HostBuf;
@@ -377,6 +441,10 @@ mod tests {
             Ok(())
         }
         fn forward(&self, desc: &NormDesc, a: Forward<'_, HostBuf>) -> normkit_core::Result<()> {
+            if let InOut::Separate { input, output } = &a.x {
+                let addr = |b: &HostBuf| b as *const HostBuf as usize;
+                self.log.borrow_mut().push(Some((addr(input.buf), addr(output.buf))));
+            }
             normkit_core::validate_forward(desc, &a).map(|_| ())
         }
         fn backward(&self, desc: &NormDesc, a: Backward<'_, HostBuf>) -> normkit_core::Result<()> {
@@ -391,6 +459,7 @@ mod tests {
             Ok(HostBuf::zeros(dtype, len))
         }
         fn upload(&self, src: &HostBuf) -> normkit_core::Result<HostBuf> {
+            self.log.borrow_mut().push(None);
             Ok(src.clone())
         }
         fn download(&self, buf: &HostBuf) -> normkit_core::Result<HostBuf> {
@@ -406,7 +475,7 @@ mod tests {
             normkit_core::DeviceInfo {
                 backend: "cpu".into(),
                 name: "mock".into(),
-                cache_bytes: 1 << 16,
+                cache_bytes: if self.cache_bytes > 0 { self.cache_bytes } else { 1 << 16 },
                 memory_bytes: 1 << 30,
                 ..Default::default()
             }
@@ -434,8 +503,7 @@ mod tests {
             max_calls: 4,
             rotate_factor: 2.0,
             max_sets: 3,
-            resident_max_bytes: 4_000_000,
-            resident_max_sets: 2,
+            peer_max_sets: 2,
             copy_bytes: 1 << 20,
             max_consecutive_errors: 3,
         }
@@ -446,7 +514,7 @@ mod tests {
         let grid = [(16, 64, DType::BF16), (8, 32, DType::F32)];
         let cases = crate::grid::cases(&Op::DEFAULT, &grid);
         let mut seen = Vec::new();
-        let run = run(&Mock, &cases, &tiny_plan(), None, &mut Progress::quiet(), &mut |r| seen.push(r.results.len()));
+        let run = run(&Mock::default(), &cases, &tiny_plan(), None, &mut Progress::quiet(), &mut |r| seen.push(r.results.len()));
         assert_eq!(seen.len(), cases.len(), "saved after every case");
         // rms_fwd, rms_bwd, ln_fwd ran; addrms_* unsupported; ln_bwd failed
         assert_eq!(run.results.len(), 6);
@@ -463,8 +531,8 @@ mod tests {
         assert_eq!((r.op.as_str(), r.m, r.n, r.dtype.as_str()), ("rms_fwd", 16, 64, "bf16"));
         assert!((r.us - 100.0).abs() < 1e-9 && (r.gbps - Op::RmsFwd.bytes(16, 64, DType::BF16) as f64 / 1e-4 / 1e9).abs() < 1e-9);
         assert!((r.pct_copy.unwrap() - 10.0 * r.gbps).abs() < 1e-9);
-        // Decode-sized: timed on the resident policy's 2 input sets writing one output set, and
-        // again on the general 3 (inputs and outputs each).
+        // Under the budget (2 × 1 MiB, the least cache counted): timed on the peer policy's 2
+        // input sets writing one output set, and again on the general 3 (inputs and outputs each).
         assert_eq!((r.n_sets, r.out_sets, r.n_sets_rotated), (Some(2), Some(1), Some(3)));
         assert!(r.us_rotated.is_some_and(|u| (u - 100.0).abs() < 1e-9));
     }
@@ -484,20 +552,96 @@ mod tests {
         assert_eq!(calls_per_rep(&plan, 1, bytes, 0.0, 1e-3), 3);
     }
 
+    /// The H100's L2 (`CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE`, torch's `L2_cache_size`: 50 MiB).
+    const H100_L2: u64 = 52_428_800;
+
     #[test]
-    fn decode_sized_cases_are_those_of_the_peer_script() {
+    fn every_case_under_the_budget_takes_the_peer_policy() {
         let plan = Plan::new(DeviceKind::Gpu, Size::Default);
-        let case = |m, n| crate::grid::cases(&[Op::AddRmsFwd], &[(m, n, DType::F32)]).remove(0);
-        // m·n·2·2 < 4e6, whatever the op or dtype: 128×4096 is, 256×4096 is not.
-        assert!(is_resident(&case(1, 4096), &plan) && is_resident(&case(128, 4096), &plan));
-        assert!(!is_resident(&case(256, 4096), &plan) && !is_resident(&case(4096, 1024), &plan));
-        assert_eq!((plan.resident_max_sets, plan.max_sets), (16, 32));
+        assert_eq!((plan.rotate_factor, plan.peer_max_sets, plan.max_sets), (4.0, 16, 32));
+        let budget = (plan.rotate_factor * H100_L2 as f64) as u64;
+        let policy = |op: Op, m, n| set_policy(op.bytes(m, n, DType::BF16), budget, u64::MAX, &plan);
+        let peer = |inputs, rotated| SetPolicy { inputs, outputs: 1, rotated: Some(rotated) };
+        // Decode sizes: 16 input sets, one output set; 32 sets of each rotated.
+        assert_eq!(policy(Op::RmsFwd, 1, 4096), peer(16, 32));
+        assert_eq!(policy(Op::AddRmsFwd, 128, 4096), peer(16, 32));
+        // Mid sizes, under 4 × 50 MiB: the peer policy too (4096×1024 wrote 13 output sets before).
+        assert_eq!(policy(Op::RmsFwd, 4096, 1024), peer(13, 13));
+        assert_eq!(policy(Op::AddRmsFwd, 4096, 1024), peer(7, 7));
+        assert_eq!(policy(Op::RmsFwd, 2048, 8192), peer(4, 4));
+        assert_eq!(policy(Op::RmsBwd, 65536, 512), peer(2, 2));
+        // A case over the budget: one set of each, timed once.
+        let one = SetPolicy { inputs: 1, outputs: 1, rotated: None };
+        assert_eq!(policy(Op::AddRmsFwd, 65536, 512), one);
+        assert_eq!(policy(Op::RmsFwd, 32768, 4096), one);
+        // Within a memory cap that holds one set: one set, no rotation.
+        assert_eq!(set_policy(1000, 10_000, 1500, &plan), one);
+    }
+
+    /// `bench_peers.py`'s `min_bytes`, transcribed.
+    fn peer_min_bytes(op: Op, m: u64, n: u64, elt: u64) -> u64 {
+        let (xs, w) = (m * n * elt, n * elt);
+        match op {
+            Op::RmsFwd => 2 * xs + w + m * 4,
+            Op::RmsBwd => 3 * xs + 2 * w + m * 4,
+            Op::AddRmsFwd => 4 * xs + w,
+            Op::LnFwd => 2 * xs + 2 * w + 2 * m * 4,
+            Op::LnBwd => 3 * xs + 3 * w + 2 * m * 4,
+            _ => unreachable!("not an op of the peer script"),
+        }
+    }
+
+    /// On every case the peer script times (its ops, the full GPU grid and the peer grid's extra
+    /// shapes, on an H100), normkit rotates the same count of input sets and writes one output set.
+    #[test]
+    fn the_peer_script_and_normkit_rotate_the_same_cases() {
+        let plan = Plan::new(DeviceKind::Gpu, Size::Full);
+        let l2 = H100_L2;
+        let mut grid = crate::grid::default_grid(DeviceKind::Gpu, Size::Full);
+        // The peer script's grid adds these to normkit's.
+        grid.extend([(1, 4096, DType::BF16), (128, 4096, DType::BF16), (2048, 8192, DType::BF16)]);
+        let budget = (plan.rotate_factor * l2 as f64) as u64;
+        let mut rotated = 0;
+        for case in crate::grid::cases(&[Op::RmsFwd, Op::RmsBwd, Op::AddRmsFwd, Op::LnFwd, Op::LnBwd], &grid) {
+            // n_sets = min(max_sets, ceil(rotate_factor · l2 / nbytes)) if nbytes < rotate_factor · l2 else 1
+            let nbytes = peer_min_bytes(case.op, case.m as u64, case.n as u64, case.dtype.size_bytes() as u64);
+            let peer_sets =
+                if (nbytes as f64) < 4.0 * l2 as f64 { (16.0f64).min((4.0 * l2 as f64 / nbytes as f64).ceil()) as usize } else { 1 };
+            let p = set_policy(case.bytes(), budget, u64::MAX / 4, &plan);
+            assert_eq!((p.inputs, p.outputs), (peer_sets, 1), "{}", case.label());
+            assert_eq!(p.rotated.is_some(), peer_sets > 1, "{}", case.label());
+            rotated += usize::from(peer_sets > 1);
+        }
+        // 1, 8, 128 × 4096, 4096×1024 and 2048×8192 for the five ops; 65536×512 but addrms_fwd.
+        assert_eq!(rotated, 5 * 5 + 4);
+    }
+
+    /// A mid-size case (over the 4 MB of decode sizes, under 4 × the L2): one output set for its
+    /// main figure, written by every call of that timing, and the general rotation timed too.
+    #[test]
+    fn a_mid_size_case_writes_one_output_set_and_is_also_timed_rotated() {
+        let mock = Mock { cache_bytes: H100_L2, ..Mock::default() };
+        let plan = Plan { reps: 2, ..Plan::new(DeviceKind::Gpu, Size::Default) };
+        let cases = crate::grid::cases(&[Op::RmsFwd], &[(4096, 1024, DType::BF16)]);
+        assert!(cases[0].bytes() > LATENCY_BYTES, "mid-size, not decode-sized");
+        let run = run(&mock, &cases, &plan, None, &mut Progress::quiet(), &mut |_| {});
+        assert!(run.errors.is_empty(), "{:?}", run.errors);
+        let r = &run.results[0];
+        assert_eq!((r.n_sets, r.out_sets), (Some(13), Some(1)), "the peer policy: 13 input sets, ONE output set");
+        assert_eq!(r.n_sets_rotated, Some(13));
+        assert!(r.us_rotated.is_some(), "the general rotation is timed too");
+        // What the kernels were given: 13 x buffers and one y, then 13 of each.
+        let t = mock.timings();
+        assert_eq!(t.len(), 2, "{t:?}");
+        assert_eq!((t[0].0, t[0].1), (13, 1), "main timing: {t:?}");
+        assert_eq!((t[1].0, t[1].1), (13, 13), "rotated timing: {t:?}");
+        assert!(run.notes.iter().any(|n| n.contains("every case under 4× the last-level cache (209715200 bytes)")), "{:?}", run.notes);
     }
 
     #[test]
     fn unsupported_fp8_cases_are_skipped_with_the_reason() {
         let cases = crate::grid::cases(&Op::FP8, &[(16, 64, DType::BF16)]);
-        let run = run(&Mock, &cases, &tiny_plan(), None, &mut Progress::quiet(), &mut |_| {});
+        let run = run(&Mock::default(), &cases, &tiny_plan(), None, &mut Progress::quiet(), &mut |_| {});
         assert!(run.results.is_empty() && run.errors.is_empty());
         assert_eq!(run.skipped.iter().map(|s| s.op.as_str()).collect::<Vec<_>>(), Op::FP8.map(Op::name));
         assert!(run.skipped[0].reason.contains("an FP8 `y` (e4m3)"), "{}", run.skipped[0].reason);
@@ -531,14 +675,14 @@ mod tests {
             &[Op::LnBwd],
             &[(8, 32, DType::BF16), (8, 64, DType::BF16), (8, 96, DType::BF16), (8, 128, DType::BF16), (8, 160, DType::BF16)],
         );
-        let run = run(&Mock, &cases, &tiny_plan(), Some("mock run"), &mut Progress::quiet(), &mut |_| {});
+        let run = run(&Mock::default(), &cases, &tiny_plan(), Some("mock run"), &mut Progress::quiet(), &mut |_| {});
         assert_eq!(run.errors.len(), 3);
         assert!(run.notes.iter().any(|n| n.contains("stopped after 3 errors in a row; 2 cases not run")));
         assert_eq!(run.label, "mock run");
     }
 
-    /// The resident policy builds its input sets and one output set; the general one a set of
-    /// each per input set; every call of a rotation runs on the CPU backend.
+    /// The peer policy builds its input sets and one output set; the general one a set of each
+    /// per input set; every call of a rotation runs on the CPU backend.
     #[test]
     fn input_and_output_sets_rotate_separately() {
         let cpu = normkit_core::cpu::CpuBackend::new();
@@ -557,7 +701,13 @@ mod tests {
         let big = crate::grid::cases(&[Op::RmsFwd], &[(4096, 1024, DType::BF16)]);
         let run = run(&cpu, &big, &Plan { reps: 1, rep_target_s: 0.0, ..plan }, None, &mut Progress::quiet(), &mut |_| {});
         let r = &run.results[0];
-        assert_eq!((r.out_sets, r.n_sets_rotated), (r.n_sets, None), "beyond decode sizes each input set has its outputs");
+        // 16.8 MB: under 2 × this machine's last-level cache the peer policy and the rotation,
+        // over it one set of each.
+        let budget = (2.0 * run.machine.cache_bytes.max(1 << 20) as f64) as u64;
+        let mem_cap = if run.machine.memory_bytes > 0 { run.machine.memory_bytes / 4 } else { u64::MAX };
+        let want = set_policy(big[0].bytes(), budget, mem_cap, &plan);
+        assert_eq!((r.n_sets, r.out_sets, r.n_sets_rotated), (Some(want.inputs as u64), Some(1), want.rotated.map(|k| k as u64)));
+        assert_eq!(r.us_rotated.is_some(), want.rotated.is_some());
     }
 
     #[test]

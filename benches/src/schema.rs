@@ -105,17 +105,24 @@ pub struct ResultRow {
     /// the others, whose `y` has x's dtype (`dtype`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub y_dtype: Option<String>,
-    /// Decode-sized cases (see [`crate::runner::Plan::resident_max_bytes`]) are timed on at most
-    /// `Plan::resident_max_sets` input sets, L2-resident as in the peer script; where the
-    /// general rotation (up to `Plan::max_sets` sets) gives a different set count, that policy's
-    /// median µs and its set count are kept here too.
+    /// Every case that needs more than one set (its bytes under `Plan::rotate_factor` times the
+    /// last-level cache) is timed first as the peer script times it — `n_sets` input sets, at most
+    /// `Plan::peer_max_sets`, and one output set (`out_sets` = 1): that is `us` — then with the
+    /// general rotation, `n_sets_rotated` sets of inputs and outputs each (at most
+    /// `Plan::max_sets`): that policy's median µs is `us_rotated`. Both absent for a case that
+    /// needs one set (it is timed once, on one set of each), and in runs before this field.
+    /// Before the peer policy covered every rotated case (2026-11-27), only decode-sized cases
+    /// (m·n·4 < 4 MB) had it; mid-size ones had `out_sets` = `n_sets` and no `us_rotated`.
+    /// See [`crate::runner::set_policy`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub us_rotated: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub n_sets_rotated: Option<u64>,
-    /// Output sets of the `us` timing: 1 where every call writes the same outputs (decode-sized
-    /// cases, as the peer script's allocator does), `n_sets` where each input set has its own;
-    /// absent in runs before this field (each input set had its own outputs).
+    /// Output sets of the `us` timing: 1, every call writing the same outputs as the peer
+    /// script's allocator has them (every case the runner times now; a one-set case has one of
+    /// each anyway). Older runs: `n_sets` for the cases outside the peer policy of their time
+    /// (each input set had its own outputs; mid sizes before 2026-11-27), absent before this
+    /// field. `normkit-bench ab` flags comparisons whose `(n_sets, out_sets)` differ.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub out_sets: Option<u64>,
 }

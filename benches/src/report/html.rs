@@ -18,7 +18,7 @@ nav a{margin-right:12px;color:#2456a6;text-decoration:none;font-weight:600}
 table{border-collapse:collapse;font-size:13px;margin-top:8px}
 th,td{padding:3px 8px;border-bottom:1px solid #edf0f3;text-align:left;white-space:nowrap}
 th{background:#f1f3f6;font-weight:600}td.num{text-align:right;font-variant-numeric:tabular-nums}
-td.lat{color:#8a93a3}td.us-main{font-weight:700}tr:hover td{background:#fafbfd}
+td.lat{color:#8a93a3}td.us-main{font-weight:700}span.rot{font-weight:400;color:#5b6475}tr:hover td{background:#fafbfd}
 th.run{border-left:2px solid #dde1e7;text-align:center}td.first{border-left:2px solid #dde1e7}
 .charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(520px,1fr));gap:12px}
 .legend{display:flex;flex-wrap:wrap;gap:6px 18px;margin:6px 0 2px;font-size:13px}
@@ -84,16 +84,20 @@ pub fn render(file: &ResultsFile) -> String {
     let colors = colors(&runs);
     let ops = ops_present(&runs);
     let mut s = String::new();
-    let _ = write!(s, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>normkit benchmark report</title><style>{STYLE}</style></head><body><main>");
+    let _ = write!(
+        s,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>normkit benchmark report</title><style>{STYLE}</style></head><body><main>"
+    );
     let _ = write!(
         s,
         "<h1>normkit benchmark report</h1><p class=\"meta\">Generated {} by {} (schema {}). GB/s = 1e9 bytes/s of counted traffic: \
          every operand read once and every output written once (weights in x's dtype, statistics f32). \
          % = share of the copy ceiling measured in the same run on the same device. µs = median per call; \
-         calls moving under 4 MB are latency-bound (grey GB/s, bold µs) and left out of the charts.</p>",
+         calls moving under 4 MB are latency-bound (grey GB/s, bold µs) and left out of the charts. {}</p>",
         esc(&short_date(&file.date)),
         esc(&file.tool),
-        file.schema_version
+        file.schema_version,
+        esc(super::SET_POLICY)
     );
     s.push_str("<nav>");
     for op in &ops {
@@ -231,9 +235,13 @@ fn table(s: &mut String, op: Op, runs: &[&Run], idx: &[usize]) {
                 Some(x) => {
                     let lat = is_latency(x);
                     let p = pct(r, x);
+                    let rotated = super::rotated(r, x).map_or_else(String::new, |(u, k, rp)| {
+                        let rp = if lat { String::new() } else { rp.map_or_else(String::new, |rp| format!(", {}", fmt_pct(rp))) };
+                        format!("<span class=\"rot\"> ({} on {k} sets{rp})</span>", fmt_us(u))
+                    });
                     let _ = write!(
                         s,
-                        "<td class=\"num first{}\" data-v=\"{}\">{}</td><td class=\"num{}\" data-v=\"{}\">{}</td><td class=\"num{}\" data-v=\"{}\">{}</td>",
+                        "<td class=\"num first{}\" data-v=\"{}\">{}</td><td class=\"num{}\" data-v=\"{}\">{}</td><td class=\"num{}\" data-v=\"{}\">{}{rotated}</td>",
                         if lat { " lat" } else { "" },
                         x.gbps,
                         fmt_gbps(x.gbps),

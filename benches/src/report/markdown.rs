@@ -13,13 +13,11 @@ pub fn render(file: &ResultsFile) -> String {
         "Generated {} by {} (schema {}). GB/s = 1e9 bytes per second of counted traffic: every operand read \
          once and every output written once (weights in x's dtype, statistics f32). `%` = share of the copy \
          ceiling measured in the same run on the same device. µs = median time per call. Calls moving \
-         under 4 MB are latency-bound: read their µs. Decode-sized shapes (x and y in 16 bits under 4 MB, \
-         the peer script's rule) are timed as the peer script times them: inputs rotated over at most 16 \
-         sets and one set of outputs, resident in the last-level cache; their µs under the general \
-         rotation (inputs and outputs, up to 32 sets, 4 caches' worth) follows in brackets.\n",
+         under 4 MB are latency-bound: read their µs. {}\n",
         short_date(&file.date),
         file.tool,
-        file.schema_version
+        file.schema_version,
+        super::SET_POLICY
     );
     machines(&mut s, &runs);
     for op in ops_present(&runs) {
@@ -38,15 +36,15 @@ pub fn render(file: &ResultsFile) -> String {
             for r in &cols {
                 match find(r, op, &key) {
                     Some(x) if is_latency(x) => {
-                        let rotated = match (x.us_rotated, x.n_sets_rotated) {
-                            (Some(u), Some(k)) => format!(" ({} on {k} sets)", fmt_us(u)),
-                            _ => String::new(),
-                        };
+                        let rotated = super::rotated(r, x).map_or_else(String::new, |(u, k, _)| format!(" ({} on {k} sets)", fmt_us(u)));
                         let _ = write!(s, " ({}) | – | **{}**{rotated} |", fmt_gbps(x.gbps), fmt_us(x.us));
                     }
                     Some(x) => {
                         let p = pct(r, x).map_or_else(|| "–".into(), fmt_pct);
-                        let _ = write!(s, " {} | {p} | {} |", fmt_gbps(x.gbps), fmt_us(x.us));
+                        let rotated = super::rotated(r, x).map_or_else(String::new, |(u, k, p)| {
+                            format!(" ({} on {k} sets{})", fmt_us(u), p.map_or_else(String::new, |p| format!(", {}", fmt_pct(p))))
+                        });
+                        let _ = write!(s, " {} | {p} | {}{rotated} |", fmt_gbps(x.gbps), fmt_us(x.us));
                     }
                     None => s.push_str(" – | – | – |"),
                 }

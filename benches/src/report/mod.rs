@@ -103,6 +103,22 @@ pub(crate) fn pct(run: &Run, r: &ResultRow) -> Option<f64> {
     r.pct_copy.or((run.copy_gbps > 0.0).then(|| 100.0 * r.gbps / run.copy_gbps))
 }
 
+/// The set policy, as the reports' headers state it (see [`crate::runner::set_policy`]).
+pub(crate) const SET_POLICY: &str =
+    "Every case that moves less than 4 last-level caches' worth per call (decode and mid sizes) is timed as \
+the peer script times it: inputs rotated over at most 16 sets (4 caches' worth), writing one set of outputs that every call \
+reuses (PyTorch's allocator gives each call the block its predecessor freed), so the outputs stay in the cache; that is the \
+main figure. The general rotation (inputs and outputs, a set of each, up to 32 sets) follows it in brackets: µs, the set \
+count and, above 4 MB, its % of the copy ceiling — the main figure's % counts output writes the cache may absorb. Larger \
+cases are timed once, on one set. A --quick run: 1 cache's worth, at most 8 sets.";
+
+/// The general rotation's figure of a row timed under the peer policy (see
+/// [`crate::runner::set_policy`]): its µs, its set count and its % of the run's copy ceiling.
+pub(crate) fn rotated(run: &Run, r: &ResultRow) -> Option<(f64, u64, Option<f64>)> {
+    let (u, k) = (r.us_rotated?, r.n_sets_rotated?);
+    (u > 0.0).then(|| (u, k, pct(run, r).map(|p| p * r.us / u)))
+}
+
 /// GB/s with 3 significant digits at most: `2951`, `17.9`, `3.42`.
 pub fn fmt_gbps(v: f64) -> String {
     if v >= 100.0 {

@@ -290,3 +290,29 @@ fn html_renders_in_headless_chromium() {
     assert!(bytes.len() > 40_000, "screenshot of {} bytes looks blank", bytes.len());
     eprintln!("report screenshot: {}", png.display());
 }
+
+/// Every row timed under the peer policy shows the general rotation beside its main figure: µs
+/// and sets for a latency-bound shape, and its % of the copy ceiling above 4 MB (where the main
+/// figure's % counts output writes the L2 may absorb).
+#[test]
+fn the_rotated_figure_follows_the_main_one() {
+    let json = r#"{"device": "NVIDIA H100 80GB HBM3", "driver": "", "copy_gbps": 3000.0, "backend": "cuda", "results": [
+      {"op": "rms_fwd", "m": 4096, "n": 1024, "dtype": "bf16", "gbps": 2239.4, "us": 7.5, "bytes": 16795648,
+       "n_sets": 13, "out_sets": 1, "us_rotated": 8.4, "n_sets_rotated": 13},
+      {"op": "rms_fwd", "m": 1, "n": 4096, "dtype": "bf16", "gbps": 18.6, "us": 1.32, "bytes": 24580,
+       "n_sets": 16, "out_sets": 1, "us_rotated": 1.4, "n_sets_rotated": 32},
+      {"op": "rms_fwd", "m": 32768, "n": 4096, "dtype": "bf16", "gbps": 2961.3, "us": 181.4, "n_sets": 1, "out_sets": 1}]}"#;
+    let dir = tmp_dir("rotated");
+    let path = dir.join("cuda.json");
+    std::fs::write(&path, json).unwrap();
+    let file = ResultsFile::new(schema::load(&path).unwrap().runs, vec![]);
+    let md = report::render_markdown(&file);
+    // 2239.4 GB/s = 75% of 3000; rotated: 75% × 7.5 / 8.4 = 67%
+    assert!(md.contains("| 4096x1024 | bf16 | 2239 | 75% | 7.50 (8.40 on 13 sets, 67%) |"), "{md}");
+    assert!(md.contains("| 1x4096 | bf16 | (18.6) | – | **1.32** (1.40 on 32 sets) |"), "{md}");
+    assert!(md.contains("| 32768x4096 | bf16 | 2961 | 99% | 181 |"), "one set: nothing beside it\n{md}");
+    assert!(md.contains("Every case that moves less than 4 last-level caches' worth per call"), "{md}");
+    let html = report::render_html(&file);
+    assert!(html.contains("data-v=\"7.5\">7.50<span class=\"rot\"> (8.40 on 13 sets, 67%)</span></td>"), "{html}");
+    assert!(html.contains("data-v=\"1.32\">1.32<span class=\"rot\"> (1.40 on 32 sets)</span></td>"), "{html}");
+}
