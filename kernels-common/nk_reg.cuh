@@ -427,8 +427,6 @@ NK_DEVICE void bwd_reg_body(const NkBwdParams& p0) {
     constexpr int NS = RES ? 3 : 2, SW = NARROW ? 1 : 2;
     constexpr int KR = PF ? 1 : KMAX;  // chunks held in registers across the reduction
     constexpr bool SM = (SPEC & 256) != 0 && !PF;
-    // SMC: the twin launched in clusters (SPEC + 512, `nk_bwd_smc*`; CUDA only).
-    constexpr bool SMC = SM && (SPEC & 512) != 0;
     if constexpr (SM) {
         if (p0.flags & NK_F_TRIGGER) nk_grid_dep_launch();
     }
@@ -602,69 +600,6 @@ NK_DEVICE void bwd_reg_body(const NkBwdParams& p0) {
         buf ^= 1;
     }
     if (PF) nk_copy_async_wait_all();
-#if defined(NK_HAS_CLUSTERS)
-    if constexpr (SMC) {
-        // SMC (`nk_bwd_smc*`): the twin in clusters of C CTAs (2 ≤ C ≤ 16), one row each; the
-        // CTAs past M (the last cluster's padding) hold zero terms. Each CTA leaves its row's fp32
-        // dW (dB) terms in its shared memory ([dW: n][dB: n]); after one cluster barrier CTA r
-        // adds column slice r of the cluster's C rows, from 0 in rank (= row) order, through
-        // DSMEM, and writes dW (dB) in the weight's dtype when the grid is one cluster — the
-        // finalize's order and bits, without the finalize — else partial row `cluster id`, which
-        // the finalize adds in cluster order. A second barrier keeps the shared memory alive
-        // until every peer has read it. ALIGNED only: N is even, so a pair never straddles a slice.
-        float* part = reinterpret_cast<float*>(smem);
-        const bool want_w = f.w, want_b = LN && f.b;
-#pragma unroll
-        for (int k = 0; k < KMAX; ++k) {
-            const int c = k * G + t;
-            if (FULL || (k < K && c < nch)) {
-#pragma unroll
-                for (int j = 0; j < CH; ++j) {
-                    const int64_t e = (int64_t)c * CH + j;
-                    if (FULL || e < n) {
-                        part[e] = dwa[k][j];
-                        if (want_b) part[n + e] = dba[k][j];
-                    }
-                }
-            }
-        }
-        nk_cluster_sync();
-        // The padding CTAs never waited: every global write below follows the wait.
-        nk_grid_dep_wait();
-        const int C = nk_cluster_size(), r = nk_cluster_rank();
-        const bool one = nk_cluster_count() == 1;
-        const int64_t S = (n + 2 * C - 1) / (2 * C) * 2, lo = r * S, hi = lo + S < n ? lo + S : n;
-        float* pw = reinterpret_cast<float*>(p.ws_dw) + (int64_t)nk_cluster_id() * n;
-        float* pb = reinterpret_cast<float*>(p.ws_db) + (int64_t)nk_cluster_id() * n;
-        for (int64_t e = lo + 2 * tid; e < hi; e += 2 * bd) {
-            float sw[2] = {0.f, 0.f}, sb[2] = {0.f, 0.f};
-            for (int q = 0; q < C; ++q) {
-                if (want_w) {
-                    const float2 v = nk_cluster_load2(part + e, q);
-                    sw[0] += v.x;
-                    sw[1] += v.y;
-                }
-                if (want_b) {
-                    const float2 v = nk_cluster_load2(part + n + e, q);
-                    sb[0] += v.x;
-                    sb[1] += v.y;
-                }
-            }
-#pragma unroll
-            for (int j = 0; j < 2; ++j) {
-                if (one) {
-                    if (want_w) store_one(reinterpret_cast<void*>(p.dw), p0.dt_w, e + j, sw[j]);
-                    if (want_b) store_one(reinterpret_cast<void*>(p.db), p0.dt_w, e + j, sb[j]);
-                } else {
-                    if (want_w) pw[e + j] = sw[j];
-                    if (want_b) pb[e + j] = sb[j];
-                }
-            }
-        }
-        nk_cluster_sync();
-        return;
-    }
-#endif
     if constexpr (SM) {
         // SM (SPEC + 256, `nk_bwd_sm*`): one row per CTA. Without partial rows (M = 1: p.nparts
         // = 0) the CTA writes dW (and dB) itself, as 0 + term (the finalize's first addition), in

@@ -402,10 +402,6 @@ pub enum KernelKey {
         residual: bool,
         /// Chunks per thread.
         chunks: BwdChunks,
-        /// `nk_bwd_smc*` (SPEC plus 512): launched in clusters of up to 16 CTAs, which add their
-        /// rows' dW/dB terms through DSMEM — dW/dB themselves for one cluster, a partial row per
-        /// cluster for more (the finalize then adds a sixteenth to an eighth of the rows).
-        cluster: bool,
     },
 }
 
@@ -584,15 +580,14 @@ impl KernelKey {
                     },
             ),
             KernelKey::FwdRegDecode { dtype, ln, residual } => Spec::Int(base(dtype, ln, residual) + 256),
-            KernelKey::BwdSmall { dtype, ln, residual, chunks, cluster } => Spec::Int(
+            KernelKey::BwdSmall { dtype, ln, residual, chunks } => Spec::Int(
                 base(dtype, ln, residual)
                     + match chunks {
                         BwdChunks::K1 => 16,
                         BwdChunks::K2 => 0,
                         BwdChunks::K4 => 32,
                     }
-                    + 256
-                    + 512 * cluster as u32,
+                    + 256,
             ),
             KernelKey::BwdReg { dtype, ln, residual, chunks, prefetch } => Spec::Int(
                 base(dtype, ln, residual)
@@ -665,13 +660,13 @@ impl KernelKey {
                 format!("nk_bwd_reg{ks}{}_{}_{}{}", if prefetch { "pf" } else { "" }, dtype.tag(), rms_ln(ln), res(residual))
             }
             KernelKey::FwdRegDecode { dtype, ln, residual } => format!("nk_fwd_regd_{}_{}{}", dtype.tag(), rms_ln(ln), res(residual)),
-            KernelKey::BwdSmall { dtype, ln, residual, chunks, cluster } => {
+            KernelKey::BwdSmall { dtype, ln, residual, chunks } => {
                 let ks = match chunks {
                     BwdChunks::K1 => "1",
                     BwdChunks::K2 => "",
                     BwdChunks::K4 => "4",
                 };
-                format!("nk_bwd_sm{}{ks}_{}_{}{}", if cluster { "c" } else { "" }, dtype.tag(), rms_ln(ln), res(residual))
+                format!("nk_bwd_sm{ks}_{}_{}{}", dtype.tag(), rms_ln(ln), res(residual))
             }
             KernelKey::FwdRegQ { dtype, ln, residual, chunks, aligned } => {
                 let ks = match chunks {

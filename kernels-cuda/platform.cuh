@@ -63,26 +63,6 @@ NK_DEVICE unsigned nk_cluster_map(const float* local, int rank) {
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(a), "r"((unsigned)rank));
     return ra;
 }
-// This CTA's cluster index in the grid, and the grid's cluster count (1-D grids).
-NK_DEVICE int nk_cluster_id() {
-    unsigned r;
-    asm volatile("mov.u32 %0, %%clusterid.x;" : "=r"(r));
-    return (int)r;
-}
-NK_DEVICE int nk_cluster_count() {
-    unsigned r;
-    asm volatile("mov.u32 %0, %%nclusterid.x;" : "=r"(r));
-    return (int)r;
-}
-// Two floats at `local` (this CTA's shared memory, 8-byte aligned) as CTA `rank` holds them.
-NK_DEVICE float2 nk_cluster_load2(const float* local, int rank) {
-    const unsigned ra = nk_cluster_map(local, rank);
-    float2 v;
-    asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];" : "=f"(v.x), "=f"(v.y) : "r"(ra) : "memory");
-    return v;
-}
-// The kernel bodies of kernels-common may use the primitives above (HIP has no clusters).
-#define NK_HAS_CLUSTERS 1
 
 // Bulk copies with transaction-count barriers (sm_90+), for the staged cluster forward
 // (cluster.cuh, fwd_cstage): one thread arms an mbarrier with the bytes it expects and starts a

@@ -56,7 +56,6 @@ fn main() -> std::process::ExitCode {
     trials.extend(normkit_conformance::trials![
         kernel_tour_general_paths,
         twin_backward_matches_general,
-        twin_cluster_backward,
         cluster::cluster_matches_cpu,
         cluster::cluster_bitwise_invariance,
         cluster::staged_matches_cpu,
@@ -128,69 +127,6 @@ fn twin_backward_matches_general() {
             assert!(!ln || a.2.bits_eq(&b.2), "{ctx}: dB differs between the twin and the register path");
             assert!(a.1.to_f32_vec().iter().all(|v| v.is_finite()), "{ctx}: dW not written");
             assert!(!ln || a.2.to_f32_vec().iter().all(|v| v.is_finite()), "{ctx}: dB not written");
-        }
-    }
-}
-
-/// The backward's twin in clusters (`nk_bwd_smc*`): one cluster (2–16 rows: the cluster adds its
-/// rows' dW/dB terms through DSMEM and writes them, no workspace, no finalize) and several (17–128
-/// rows: a partial row per cluster, the last cluster's CTAs past M idle), with odd N, strided rows
-/// and every dtype, on the kernel tour against the CPU backend (outputs poisoned). Then, on the
-/// same inputs: one cluster bitwise the plain twin and its finalize (both add the rows in row
-/// order from 0) and without a byte of workspace (so the cluster kernel ran: the plain twin needs
-/// M partial rows); several clusters bitwise run to run.
-fn twin_cluster_backward() {
-    use cluster::{bwd, fwd, inputs};
-    use normkit_core::Layout;
-    let twin = |smc: usize| {
-        let k = backend();
-        // The row-batch path off: N ≤ 2048 keeps the twin up to 128 rows.
-        let mut t = normkit::cuda::Tuning { bwd_smc_max_c: smc, ..k.tuning().clone() };
-        t.rows.on = false;
-        k.with_tuning(t)
-    };
-    normkit_conformance::device::kernel_tour(
-        &twin(16),
-        &[
-            (2, 4096, 4096, DType::BF16),
-            (9, 1024, 1032, DType::F16),
-            (16, 2048, 2048, DType::F32),
-            (17, 4096, 4096, DType::BF16),
-            (33, 520, 520, DType::F16),
-            (100, 4096, 4104, DType::BF16),
-            (128, 2048, 2048, DType::BF16),
-        ],
-    );
-    let plain = twin(0);
-    for &(m, n, dt) in &[
-        (2usize, 4096usize, DType::BF16),
-        (5, 1024, DType::F32),
-        (8, 4096, DType::F16),
-        (16, 520, DType::BF16),
-        (40, 4096, DType::BF16),
-        (128, 4096, DType::F16),
-    ] {
-        for (ln, res) in [(false, false), (true, false), (false, true), (true, true)] {
-            let ctx = format!("m={m} n={n} {dt} ln={ln} res={res}");
-            let len = m * n;
-            let i = inputs(len, n, dt, 0x5c1u64 + (m * n) as u64);
-            let l = Layout::contiguous(m, n);
-            let f = fwd(&plain, ln, res, l, m, dt, len, &i);
-            let x = if res { f.1.clone() } else { i.x.clone() };
-            let k = twin(16);
-            let a = bwd(&k, ln, res, l, dt, len, n, &x, &f.3, &f.2, &i);
-            assert!(a.1.to_f32_vec().iter().all(|v| v.is_finite()), "{ctx}: dW not written");
-            assert!(!ln || a.2.to_f32_vec().iter().all(|v| v.is_finite()), "{ctx}: dB not written");
-            if m <= 16 {
-                assert_eq!(k.workspace_bytes(), 0, "{ctx}: one cluster takes no workspace");
-                let b = bwd(&plain, ln, res, l, dt, len, n, &x, &f.3, &f.2, &i);
-                assert!(a.0.bits_eq(&b.0), "{ctx}: dx differs between the twin in a cluster and the plain twin");
-                assert!(a.1.bits_eq(&b.1), "{ctx}: dW differs between the twin in a cluster and the plain twin");
-                assert!(!ln || a.2.bits_eq(&b.2), "{ctx}: dB differs between the twin in a cluster and the plain twin");
-            } else {
-                let b = bwd(&k, ln, res, l, dt, len, n, &x, &f.3, &f.2, &i);
-                assert!(a.0.bits_eq(&b.0) && a.1.bits_eq(&b.1) && a.2.bits_eq(&b.2), "{ctx}: not bitwise run to run");
-            }
         }
     }
 }

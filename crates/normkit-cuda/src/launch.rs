@@ -101,9 +101,8 @@ where
 fn step<P: DeviceRepr>(dev: &Device, s: &Step, p: &P) -> Result<()> {
     match s.mode {
         Mode::Plain => launch(dev, s.kernel, s.grid, s.block, s.smem, p),
-        Mode::Cluster(c) => launch_ex(dev, s.kernel, s.grid.0, s.block, s.smem, &mut [cluster_attr(c)], p),
-        Mode::Pdl => launch_ex(dev, s.kernel, s.grid.0, s.block, s.smem, &mut [pdl_attr()], p),
-        Mode::ClusterPdl(c) => launch_ex(dev, s.kernel, s.grid.0, s.block, s.smem, &mut [cluster_attr(c), pdl_attr()], p),
+        Mode::Cluster(c) => launch_ex(dev, s.kernel, s.grid.0, s.block, s.smem, cluster_attr(c), p),
+        Mode::Pdl => launch_ex(dev, s.kernel, s.grid.0, s.block, s.smem, pdl_attr(), p),
     }
 }
 
@@ -123,25 +122,17 @@ fn launch<P: DeviceRepr>(dev: &Device, k: Kernel, grid: (u32, u32), block: u32, 
     Ok(())
 }
 
-/// cuLaunchKernelEx of `grid` CTAs of `t` threads with launch attributes (a cluster shape, a
-/// programmatic dependency, or both).
-fn launch_ex<P: DeviceRepr>(
-    dev: &Device,
-    k: Kernel,
-    grid: u32,
-    t: u32,
-    smem: u32,
-    attrs: &mut [sys::CUlaunchAttribute],
-    p: &P,
-) -> Result<()> {
+/// cuLaunchKernelEx of `grid` CTAs of `t` threads with one launch attribute (a cluster shape,
+/// or a programmatic dependency).
+fn launch_ex<P: DeviceRepr>(dev: &Device, k: Kernel, grid: u32, t: u32, smem: u32, mut attr: sys::CUlaunchAttribute, p: &P) -> Result<()> {
     debug_assert!(t <= k.max_threads);
     dev.ctx.bind_to_thread().map_err(dev_err("bind context"))?;
-    let cfg = launch_config(grid, t, smem, dev.stream.cu_stream(), attrs);
+    let cfg = launch_config(grid, t, smem, dev.stream.cu_stream(), &mut attr);
     let mut args: [*mut c_void; 1] = [p as *const P as *mut c_void];
     // SAFETY: the kernel's single argument is `P`, the #[repr(C)] mirror of the C++ struct it
     // takes, passed by address as the driver API expects (copied at launch); every address
     // in it was validated by normkit-core against its buffer, and the workspace is sized for
-    // the launch (see `launch` for the lifetime argument). `cfg` points at `attrs`, which live
+    // the launch (see `launch` for the lifetime argument). `cfg` points at `attr`, which lives
     // across the call.
     unsafe { sys::cuLaunchKernelEx(&cfg, dev.funcs[k.index].cu_function(), args.as_mut_ptr(), std::ptr::null_mut()) }
         .result()
@@ -168,7 +159,7 @@ fn cluster_attr(c: u32) -> sys::CUlaunchAttribute {
     attr
 }
 
-fn launch_config(grid: u32, t: u32, smem: u32, stream: sys::CUstream, attrs: &mut [sys::CUlaunchAttribute]) -> sys::CUlaunchConfig {
+fn launch_config(grid: u32, t: u32, smem: u32, stream: sys::CUstream, attr: &mut sys::CUlaunchAttribute) -> sys::CUlaunchConfig {
     sys::CUlaunchConfig {
         gridDimX: grid,
         gridDimY: 1,
@@ -178,8 +169,8 @@ fn launch_config(grid: u32, t: u32, smem: u32, stream: sys::CUstream, attrs: &mu
         blockDimZ: 1,
         sharedMemBytes: smem,
         hStream: stream,
-        attrs: attrs.as_mut_ptr(),
-        numAttrs: attrs.len() as u32,
+        attrs: attr as *mut _,
+        numAttrs: 1,
     }
 }
 
@@ -222,7 +213,7 @@ impl Occupancy for Device {
         }
         self.ctx.bind_to_thread().map_err(dev_err("bind context"))?;
         let mut attr = cluster_attr(c);
-        let cfg = launch_config(c, t, smem, std::ptr::null_mut(), std::slice::from_mut(&mut attr));
+        let cfg = launch_config(c, t, smem, std::ptr::null_mut(), &mut attr);
         let mut count: i32 = 0;
         // SAFETY: `cfg` and the attribute it points to live across the call; `f` is a function
         // of this device's module, which outlives the call.

@@ -143,8 +143,6 @@ pub enum Mode {
     /// cuLaunchKernelEx as a programmatic dependent launch: the kernel executes
     /// `griddepcontrol.wait` before its first memory access.
     Pdl,
-    /// Both: clusters of this many CTAs, launched as a programmatic dependent.
-    ClusterPdl(u32),
 }
 
 /// One kernel launch of a plan.
@@ -782,7 +780,7 @@ pub fn backward(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &BwdCall) -
     let slot = if all16 { 16 } else { 32 };
     // 16-byte layouts, every tensor in x's dtype, dB only for LayerNorm.
     let uniform = c.aligned && dts.y == dt && (!c.weight || dts.weight == dt) && (c.ln || !c.db);
-    if let Some(l) = backward_small(t, d, occ, c, uniform)? {
+    if let Some(l) = backward_small(t, d, c, uniform)? {
         return Ok(l);
     }
     if let Some(l) = backward_rows(t, d, occ, c, uniform)? {
@@ -973,9 +971,7 @@ fn bwd_reg_table(t: &Tuning, dt: DType, n: usize) -> Option<(tuning::RowConfig, 
 /// group, a programmatic dependent that triggers its successor at entry. One row: the CTA writes
 /// dW/dB itself, no workspace, no finalize. More: each CTA's row is a partial dW/dB row and the
 /// finalize, a programmatic dependent too, adds them in row order (the register path's bits).
-/// Two rows or more with dW or dB to write: the twin in clusters ([`backward_small_cluster`])
-/// where it can be launched.
-fn backward_small(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &BwdCall, uniform: bool) -> Result<Option<Launch>> {
+fn backward_small(t: &Tuning, d: &DeviceFacts, c: &BwdCall, uniform: bool) -> Result<Option<Launch>> {
     let m = c.m;
     if !uniform || m == 0 || m > t.bwd_small_max_m || d.cc_major < 9 {
         return Ok(None);
@@ -989,10 +985,7 @@ fn backward_small(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &BwdCall,
     // No one-chunk twins (f32 rows past N = 4096 spill at their 1024-thread bound; 16-bit rows of
     // at most 8 elements): those take the general path.
     let Some((rc, chunks)) = bwd_reg_table(t, c.dtypes.x, c.n).filter(|&(_, k)| k != BwdChunks::K1) else { return Ok(None) };
-    if let Some(l) = backward_small_cluster(t, d, occ, c, dtype, rc, chunks)? {
-        return Ok(Some(l));
-    }
-    let key = KernelKey::BwdSmall { dtype, ln: c.ln, residual: c.d_residual, chunks, cluster: false };
+    let key = KernelKey::BwdSmall { dtype, ln: c.ln, residual: c.d_residual, chunks };
     let Some(k) = kernels::lookup(key) else { return Ok(None) };
     if rc.group > k.max_threads {
         return Ok(None);
@@ -1006,55 +999,6 @@ fn backward_small(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &BwdCall,
     l.push(step);
     if parts > 0 {
         finalize(t, d, &mut l, c.n, c.nacc());
-    }
-    Ok(Some(l))
-}
-
-/// The backward's twin in clusters (`nk_bwd_smc*`, 2 ≤ M, dW or dB wanted): ⌈M / max_c⌉ clusters
-/// of C = ⌈M / clusters⌉ CTAs (the last cluster's CTAs past M idle), a row per CTA, each leaving
-/// its row's fp32 terms in shared memory (N floats per accumulator) for the cluster to add through
-/// DSMEM. One cluster (M ≤ [`Tuning::bwd_smc_max_c`]): dW/dB written by the kernel in row order
-/// from 0 — the finalize's order and bits — with no workspace and no finalize. More: a partial
-/// row per cluster, added by the finalize in cluster order. A programmatic dependent in clusters
-/// where PDL is on. `None` where the kernel is missing, the shared memory does not fit or the
-/// device cannot co-schedule a cluster of C.
-fn backward_small_cluster(
-    t: &Tuning,
-    d: &DeviceFacts,
-    occ: &dyn Occupancy,
-    c: &BwdCall,
-    dtype: Dt,
-    rc: tuning::RowConfig,
-    chunks: BwdChunks,
-) -> Result<Option<Launch>> {
-    let m = c.m;
-    let nacc = c.nacc();
-    if m < 2 || nacc == 0 || t.bwd_smc_max_c < 2 {
-        return Ok(None);
-    }
-    let key = KernelKey::BwdSmall { dtype, ln: c.ln, residual: c.d_residual, chunks, cluster: true };
-    let Some(k) = kernels::lookup(key) else { return Ok(None) };
-    if rc.group > k.max_threads {
-        return Ok(None);
-    }
-    let max_c = t.bwd_smc_max_c.min(16);
-    let clusters = m.div_ceil(max_c);
-    let cc = m.div_ceil(clusters);
-    let smem = c.n * 4 * if c.ln && c.db { 2 } else { 1 };
-    if smem > d.dyn_smem_max.get(k.index).copied().unwrap_or(0) || occ.max_active_clusters(k, cc as u32, rc.group, smem as u32)? == 0 {
-        return Ok(None);
-    }
-    let parts = if clusters > 1 { clusters } else { 0 };
-    let part_bytes = parts * c.n * 4;
-    let ws = if parts > 0 { parts_workspace(c, part_bytes, align256(part_bytes) * nacc) } else { Workspace::default() };
-    let mut fields = Fields { group: rc.group as i32, rpc: 1, nparts: parts as i64, ..Fields::default() };
-    fields.trigger = t.pdl;
-    let grid = to_u32((clusters * cc) as u64, "grid")?;
-    let mode = if t.pdl { Mode::ClusterPdl(cc as u32) } else { Mode::Cluster(cc as u32) };
-    let mut l = Launch::new(Family::BwdSmall, ws, fields);
-    l.push(Step { kernel: k, grid: (grid, 1), block: rc.group, smem: smem as u32, mode, group: None });
-    if parts > 0 {
-        finalize(t, d, &mut l, c.n, nacc);
     }
     Ok(Some(l))
 }
@@ -1707,56 +1651,7 @@ mod tests {
         );
         let no_pdl = Tuning { pdl: false, ..Tuning::for_sm90() };
         check("B0 one row, no PDL", one(&no_pdl), BwdSmall, &[("nk_bwd_sm4_bf16_rms", (1, 1), 128, 0, P, None)], none, f(128, 1, 0, 0, 0));
-        // 2–16 rows: the twin in one cluster of M CTAs, which adds its rows' terms through
-        // DSMEM and writes dW/dB itself (N floats of shared memory per accumulator); no
-        // workspace, no finalize.
-        let cpdl = Mode::ClusterPdl;
-        check(
-            "B0 small, one cluster",
-            plan_bwd(&t, bwd(BF16, 4096, 8)),
-            BwdSmall,
-            &[("nk_bwd_smc4_bf16_rms", (8, 1), 128, 16384, cpdl(8), None)],
-            none,
-            Fields { trigger: true, ..f(128, 1, 0, 0, 0) },
-        );
-        check(
-            "B0 small ln + d_residual_out, one cluster of 16",
-            plan_bwd(&t, BwdCall { d_residual: true, ..ln_bwd(bwd(F16, 2048, 16)) }),
-            BwdSmall,
-            &[("nk_bwd_smc_f16_ln_res", (16, 1), 128, 16384, cpdl(16), None)],
-            none,
-            Fields { trigger: true, ..f(128, 1, 0, 0, 0) },
-        );
-        check(
-            "B0 small f32, one cluster, no PDL",
-            plan_bwd(&Tuning { pdl: false, ..Tuning::for_sm90() }, bwd(F32, 4096, 2)),
-            BwdSmall,
-            &[("nk_bwd_smc_f32_rms", (2, 1), 256, 16384, cl(2), None)],
-            none,
-            f(256, 1, 0, 0, 0),
-        );
-        // 17–128 rows: ⌈M / 16⌉ clusters of ⌈M / clusters⌉ CTAs (the last one's CTAs past M
-        // idle), a partial row per cluster, the finalize adding them.
-        check(
-            "B0 small, 8 clusters of 16",
-            plan_bwd(&t, bwd(BF16, 4096, 128)),
-            BwdSmall,
-            &[("nk_bwd_smc4_bf16_rms", (128, 1), 128, 16384, cpdl(16), None), ("nk_bwd_finalize_cols", (16, 1), 256, 0, D, None)],
-            ws(131072, None, 0, 131072),
-            Fields { trigger: true, ..f(128, 1, 0, 8, 0) },
-        );
-        check(
-            "B0 small ln, 7 clusters of 15 for 100 rows",
-            plan_bwd(&t, ln_bwd(bwd(BF16, 4096, 100))),
-            BwdSmall,
-            &[("nk_bwd_smc4_bf16_ln", (105, 1), 128, 32768, cpdl(15), None), ("nk_bwd_finalize_cols", (16, 1), 256, 0, D, None)],
-            ws(229376, None, 0, 114688),
-            Fields { trigger: true, ..f(128, 1, 0, 7, 0) },
-        );
-        // NORMKIT_CUDA_BWD_SMC=0 (or no cluster of that size on the device): up to 128 rows, a
-        // CTA per row leaving a partial dW/dB row, the finalize adding them.
-        let t = Tuning { bwd_smc_max_c: 0, ..Tuning::for_sm90() };
-        let no_pdl = Tuning { pdl: false, ..t.clone() };
+        // Up to 128 rows: a CTA per row leaving a partial dW/dB row, the finalize adding them.
         check(
             "B0 small",
             plan_bwd(&t, bwd(BF16, 4096, 8)),
@@ -2070,7 +1965,7 @@ mod tests {
             assert!(s.grid.0 >= 1 && s.grid.1 >= 1 && u64::from(s.grid.0) <= MAX_GRID * 16, "{}: {} grid {:?}", what(), k.name, s.grid);
             let limit = if matches!(s.mode, Mode::Cluster(_)) { d.row_smem_limit } else { d.dyn_smem_max[k.index] };
             assert!(s.smem as usize <= limit, "{}: {} smem {}", what(), k.name, s.smem);
-            if let Mode::Cluster(c) | Mode::ClusterPdl(c) = s.mode {
+            if let Mode::Cluster(c) = s.mode {
                 assert!(s.grid.0.is_multiple_of(c), "{}: {} grid {:?} not whole clusters of {c}", what(), k.name, s.grid);
             }
         }
@@ -2144,36 +2039,18 @@ mod tests {
                                                                 )
                                                             });
                                                             // The backward's twin: one row finishes dW/dB itself, without
-                                                            // workspace; more rows leave M partial rows to the finalize —
-                                                            // or, in clusters, one cluster finishes them itself and more
-                                                            // leave a partial row per cluster.
+                                                            // workspace; more rows leave M partial rows to the finalize.
                                                             if l.family == Family::BwdSmall {
-                                                                let main = l.steps().next().unwrap();
-                                                                let clusters = match main.mode {
-                                                                    Mode::Cluster(c) | Mode::ClusterPdl(c) => {
-                                                                        assert!(m > 1 && (dw || db) && (2..=16).contains(&c), "{}", what());
-                                                                        assert!(
-                                                                            main.grid.0 as usize >= m && (main.grid.0 - c) < m as u32,
-                                                                            "{}",
-                                                                            what()
-                                                                        );
-                                                                        Some((main.grid.0 / c) as usize)
-                                                                    }
-                                                                    _ => None,
-                                                                };
-                                                                let parts = match clusters {
-                                                                    Some(k) => k > 1,
-                                                                    None => m > 1 && (dw || db),
-                                                                };
+                                                                let parts = m > 1 && (dw || db);
                                                                 assert_eq!(finalize, parts, "{}", what());
-                                                                let nparts = if parts { clusters.unwrap_or(m) as i64 } else { 0 };
-                                                                assert_eq!(l.fields.nparts, nparts, "{}", what());
+                                                                assert_eq!(l.fields.nparts, if parts { m as i64 } else { 0 }, "{}", what());
                                                                 assert_eq!(l.workspace.bytes == 0, !parts, "{}", what());
-                                                                let ok = |s: &Step| match s.mode {
-                                                                    Mode::ClusterPdl(_) | Mode::Pdl => t.pdl,
-                                                                    Mode::Cluster(_) | Mode::Plain => !t.pdl,
-                                                                };
-                                                                assert!(m <= t.bwd_small_max_m && l.steps().all(ok), "{}", what());
+                                                                let mode = if t.pdl { Mode::Pdl } else { Mode::Plain };
+                                                                assert!(
+                                                                    m <= t.bwd_small_max_m && l.steps().all(|s| s.mode == mode),
+                                                                    "{}",
+                                                                    what()
+                                                                );
                                                             } else {
                                                                 assert_eq!(finalize, dw || db, "{}", what());
                                                             }

@@ -110,8 +110,7 @@ impl Device {
                 .map_err(dev_err("kernel attribute"))?;
         }
         // The register kernels (prefetch buffers, the backward's group reduction, the FP8 transposed
-        // tile), the staged cluster forward (a CTA's slice of the row) and the backward's twin in
-        // clusters (its row's dW/dB terms): each its own opt-in
+        // tile) and the staged cluster forward (a CTA's slice of the row): each its own opt-in
         // limit less its static shared memory.
         let mut dyn_smem_max = vec![48 * 1024; kernels::ALL.len()];
         for k in kernels::ALL.iter() {
@@ -122,7 +121,6 @@ impl Device {
                 || k.name.starts_with("nk_bwd_rows")
                 || k.name.starts_with("nk_fwd_q_row")
                 || k.name.starts_with("nk_fwd_cs_")
-                || k.name.starts_with("nk_bwd_smc")
             {
                 let f = &funcs[k.index];
                 let st =

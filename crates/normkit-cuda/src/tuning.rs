@@ -31,7 +31,6 @@
 //! | `NORMKIT_CUDA_PDL` | [`Tuning::pdl`] | `0`: no programmatic dependent launches |
 //! | `NORMKIT_CUDA_FWD_DECODE` | [`Tuning::fwd_decode_max_ctas`] | the largest register-forward grid that runs the twin, instead of [`TwinTuning`]'s rules (`0`: none) |
 //! | `NORMKIT_CUDA_BWD_SMALL` | [`Tuning::bwd_small_max_m`] | the most rows of the backward's twin (`nk_bwd_sm*`; default 128; `0`: never) |
-//! | `NORMKIT_CUDA_BWD_SMC` | [`Tuning::bwd_smc_max_c`] | the largest cluster of the backward's twin in clusters (`nk_bwd_smc*`; default 16; `0` / `1`: never) |
 //! | `NORMKIT_CUDA_FP8_T` | [`Fp8Tuning::transpose`] | `separate` (default), `fused` or `strided`: how the FP8 `yT` is written |
 //! | `NORMKIT_CUDA_FP8_TM` | [`Fp8Tuning::max_tm`] | the largest fused-transpose tile, rows (4..=64, a power of two) |
 //! | `NORMKIT_CUDA_FP8_CTA` | [`Fp8Tuning::cta_threads`] | threads per CTA of the FP8 row kernel (32..=512) |
@@ -51,7 +50,7 @@
 //! | `NORMKIT_CUDA_CSTAGE_GRID` | [`ClusterTuning::staged_grid_rows`] | `rows`: the staged forward on one cluster per row (else the resident clusters walk the rows) |
 
 /// The environment variables [`Tuning::with_env`] reads, in the order of the table above.
-pub const ENV_OVERRIDES: [&str; 31] = [
+pub const ENV_OVERRIDES: [&str; 30] = [
     "NORMKIT_CUDA_FWD_TABLE",
     "NORMKIT_CUDA_BWD_TABLE",
     "NORMKIT_CUDA_BWD4_TABLE",
@@ -65,7 +64,6 @@ pub const ENV_OVERRIDES: [&str; 31] = [
     "NORMKIT_CUDA_PDL",
     "NORMKIT_CUDA_FWD_DECODE",
     "NORMKIT_CUDA_BWD_SMALL",
-    "NORMKIT_CUDA_BWD_SMC",
     "NORMKIT_CUDA_FP8_T",
     "NORMKIT_CUDA_FP8_TM",
     "NORMKIT_CUDA_FP8_CTA",
@@ -408,11 +406,6 @@ pub struct Tuning {
     /// 128×2048 rms_bwd row-batch 4.77 µs against the twin's 5.27 (ln 5.75 / 6.35), while at
     /// 64×2048 the twin led (4.71 → 3.81) (H100, NOTES v11).
     pub bwd_small_rows_max_m: usize,
-    /// The backward's twin in clusters (`nk_bwd_smc*`) of at most this many CTAs (2..=16), which
-    /// add their rows' dW/dB terms through DSMEM: 2 to this many rows need no finalize, more
-    /// leave a partial row per cluster (⌈M / this⌉ clusters) instead of one per row. Env
-    /// `NORMKIT_CUDA_BWD_SMC` (`0` or `1`: the plain twin, a partial row per row).
-    pub bwd_smc_max_c: usize,
     /// The quantised (FP8) forward.
     pub fp8: Fp8Tuning,
     /// Row-batch backward.
@@ -528,7 +521,6 @@ impl Tuning {
             fwd_twin: TwinTuning::SM90,
             bwd_small_max_m: 128,
             bwd_small_rows_max_m: 64,
-            bwd_smc_max_c: 16,
             fp8: Fp8Tuning {
                 cta_threads: 128,
                 transpose: Fp8Transpose::Separate,
@@ -609,7 +601,6 @@ impl Tuning {
             self.fwd_decode_max_ctas = Some(v);
         }
         self.bwd_small_max_m = get("NORMKIT_CUDA_BWD_SMALL").and_then(|v| v.parse().ok()).unwrap_or(self.bwd_small_max_m);
-        self.bwd_smc_max_c = get("NORMKIT_CUDA_BWD_SMC").and_then(|v| v.parse().ok()).map_or(self.bwd_smc_max_c, |c: usize| c.min(16));
         self.fp8.reg = on_unless_0("NORMKIT_CUDA_FP8_REG");
         self.fp8.reg_grid_rows = get("NORMKIT_CUDA_FP8_GRID").is_some_and(|v| v == "rows");
         self.fp8.row_max_n = get("NORMKIT_CUDA_FP8_ROW_MAX").and_then(|v| v.parse().ok()).unwrap_or(self.fp8.row_max_n);
