@@ -896,7 +896,7 @@ fn backward_register(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &BwdCa
     // N = 16384; f32 keeps 2 chunks to `bwd_k1_above` (4096), then 1 chunk per thread (groups up
     // to 1024) to N = 8192 (Tuning::bwd_reg_16bit_max_n, Tuning::bwd_reg_f32_max_n).
     let Some(kd) = Dt::of(dt) else { return Ok(None) };
-    let reg = bwd_reg_table(t, dt, n).filter(|_| uniform);
+    let reg = bwd_reg_table(t, dt, c.m, n).filter(|_| uniform);
     let reg = reg.and_then(|(rc, chunks)| {
         let k_per_thread = n.div_ceil(8).div_ceil(rc.group as usize);
         let block = rc.group * rc.rows_per_cta;
@@ -928,7 +928,15 @@ fn backward_register(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &BwdCa
     let Some((rc, k, smem, wglobal)) = reg else { return Ok(None) };
     let block = rc.group * rc.rows_per_cta;
     let mut parts = if m == 0 { 0 } else { persistent_blocks(d, occ, k, block, smem, m.div_ceil(rc.rows_per_cta as u64))? as u64 };
-    if let Some(cap) = t.bwd_ctas_per_sm {
+    // 16-bit rows past N = 2048 with dW or dB: CTAs per SM by rows per SM (Tuning::bwd_reg4_caps;
+    // measured with partial rows only).
+    let cap = t.bwd_ctas_per_sm.or_else(|| {
+        let per_sm = (m as usize).div_ceil(d.sms.max(1) as usize);
+        (dt != DType::F32 && n > t.bwd_reg_16bit_max_n && c.nacc() > 0)
+            .then(|| t.bwd_reg4_caps.iter().find(|&&(r, _)| per_sm <= r).map(|&(_, c)| c))
+            .flatten()
+    });
+    if let Some(cap) = cap {
         parts = parts.min(d.sms as u64 * cap as u64).max(u64::from(m > 0));
     }
     let part_bytes = (parts as usize).checked_mul(n * 4).ok_or_else(too_big)?;
@@ -942,9 +950,13 @@ fn backward_register(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &BwdCa
     Ok(Some(l))
 }
 
-/// The register table and its chunks per thread for a backward row of N (the register path's
-/// choice: 2 chunks per thread to N = 2048, then 4 for 16-bit dtypes; f32 2 then 1).
-fn bwd_reg_table(t: &Tuning, dt: DType, n: usize) -> Option<(tuning::RowConfig, BwdChunks)> {
+/// The register table and its chunks per thread for a backward call of M rows of N (the
+/// register path's choice: 2 chunks per thread to N = 2048, then 4 for 16-bit dtypes — or, for
+/// at most [`Tuning::bwd_reg4_few_max_m`] rows, [`Tuning::bwd_reg4_few`]'s rows first; f32 2
+/// then 1).
+fn bwd_reg_table(t: &Tuning, dt: DType, m: usize, n: usize) -> Option<(tuning::RowConfig, BwdChunks)> {
+    let few =
+        (dt != DType::F32 && n > t.bwd_reg_16bit_max_n && m <= t.bwd_reg4_few_max_m).then(|| tuning::pick(&t.bwd_reg4_few, n)).flatten();
     let table = if dt == DType::F32 {
         if n <= t.bwd_k1_above.min(t.bwd_reg_f32_max_n) {
             &t.bwd_reg
@@ -956,7 +968,7 @@ fn bwd_reg_table(t: &Tuning, dt: DType, n: usize) -> Option<(tuning::RowConfig, 
     } else {
         &t.bwd_reg4
     };
-    let rc = tuning::pick(table, n)?;
+    let rc = few.or_else(|| tuning::pick(table, n))?;
     let chunks = match n.div_ceil(8).div_ceil(rc.group as usize) {
         1 => BwdChunks::K1,
         2 => BwdChunks::K2,
@@ -984,7 +996,7 @@ fn backward_small(t: &Tuning, d: &DeviceFacts, c: &BwdCall, uniform: bool) -> Re
     let Some(dtype) = Dt::of(c.dtypes.x) else { return Ok(None) };
     // No one-chunk twins (f32 rows past N = 4096 spill at their 1024-thread bound; 16-bit rows of
     // at most 8 elements): those take the general path.
-    let Some((rc, chunks)) = bwd_reg_table(t, c.dtypes.x, c.n).filter(|&(_, k)| k != BwdChunks::K1) else { return Ok(None) };
+    let Some((rc, chunks)) = bwd_reg_table(t, c.dtypes.x, c.m, c.n).filter(|&(_, k)| k != BwdChunks::K1) else { return Ok(None) };
     let key = KernelKey::BwdSmall { dtype, ln: c.ln, residual: c.d_residual, chunks };
     let Some(k) = kernels::lookup(key) else { return Ok(None) };
     if rc.group > k.max_threads {
@@ -1645,20 +1657,20 @@ mod tests {
             "B0 one row",
             one(&t),
             BwdSmall,
-            &[("nk_bwd_sm4_bf16_rms", (1, 1), 128, 0, D, None)],
+            &[("nk_bwd_sm_bf16_rms", (1, 1), 256, 0, D, None)],
             none,
-            Fields { trigger: true, ..f(128, 1, 0, 0, 0) },
+            Fields { trigger: true, ..f(256, 1, 0, 0, 0) },
         );
         let no_pdl = Tuning { pdl: false, ..Tuning::for_sm90() };
-        check("B0 one row, no PDL", one(&no_pdl), BwdSmall, &[("nk_bwd_sm4_bf16_rms", (1, 1), 128, 0, P, None)], none, f(128, 1, 0, 0, 0));
+        check("B0 one row, no PDL", one(&no_pdl), BwdSmall, &[("nk_bwd_sm_bf16_rms", (1, 1), 256, 0, P, None)], none, f(256, 1, 0, 0, 0));
         // Up to 128 rows: a CTA per row leaving a partial dW/dB row, the finalize adding them.
         check(
             "B0 small",
             plan_bwd(&t, bwd(BF16, 4096, 8)),
             BwdSmall,
-            &[("nk_bwd_sm4_bf16_rms", (8, 1), 128, 0, D, None), ("nk_bwd_finalize_cols", (16, 1), 256, 0, D, None)],
+            &[("nk_bwd_sm_bf16_rms", (8, 1), 256, 0, D, None), ("nk_bwd_finalize_cols", (16, 1), 256, 0, D, None)],
             ws(131072, None, 0, 131072),
-            Fields { trigger: true, ..f(128, 1, 0, 8, 0) },
+            Fields { trigger: true, ..f(256, 1, 0, 8, 0) },
         );
         check(
             "B0 small ln + d_residual_out",
@@ -1681,9 +1693,9 @@ mod tests {
             "B0 small, dx only",
             plan_bwd(&t, BwdCall { dw: false, ..bwd(BF16, 4096, 4) }),
             BwdSmall,
-            &[("nk_bwd_sm4_bf16_rms", (4, 1), 128, 0, D, None)],
+            &[("nk_bwd_sm_bf16_rms", (4, 1), 256, 0, D, None)],
             none,
-            Fields { trigger: true, ..f(128, 1, 0, 0, 0) },
+            Fields { trigger: true, ..f(256, 1, 0, 0, 0) },
         );
         // 129 rows, 65 rows where the row-batch path applies, N = 16384 (512-thread groups), f32
         // past N = 4096, unaligned, or NORMKIT_CUDA_BWD_SMALL=0: the general paths.
@@ -1839,6 +1851,27 @@ mod tests {
             ws(0, None, 0, 0),
             f(64, 4, 0, 0, 0),
         );
+        // At most 1024 rows of 4096 (16-bit): 256 threads of 2 chunks per row (Tuning::bwd_reg4_few),
+        // the twin and the register kernels alike; more rows, or the rule off: 128 threads of 4.
+        let key = |l: Launch| {
+            let s = *l.steps().next().unwrap();
+            (s.kernel.name, s.block, l.fields.group)
+        };
+        let few_off = Tuning { bwd_reg4_few_max_m: 0, ..Tuning::for_sm90() };
+        assert_eq!(key(plan_bwd(&few_off, bwd(BF16, 4096, 8))), ("nk_bwd_sm4_bf16_rms", 128, 128));
+        assert_eq!(key(plan_bwd(&t, ln_bwd(bwd(F16, 3000, 128)))), ("nk_bwd_sm_f16_ln", 256, 256));
+        assert_eq!(key(plan_bwd(&t, bwd(BF16, 4096, 1024))).2, 256);
+        assert_eq!(key(plan_bwd(&t, bwd(BF16, 4096, 1025))).2, 128);
+        assert_eq!(key(plan_bwd(&t, bwd(BF16, 8192, 8))).2, 256);
+        // CTAs per SM by rows per SM (Tuning::bwd_reg4_caps), 16-bit rows past N = 2048 with
+        // dW or dB: 256 rows one per SM, 1024 two, 32768 three; dx only, or the env's cap: as set.
+        let grid = |t: &Tuning, c: BwdCall| plan_bwd(t, c).steps().next().unwrap().grid.0;
+        assert_eq!(grid(&t, bwd(BF16, 4096, 256)), 132);
+        assert_eq!(grid(&t, ln_bwd(bwd(BF16, 8192, 528))), 132);
+        assert_eq!(grid(&t, bwd(BF16, 4096, 1024)), 264);
+        assert_eq!(grid(&t, bwd(F16, 4096, 32768)), 396);
+        assert_eq!(grid(&t, BwdCall { dw: false, ..bwd(BF16, 4096, 32768) }), 528);
+        assert_eq!(grid(&Tuning { bwd_ctas_per_sm: Some(4), ..Tuning::for_sm90() }, bwd(BF16, 4096, 256)), 256);
         check(
             "B15 nacc=0",
             plan_bwd(&t, BwdCall { dw: false, ..bwd(BF16, 4096, 4096) }),

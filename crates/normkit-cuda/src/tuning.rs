@@ -21,6 +21,8 @@
 //! | `NORMKIT_CUDA_FWD_TABLE` | [`Tuning::fwd`] | `max_n:group:rows_per_cta,...` rows replaced or added (malformed entries ignored) |
 //! | `NORMKIT_CUDA_BWD_TABLE` | [`Tuning::bwd_reg`] | the same, for the backward register table (2 chunks per thread) |
 //! | `NORMKIT_CUDA_BWD4_TABLE` | [`Tuning::bwd_reg4`] | the same, for the 4-chunk backward register table |
+//! | `NORMKIT_CUDA_BWD4F_TABLE` | [`Tuning::bwd_reg4_few`] | the same, for the rows taken before it by calls of a few rows |
+//! | `NORMKIT_CUDA_BWD4F_MAX_M` | [`Tuning::bwd_reg4_few_max_m`] | the most rows of a call that takes those rows (`0`: never) |
 //! | `NORMKIT_CUDA_BWD_K1_ABOVE` | [`Tuning::bwd_k1_above`] | f32 backward: N above which one chunk per thread is used |
 //! | `NORMKIT_CUDA_FWD_K8` | [`Tuning::fwd_k8`], [`Tuning::fwd_k8_ln`] | `0`: no 8-chunk forward kernels; `all`: also for LayerNorm |
 //! | `NORMKIT_CUDA_PF` | [`Tuning::bwd_reg_prefetch`] | `0`: the backward register kernels without their prefetching twins |
@@ -50,10 +52,12 @@
 //! | `NORMKIT_CUDA_CSTAGE_GRID` | [`ClusterTuning::staged_grid_rows`] | `rows`: the staged forward on one cluster per row (else the resident clusters walk the rows) |
 
 /// The environment variables [`Tuning::with_env`] reads, in the order of the table above.
-pub const ENV_OVERRIDES: [&str; 30] = [
+pub const ENV_OVERRIDES: [&str; 32] = [
     "NORMKIT_CUDA_FWD_TABLE",
     "NORMKIT_CUDA_BWD_TABLE",
     "NORMKIT_CUDA_BWD4_TABLE",
+    "NORMKIT_CUDA_BWD4F_TABLE",
+    "NORMKIT_CUDA_BWD4F_MAX_M",
     "NORMKIT_CUDA_BWD_K1_ABOVE",
     "NORMKIT_CUDA_FWD_K8",
     "NORMKIT_CUDA_PF",
@@ -337,6 +341,31 @@ pub struct Tuning {
     pub bwd_reg1: Vec<RowConfig>,
     /// Backward register path, four chunks per thread (16-bit dtypes, N > 2048).
     pub bwd_reg4: Vec<RowConfig>,
+    /// Calls of at most [`Tuning::bwd_reg4_few_max_m`] rows: these rows before
+    /// [`Tuning::bwd_reg4`]'s (16-bit, N > 2048), for the register kernels and the backward's
+    /// twin. Twice the threads per row at N = 4096 (256, 2 chunks each): a few rows are bound by
+    /// each row's latency, many by bandwidth. H100, one call, A B B A against 128 threads
+    /// (bench/results/nvidia-h100-2026-11-27/tables): rms_bwd 8×4096 3.75 → 3.63 µs, 128×4096
+    /// 6.66 → 6.43, 512×4096 ln_bwd 28.7 → 24.2 and addrms_bwd 19.6 → 16.2; at 4096×4096
+    /// ln_bwd / rms_bwd +3% (addrms_bwd −5%), at 32768×4096 +4–5%. The backward promises the
+    /// same bits for the same inputs, not across M (the forward's batch invariance rules this
+    /// out there: the group sets a row's reduction order). Env `NORMKIT_CUDA_BWD4F_TABLE`
+    /// (as `NORMKIT_CUDA_BWD4_TABLE`).
+    pub bwd_reg4_few: Vec<RowConfig>,
+    /// See [`Tuning::bwd_reg4_few`] (default 1024; env `NORMKIT_CUDA_BWD4F_MAX_M`, `0`: never).
+    pub bwd_reg4_few_max_m: usize,
+    /// 16-bit backward register kernels past N = 2048 (the 4-chunk and few-row tables), without
+    /// `NORMKIT_CUDA_BWD_CTAS_PER_SM`: at most `cap` CTAs (partial rows) per SM for the first
+    /// entry whose `max_rows_per_sm` ≥ ⌈M / SMs⌉, instead of the occupancy's 4. Few rows per SM:
+    /// one CTA per SM walks two or more rows, and the partial rows (written and read again by the
+    /// finalize) shrink from M·N·4 bytes — as much as the data at 256×4096 — to SMs·N·4; many
+    /// rows: three CTAs per SM stream better than four. H100, one call, caps 1/2/3 against none,
+    /// A B C D D C B A (bench/results/nvidia-h100-2026-11-27/caps): 256×4096 rms/ln/add+rms_bwd
+    /// −14/−19/−13% at cap 1, 256×8192 −28/−29/0%; 1024×4096 −25/−18/0% at cap 2, 2048×4096
+    /// −9/−11/−9%; 32768×4096 −6/−4/0% at cap 3, 16384×4096 −7/+1/0%; 8192-wide rows from 1024
+    /// rows on within ±0.2%. Calls with dW or dB only (measured so). Env
+    /// `NORMKIT_CUDA_BWD_CTAS_PER_SM` replaces it.
+    pub bwd_reg4_caps: Vec<(usize, u32)>,
     /// Split-row backward: target CTAs per SM for the (chunks × parts) grid.
     pub split_bwd_ctas_per_sm: u32,
     /// 16-bit backward register path: [`Tuning::bwd_reg`] up to this N, then
@@ -500,6 +529,9 @@ impl Tuning {
             bwd_reg: BWD_REG_SM90.to_vec(),
             bwd_reg1: BWD_REG1_SM90.to_vec(),
             bwd_reg4: BWD_REG4_SM90.to_vec(),
+            bwd_reg4_few: vec![rc(4096, 256, 1)],
+            bwd_reg4_few_max_m: 1024,
+            bwd_reg4_caps: vec![(4, 1), (16, 2), (usize::MAX, 3)],
             split_bwd_ctas_per_sm: 8,
             bwd_reg_16bit_max_n: 2048,
             bwd_reg_f32_max_n: 4096,
@@ -588,6 +620,8 @@ impl Tuning {
         self.fwd = merge(self.fwd, get("NORMKIT_CUDA_FWD_TABLE").as_deref());
         self.bwd_reg = merge(self.bwd_reg, get("NORMKIT_CUDA_BWD_TABLE").as_deref());
         self.bwd_reg4 = merge(self.bwd_reg4, get("NORMKIT_CUDA_BWD4_TABLE").as_deref());
+        self.bwd_reg4_few = merge(self.bwd_reg4_few, get("NORMKIT_CUDA_BWD4F_TABLE").as_deref());
+        self.bwd_reg4_few_max_m = get("NORMKIT_CUDA_BWD4F_MAX_M").and_then(|v| v.parse().ok()).unwrap_or(self.bwd_reg4_few_max_m);
         self.bwd_k1_above = get("NORMKIT_CUDA_BWD_K1_ABOVE").and_then(|v| v.parse().ok()).unwrap_or(self.bwd_k1_above);
         self.fwd_k8 = on_unless_0("NORMKIT_CUDA_FWD_K8");
         self.fwd_k8_ln = get("NORMKIT_CUDA_FWD_K8").is_some_and(|v| v == "all");
