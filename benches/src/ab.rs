@@ -56,6 +56,11 @@ fn key(r: &ResultRow) -> Key {
     (r.op.clone(), r.m, r.n, r.dtype.clone(), r.y_dtype.clone())
 }
 
+/// A count of a results file, `?` where the file has none (older schemas).
+fn count(c: Option<u64>) -> String {
+    c.map_or_else(|| "?".into(), |c| c.to_string())
+}
+
 /// `rms_fwd 8x4096 bf16`, with ` → e4m3` for an FP8 op.
 fn case_name(k: &Key) -> String {
     let y = k.4.as_ref().map_or_else(String::new, |y| format!(" → {y}"));
@@ -102,7 +107,7 @@ pub fn compare(old: &[ResultsFile], new: &[ResultsFile]) -> Ab {
         let calls = |v: &[(&Run, &ResultRow)]| v.iter().map(|(_, r)| r.calls).collect::<Vec<_>>();
         let (co, cn) = (calls(os), calls(ns));
         if co.iter().chain(&cn).any(|c| *c != co[0]) {
-            let show = |v: &[Option<u64>]| v.iter().map(|c| c.map_or("?".into(), |c| c.to_string())).collect::<Vec<_>>().join("/");
+            let show = |v: &[Option<u64>]| v.iter().map(|&c| count(c)).collect::<Vec<_>>().join("/");
             flags.push(format!("calls per graph differ ({} vs {})", show(&co), show(&cn)));
         }
         // The sets of `us`: (input sets, output sets). Runs before 2026-11-27 timed mid sizes on
@@ -112,8 +117,7 @@ pub fn compare(old: &[ResultsFile], new: &[ResultsFile]) -> Ab {
         let p0 = policy(os[0].1);
         if os.iter().chain(ns).any(|(_, r)| policy(r) != p0) {
             let show = |v: &[(&Run, &ResultRow)]| {
-                let n = |c: Option<u64>| c.map_or("?".into(), |c| c.to_string());
-                let mut p: Vec<String> = v.iter().map(|(_, r)| format!("{}/{}", n(r.n_sets), n(r.out_sets))).collect();
+                let mut p: Vec<String> = v.iter().map(|(_, r)| format!("{}/{}", count(r.n_sets), count(r.out_sets))).collect();
                 p.dedup();
                 p.join(", ")
             };

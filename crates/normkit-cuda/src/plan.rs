@@ -932,9 +932,7 @@ fn backward_register(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &BwdCa
     // measured with partial rows only).
     let cap = t.bwd_ctas_per_sm.or_else(|| {
         let per_sm = (m as usize).div_ceil(d.sms.max(1) as usize);
-        (dt != DType::F32 && n > t.bwd_reg_16bit_max_n && c.nacc() > 0)
-            .then(|| t.bwd_reg4_caps.iter().find(|&&(r, _)| per_sm <= r).map(|&(_, c)| c))
-            .flatten()
+        (bwd_reg4_row(t, dt, n) && c.nacc() > 0).then(|| t.bwd_reg4_caps.iter().find(|&&(r, _)| per_sm <= r).map(|&(_, c)| c)).flatten()
     });
     if let Some(cap) = cap {
         parts = parts.min(d.sms as u64 * cap as u64).max(u64::from(m > 0));
@@ -950,25 +948,25 @@ fn backward_register(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &BwdCa
     Ok(Some(l))
 }
 
+/// Whether a backward row takes the 16-bit 4-chunk tables (16-bit x past
+/// [`Tuning::bwd_reg_16bit_max_n`]): [`Tuning::bwd_reg4`], [`Tuning::bwd_reg4_few`] and
+/// [`Tuning::bwd_reg4_caps`] apply to these rows.
+fn bwd_reg4_row(t: &Tuning, dt: DType, n: usize) -> bool {
+    dt != DType::F32 && n > t.bwd_reg_16bit_max_n
+}
+
 /// The register table and its chunks per thread for a backward call of M rows of N (the
 /// register path's choice: 2 chunks per thread to N = 2048, then 4 for 16-bit dtypes — or, for
 /// at most [`Tuning::bwd_reg4_few_max_m`] rows, [`Tuning::bwd_reg4_few`]'s rows first; f32 2
 /// then 1).
 fn bwd_reg_table(t: &Tuning, dt: DType, m: usize, n: usize) -> Option<(tuning::RowConfig, BwdChunks)> {
-    let few =
-        (dt != DType::F32 && n > t.bwd_reg_16bit_max_n && m <= t.bwd_reg4_few_max_m).then(|| tuning::pick(&t.bwd_reg4_few, n)).flatten();
-    let table = if dt == DType::F32 {
-        if n <= t.bwd_k1_above.min(t.bwd_reg_f32_max_n) {
-            &t.bwd_reg
-        } else {
-            &t.bwd_reg1
-        }
-    } else if n <= t.bwd_reg_16bit_max_n {
-        &t.bwd_reg
+    let rc = if dt == DType::F32 {
+        tuning::pick(if n <= t.bwd_k1_above.min(t.bwd_reg_f32_max_n) { &t.bwd_reg } else { &t.bwd_reg1 }, n)
+    } else if !bwd_reg4_row(t, dt, n) {
+        tuning::pick(&t.bwd_reg, n)
     } else {
-        &t.bwd_reg4
-    };
-    let rc = few.or_else(|| tuning::pick(table, n))?;
+        (m <= t.bwd_reg4_few_max_m).then(|| tuning::pick(&t.bwd_reg4_few, n)).flatten().or_else(|| tuning::pick(&t.bwd_reg4, n))
+    }?;
     let chunks = match n.div_ceil(8).div_ceil(rc.group as usize) {
         1 => BwdChunks::K1,
         2 => BwdChunks::K2,
