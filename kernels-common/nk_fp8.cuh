@@ -166,6 +166,18 @@ NK_DEVICE float q_tensor_scale(const NkFwdParams& p) {
     return s;
 }
 
+// The per-tensor scale (0 per row) without the store of 1/scale (q_scale_inv_store).
+NK_DEVICE float q_scale_value(const NkFwdParams& p) {
+    if (p.q & NK_Q_ROW) return 0.f;
+    return (p.q & NK_Q_DEVSCALE) ? *reinterpret_cast<const float*>(p.scale) : p.scale_host;
+}
+
+// 1/scale from CTA 0 (per tensor, when asked), as q_tensor_scale stores it.
+NK_DEVICE void q_scale_inv_store(const NkFwdParams& p, float s) {
+    if (!(p.q & NK_Q_ROW) && (p.q & NK_Q_INV) && nk_bid() == 0 && nk_tid() == 0)
+        store_one(reinterpret_cast<void*>(p.scale_inv), NK_DT_F32, 0, nk_div_rn(1.f, s));
+}
+
 // A row's scale from its amax (per-row scaling): max_finite / max(amax, floor), one rounding.
 NK_DEVICE float q_row_scale(int fmt, float amax) {
     return nk_div_rn(fp8_fmt(fmt).max_finite, nk_fmax(amax, Q_ROW_AMAX_FLOOR));

@@ -74,7 +74,11 @@ NK_DEVICE void residual_add(Raw& h, const Raw& r) {
 // scale_inv; no yT): the same statistics and y, then y·scale rounded by the platform's FP8
 // conversion and stored as 8 bytes per chunk. p0.dt_y is the FP8 format; the grid is persistent
 // (the amax is one atomic per CTA). Per row, a pass over the registers finds the row's max |y|
-// first.
+// first. SPEC + 128 + 256 (`nk_fwd_regqd_*`): the same with EW's registers (256-thread bound: the
+// 1024-thread Q kernels spill) and PDL; its weight chunks and the device scale are loaded once,
+// before the first row (every row of the persistent grid uses them), and the group's next row is
+// loaded while the current one is reduced; + 512 (`nk_fwd_regqdr_*`) per-row scaling, else per
+// tensor (compiled in, not read from the call). Same bits as SPEC + 128.
 template <bool ALIGNED, int SPEC, bool FULL>
 NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
     constexpr int DT = SPEC & 3;
@@ -84,6 +88,9 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
     constexpr bool PF = ALIGNED && (SPEC & 64) != 0;
     constexpr bool Q = (SPEC & 128) != 0;
     constexpr bool EW = (SPEC & 256) != 0 && !PF;
+    // The quantised twin is compiled for one scaling mode (SPEC + 512: per row); the other
+    // quantised kernels read it from the call.
+    constexpr bool QROW = Q && EW && (SPEC & 512) != 0;
     constexpr int NS = RES ? 2 : 1, SW = NARROW ? 1 : 2;
     if constexpr (EW) {
         if (p0.flags & NK_F_TRIGGER) nk_grid_dep_launch();
@@ -92,7 +99,7 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
     NK_SHARED float scratch[2][NK_ROW_MAX_THREADS / NK_WARP];
     const int qfmt = p0.dt_y;
     float qscale = 0.f, amax_t = 0.f;
-    if constexpr (Q) qscale = q_tensor_scale(p0);
+    if constexpr (Q && !EW) qscale = q_tensor_scale(p0);
     NK_DYN_SMEM(smem);
     int par = 0, buf = 0;
     const bool has_w = (p.flags & NK_F_WEIGHT) != 0, has_b = (p.flags & NK_F_BIAS) != 0;
@@ -108,28 +115,75 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
     const void* wp = reinterpret_cast<const void*>(p.w);
     const void* bp = reinterpret_cast<const void*>(p.b);
     const int64_t step = nk_nblocks() * rpc;
-    // PF: queues the asynchronous copies of `row` into buffer b (none for rows past M) and closes
-    // the group, so every iteration commits exactly one group.
-    auto stage = [&](int64_t row, int b) {
+    // f(k, e, x row, residual row) for each of the thread's chunks k (elements e..) of `row`, if
+    // the row exists (the prefetches of the next row).
+    auto each_chunk = [&](int64_t row, auto&& f) {
         if (row < p.m) {
             const void* xrow = row_ptr(p.x, row, p.sx, DT);
             const void* rrow = row_ptr(p.r, row, p.sr, DT);
 #pragma unroll
             for (int k = 0; k < KMAX; ++k) {
                 const int c = k * G + t;
-                if (FULL || (k < K && c < nch)) {
-                    pf_stage<NS, SW>(smem, b, 0, xrow, (int64_t)c * CH, k, tid, bd, K);
-                    if (RES) pf_stage<NS, SW>(smem, b, 1, rrow, (int64_t)c * CH, k, tid, bd, K);
-                }
+                if (FULL || (k < K && c < nch)) f(k, (int64_t)c * CH, xrow, rrow);
             }
         }
+    };
+    // PF: queues the asynchronous copies of `row` into buffer b (none for rows past M) and closes
+    // the group, so every iteration commits exactly one group.
+    auto stage = [&](int64_t row, int b) {
+        each_chunk(row, [&](int k, int64_t e, const void* xrow, const void* rrow) {
+            pf_stage<NS, SW>(smem, b, 0, xrow, e, k, tid, bd, K);
+            if (RES) pf_stage<NS, SW>(smem, b, 1, rrow, e, k, tid, bd, K);
+        });
         nk_copy_async_commit();
     };
     if (PF) stage(nk_bid() * rpc + g, 0);
     Raw wreg[EW ? KMAX : 1], breg[EW && LN ? KMAX : 1];
+    if constexpr (Q && EW) {
+        // The quantised twin (SPEC + 128 + 256) walks the rows of a persistent grid, so its
+        // weight (and bias) chunks, the same for every row, are loaded once, after the wait for
+        // the previous kernel and before anything else touches memory; the device scale's load
+        // follows them, so its round trip overlaps theirs and the first row's, and 1/scale is
+        // stored at the end (a store here would hold the row's loads behind the scale's).
+        nk_grid_dep_wait();
+#pragma unroll
+        for (int k = 0; k < KMAX; ++k) {
+            const int c = k * G + t;
+            if (FULL || (k < K && c < nch)) {
+                if (has_w) load_chunk<ALIGNED, NARROW>(wp, DT, (int64_t)c * CH, n, wreg[k]);
+                if (LN && has_b) load_chunk<ALIGNED, NARROW>(bp, DT, (int64_t)c * CH, n, breg[LN ? k : 0]);
+            }
+        }
+        qscale = q_scale_value(p0);
+    }
+    // The quantised twin keeps its group's next row in flight: the row's x (and residual) chunks
+    // are loaded into hq / rq one iteration ahead, right after the current row's arrived and
+    // before its reductions, so a CTA of the persistent grid always has a row's loads
+    // outstanding (without it, 4 CTAs per SM left the DRAM idle while rows were reduced and
+    // written: NOTES v14).
+    constexpr bool QP = Q && EW;
+    Raw hq[QP ? KMAX : 1], rq[QP && RES ? KMAX : 1];
+    auto qload = [&](int64_t row) {
+        each_chunk(row, [&](int k, int64_t e, const void* xrow, const void* rrow) {
+            load_chunk<ALIGNED, NARROW>(xrow, DT, e, n, hq[k]);
+            if (RES) load_chunk<ALIGNED, NARROW>(rrow, DT, e, n, rq[RES ? k : 0]);
+        });
+    };
+    if constexpr (QP) qload(nk_bid() * rpc + g);
     for (int64_t row0 = nk_bid() * rpc; row0 < p.m; row0 += step) {
         const int64_t row = row0 + g;
         const bool active = row < p.m;
+        if constexpr (QP && (LN || QROW)) {
+            // The weight's (and bias's) fp32 values are recomputed per row from the 16-bit
+            // registers rather than kept across rows: 16-31 fewer registers, a CTA more per SM
+            // for LayerNorm and per-row scaling (RMSNorm per tensor keeps them: the same CTAs per
+            // SM either way, fewer instructions; H100, NOTES v14).
+#pragma unroll
+            for (int k = 0; k < KMAX; ++k) {
+                nk_opaque(wreg[k].q[0]);
+                if (LN) nk_opaque(breg[LN ? k : 0].q[0]);
+            }
+        }
         if (PF) {
             stage(row + step, buf ^ 1);
             nk_copy_async_wait_prior();
@@ -155,7 +209,7 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
             void* rorow = row_ptr_mut(p.r_out, row, p.sro, DT);
             if constexpr (!PF) {
                 Raw r[RES ? KMAX : 1];
-                if constexpr (EW) {
+                if constexpr (EW && !Q) {
                     // The wait for the previous kernel sits here, right before the first memory
                     // access (rows past M never touch memory), so the index arithmetic above runs
                     // while that kernel finishes instead of after the wait. Then the weight (and
@@ -175,12 +229,21 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
                         }
                     }
                 }
+                if constexpr (QP) {
 #pragma unroll
-                for (int k = 0; k < KMAX; ++k) {
-                    const int c = k * G + t;
-                    if (FULL || (k < K && c < nch)) {
-                        load_chunk<ALIGNED, NARROW>(xrow, DT, (int64_t)c * CH, n, h[k]);
-                        if (RES) load_chunk<ALIGNED, NARROW>(rrow, DT, (int64_t)c * CH, n, r[k]);
+                    for (int k = 0; k < KMAX; ++k) {
+                        h[k] = hq[k];
+                        if (RES) r[k] = rq[RES ? k : 0];
+                    }
+                    qload(row + step);
+                } else {
+#pragma unroll
+                    for (int k = 0; k < KMAX; ++k) {
+                        const int c = k * G + t;
+                        if (FULL || (k < K && c < nch)) {
+                            load_chunk<ALIGNED, NARROW>(xrow, DT, (int64_t)c * CH, n, h[k]);
+                            if (RES) load_chunk<ALIGNED, NARROW>(rrow, DT, (int64_t)c * CH, n, r[k]);
+                        }
                     }
                 }
                 if (RES) {
@@ -283,7 +346,7 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
             };
             float qs = qscale;
             if constexpr (Q) {
-                if (p0.q & NK_Q_ROW) {
+                if ((Q && EW) ? QROW : (p0.q & NK_Q_ROW) != 0) {
                     float mx = 0.f;
                     if (active) {
     #pragma unroll
@@ -382,6 +445,7 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
     }
     if (PF) nk_copy_async_wait_all();
     if constexpr (Q) {
+        if constexpr (EW) q_scale_inv_store(p0, qscale);
         NK_SHARED float qred[NK_ROW_MAX_THREADS / NK_WARP];
         q_amax_commit(p0, amax_t, qred);
     }

@@ -389,6 +389,21 @@ pub enum KernelKey {
         /// The fused residual add.
         residual: bool,
     },
+    /// `nk_fwd_regqd{|r}_{dt}_{rms|ln}{|_res}`: the quantised twin with the decode twin's form (CUDA,
+    /// SPEC plus 128 plus 256): 4 chunks, 16-byte accesses, launch bound 256 threads (no spills),
+    /// the weight (and bias) chunks and the device scale loaded once per CTA of the persistent
+    /// grid, a programmatic dependent. The same arithmetic as `FwdRegQ`, bit for bit.
+    FwdRegQDecode {
+        /// Every tensor's dtype but y's (16-bit).
+        dtype: Dt,
+        /// LayerNorm (else RMSNorm).
+        ln: bool,
+        /// The fused residual add.
+        residual: bool,
+        /// Per-row scaling (SPEC + 512; `nk_fwd_regqdr_*`), else per tensor: each kernel
+        /// carries one mode's code, and so fewer registers.
+        per_row: bool,
+    },
     /// `nk_bwd_sm{|4}_{dt}_{rms|ln}{|_res}`: the register backward's twin for a few rows (CUDA
     /// sm_90+, SPEC plus 256): one row per CTA, a programmatic dependent; for one row dW/dB
     /// written by the kernel itself from registers (no workspace, no finalize kernel), for more
@@ -503,7 +518,7 @@ impl KernelKey {
             KernelKey::FwdQSplitAmax { .. } => Family::FwdQSplitAmax,
             KernelKey::FwdQSplitApply { .. } => Family::FwdQSplitApply,
             KernelKey::FwdQTranspose => Family::FwdQTranspose,
-            KernelKey::FwdRegQ { .. } => Family::FwdRegQ,
+            KernelKey::FwdRegQ { .. } | KernelKey::FwdRegQDecode { .. } => Family::FwdRegQ,
             KernelKey::FwdRegDecode { .. } => Family::FwdReg,
             KernelKey::BwdSmall { .. } => Family::BwdReg,
         }
@@ -529,6 +544,7 @@ impl KernelKey {
             | KernelKey::BwdCluster { .. }
             | KernelKey::BwdRows { .. }
             | KernelKey::FwdRegDecode { .. }
+            | KernelKey::FwdRegQDecode { .. }
             | KernelKey::BwdSmall { .. } => true,
             KernelKey::FwdSplitReduce
             | KernelKey::BwdSplitReduce
@@ -580,6 +596,7 @@ impl KernelKey {
                     },
             ),
             KernelKey::FwdRegDecode { dtype, ln, residual } => Spec::Int(base(dtype, ln, residual) + 256),
+            KernelKey::FwdRegQDecode { dtype, ln, residual, per_row } => Spec::Int(base(dtype, ln, residual) + 128 + 256 + 512 * per_row as u32),
             KernelKey::BwdSmall { dtype, ln, residual, chunks } => Spec::Int(
                 base(dtype, ln, residual)
                     + match chunks {
@@ -660,6 +677,9 @@ impl KernelKey {
                 format!("nk_bwd_reg{ks}{}_{}_{}{}", if prefetch { "pf" } else { "" }, dtype.tag(), rms_ln(ln), res(residual))
             }
             KernelKey::FwdRegDecode { dtype, ln, residual } => format!("nk_fwd_regd_{}_{}{}", dtype.tag(), rms_ln(ln), res(residual)),
+            KernelKey::FwdRegQDecode { dtype, ln, residual, per_row } => {
+                format!("nk_fwd_regqd{}_{}_{}{}", if per_row { "r" } else { "" }, dtype.tag(), rms_ln(ln), res(residual))
+            }
             KernelKey::BwdSmall { dtype, ln, residual, chunks } => {
                 let ks = match chunks {
                     BwdChunks::K1 => "1",

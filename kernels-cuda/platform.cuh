@@ -124,6 +124,9 @@ NK_DEVICE void nk_store_u128_stream(nk_u128* p, nk_u128 v) { __stcs(p, v); }
 // before its stores) and never speculated out of the branch that guards them (a non-volatile asm
 // is a pure function to the compiler, which hoisted a guarded load past its bounds check: seen
 // under memcheck).
+// Makes v's value unknown to the compiler (no instruction): what was computed from it before
+// cannot be reused after, so loop-invariant values derived from v are not kept in registers.
+NK_DEVICE void nk_opaque(nk_u128& v) { asm volatile("" : "+r"(v.x), "+r"(v.y), "+r"(v.z), "+r"(v.w)); }
 NK_DEVICE nk_u128 nk_load_g128(const void* p) {
     nk_u128 v;
     asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));

@@ -354,4 +354,24 @@ pub const VARIANTS: &[Variant] = &[
     v(FwdRegQ { dtype: F16, ln: false, residual: true, chunks: FwdChunks::K4, aligned: true }, 1024, 1),
     v(FwdRegQ { dtype: F16, ln: true, residual: false, chunks: FwdChunks::K4, aligned: true }, 1024, 1),
     v(FwdRegQ { dtype: F16, ln: true, residual: true, chunks: FwdChunks::K4, aligned: true }, 1024, 1),
+    // The quantised twins in the decode twin's form (SPEC + 128 + 256): at most 256 threads, so
+    // the 4 chunks, the weight's and the bias's stay in registers (the 1024-thread FwdRegQ
+    // spills); the planner's FP8 default where the forward table's group fits. Per-tensor and
+    // per-row scaling are separate kernels (each holds one mode's code: fewer registers).
+    v(FwdRegQDecode { dtype: Bf16, ln: false, residual: false, per_row: false }, 256, 1),
+    v(FwdRegQDecode { dtype: Bf16, ln: false, residual: true, per_row: false }, 256, 1),
+    v(FwdRegQDecode { dtype: Bf16, ln: true, residual: false, per_row: false }, 256, 1),
+    v(FwdRegQDecode { dtype: Bf16, ln: true, residual: true, per_row: false }, 256, 1),
+    v(FwdRegQDecode { dtype: Bf16, ln: false, residual: false, per_row: true }, 256, 1),
+    v(FwdRegQDecode { dtype: Bf16, ln: false, residual: true, per_row: true }, 256, 1),
+    v(FwdRegQDecode { dtype: Bf16, ln: true, residual: false, per_row: true }, 256, 1),
+    v(FwdRegQDecode { dtype: Bf16, ln: true, residual: true, per_row: true }, 256, 1),
+    v(FwdRegQDecode { dtype: F16, ln: false, residual: false, per_row: false }, 256, 1),
+    v(FwdRegQDecode { dtype: F16, ln: false, residual: true, per_row: false }, 256, 1),
+    v(FwdRegQDecode { dtype: F16, ln: true, residual: false, per_row: false }, 256, 1),
+    v(FwdRegQDecode { dtype: F16, ln: true, residual: true, per_row: false }, 256, 1),
+    v(FwdRegQDecode { dtype: F16, ln: false, residual: false, per_row: true }, 256, 1),
+    v(FwdRegQDecode { dtype: F16, ln: false, residual: true, per_row: true }, 256, 1),
+    v(FwdRegQDecode { dtype: F16, ln: true, residual: false, per_row: true }, 256, 1),
+    v(FwdRegQDecode { dtype: F16, ln: true, residual: true, per_row: true }, 256, 1),
 ];

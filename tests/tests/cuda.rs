@@ -56,6 +56,7 @@ fn main() -> std::process::ExitCode {
     trials.extend(normkit_conformance::trials![
         kernel_tour_general_paths,
         twin_backward_matches_general,
+        fp8_twin_matches_register,
         cluster::cluster_matches_cpu,
         cluster::cluster_bitwise_invariance,
         cluster::staged_matches_cpu,
@@ -85,7 +86,60 @@ fn kernel_tour_general_paths() {
     let k = backend();
     let mut t = normkit::cuda::Tuning { fwd_decode_max_ctas: Some(0), bwd_small_max_m: 0, ..k.tuning().clone() };
     t.cluster.staged = false;
-    normkit_conformance::device::kernel_tour(&k.with_tuning(t), KERNEL_TOUR_SHAPES);
+    t.fp8.reg_twin = false;
+    let k = k.with_tuning(t);
+    normkit_conformance::device::kernel_tour(&k, KERNEL_TOUR_SHAPES);
+    normkit_conformance::device::fp8_tour(&k);
+}
+
+/// The quantised register forward's twin (`nk_fwd_regqd_*`, the FP8 default for 16-bit aligned
+/// Gemma rows whose group fits 256 threads) against the plain quantised kernel (`nk_fwd_regq_*`,
+/// `fp8.reg_twin` off) on the same inputs: both pass the FP8 checks (poisoned outputs, oracle),
+/// and y_q, residual_out, amax, scale_inv and yT are bitwise equal. Shapes: one row, decode
+/// sizes, persistent grids whose CTAs walk several row groups (3000 × 1024: 4 rows per CTA;
+/// 2000 × 2048 LayerNorm: 256-thread CTAs), 256-thread groups (8192), partial chunks (N = 1000),
+/// strided rows, software conversion (e5m2fnuz), a NaN row, and every scaling mode.
+fn fp8_twin_matches_register() {
+    use normkit_conformance::check::{check_fp8_bitwise, Fp8Case, Fp8Scale};
+    use normkit_conformance::{FwdCase, Inject, Views};
+    use normkit_core::{DTypes, NormDesc};
+    use DType::*;
+    let k = backend();
+    let plain = {
+        let g = backend();
+        let mut t = g.tuning().clone();
+        t.fp8.reg_twin = false;
+        g.with_tuning(t)
+    };
+    let rms = NormDesc::rms(1e-6);
+    let res = rms.with_residual(true);
+    let ln = NormDesc::layer(1e-5);
+    let lnres = ln.with_residual(true);
+    let bf = |y| DTypes { y, ..DTypes::uniform(BF16) };
+    let hf = |y| DTypes { y, ..DTypes::uniform(F16) };
+    let cases: [(NormDesc, DTypes, usize, usize, Fp8Scale, Views); 12] = [
+        (rms, bf(F8E4M3), 1, 4096, Fp8Scale::Device(16.0), Views::Contiguous),
+        (rms, bf(F8E4M3), 8, 4096, Fp8Scale::PerRow, Views::Contiguous),
+        (res, bf(F8E4M3), 8, 4096, Fp8Scale::Host(24.0), Views::Contiguous),
+        (ln, hf(F8E5M2), 128, 4096, Fp8Scale::Device(8.0), Views::Contiguous),
+        (rms, bf(F8E4M3), 3000, 1024, Fp8Scale::Device(16.0), Views::Contiguous),
+        (rms, bf(F8E4M3), 3000, 1024, Fp8Scale::PerRow, Views::Contiguous),
+        (lnres, bf(F8E4M3), 2000, 2048, Fp8Scale::Host(32.0), Views::Contiguous),
+        (ln, hf(F8E4M3), 33, 8192, Fp8Scale::PerRow, Views::Contiguous),
+        (res, hf(F8E5M2Fnuz), 37, 4096, Fp8Scale::Host(64.0), Views::Strided { odd: false }),
+        (lnres, bf(F8E4M3), 5, 1000, Fp8Scale::Device(100.0), Views::Contiguous),
+        (rms, bf(F8E4M3Fnuz), 17, 2048, Fp8Scale::Host(1e30), Views::Contiguous),
+        (res, bf(F8E4M3), 70, 4096, Fp8Scale::PerRow, Views::Strided { odd: false }),
+    ];
+    for (i, (desc, dtypes, m, n, scale, views)) in cases.into_iter().enumerate() {
+        let mut base = FwdCase::new(desc, dtypes, m, n, 0xf8_7000 + i as u64);
+        base.views = views;
+        if i % 4 == 1 {
+            base.inject = vec![Inject { row: m / 2, col: n / 3, value: f32::NAN }];
+        }
+        let c = Fp8Case { base, scale, amax: i % 3 != 2, transposed: i % 2 == 0 };
+        check_fp8_bitwise(&k, &plain, &c).unwrap_or_else(|e| panic!("{e}"));
+    }
 }
 
 /// The backward's twin (`nk_bwd_sm*`, by default for 1–8 rows: one row writes dW/dB itself,

@@ -501,10 +501,29 @@ fn forward_fp8(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall, q:
         if let (true, Some(k)) = (k_per_thread <= REG_KMAX, kernels::lookup(key)) {
             let block = rc.group * rc.rows_per_cta;
             let work = m.div_ceil(rc.rows_per_cta as u64);
+            // Its twin (`nk_fwd_regqd_*`) where the group fits the twin's 256-thread bound:
+            // the same arithmetic, no spills, a programmatic dependent.
+            // Per-row scaling: where its CTAs walk at most Fp8Tuning::row_twin_walks row groups.
+            let twin = Some(KernelKey::FwdRegQDecode { dtype: kdt(dts.x)?, ln: c.ln, residual: c.residual, per_row: q.per_row })
+                .filter(|_| t.fp8.reg_twin)
+                .and_then(kernels::lookup)
+                .filter(|tk| block <= tk.max_threads);
+            let twin = match twin {
+                Some(tk) if q.per_row => {
+                    let wave = u64::from(persistent_blocks(d, occ, tk, block, 0, work)?);
+                    (work <= wave.saturating_mul(t.fp8.row_twin_walks)).then_some(tk)
+                }
+                other => other,
+            };
+            let k = twin.unwrap_or(k);
             let blocks = if t.fp8.reg_grid_rows { work.min(MAX_GRID) as u32 } else { persistent_blocks(d, occ, k, block, 0, work)? };
-            let fields = Fields { group: rc.group as i32, rpc: rc.rows_per_cta as i32, slot: 16, ..Fields::default() };
+            let mut fields = Fields { group: rc.group as i32, rpc: rc.rows_per_cta as i32, slot: 16, ..Fields::default() };
+            let step = match twin {
+                Some(tk) => trigger_step(t, &mut fields, tk, blocks, block),
+                None => Step::plain(k, (blocks, 1), block, 0),
+            };
             let mut l = Launch::new(Family::FwdQuant, FP8_WS, fields);
-            l.push(Step::plain(k, (blocks, 1), block, 0));
+            l.push(step);
             if q.transposed {
                 l.push(Step::plain(transpose, (transpose_blocks(d, c), 1), transpose.max_threads, 0));
             }
@@ -1146,6 +1165,10 @@ mod tests {
             // per thread): 5 CTAs of 128 threads, 2 of 256.
             if k.name.starts_with("nk_fwd_regd_") {
                 return Ok((65536 / (96 * block)).clamp(1, per_sm(block, smem)));
+            }
+            // The quantised twins: 120-125 registers (sm_90a, RMSNorm), 4 CTAs of 128 threads.
+            if k.name.starts_with("nk_fwd_regqd") {
+                return Ok((65536 / (128 * block)).clamp(1, per_sm(block, smem)));
             }
             Ok(per_sm(block, smem))
         }
@@ -2173,6 +2196,45 @@ mod tests {
             }
         }
         assert!(paths.iter().any(|p| p.0 == Family::FwdQuantSplit) && paths.len() > 10, "{paths:?}");
+    }
+
+    /// The quantised register forward's twin: per tensor wherever the table's group fits 256
+    /// threads (at every M), per row only while its CTAs walk at most `row_twin_walks` row
+    /// groups; 512-thread groups (N = 16384) and `NORMKIT_CUDA_FP8_TWIN=0` keep the plain
+    /// kernel; the group and rows per CTA are the plain kernel's either way (the same bits).
+    #[test]
+    fn fp8_twin_by_scaling_mode_and_rows() {
+        let d = h100();
+        let name = |t: &Tuning, n: usize, m: usize, per_row: bool, ln: bool, residual: bool| {
+            let c = FwdCall {
+                dtypes: DTypes { y: DType::F8E4M3, ..DTypes::uniform(DType::BF16) },
+                fp8: Some(Fp8Info { per_row, transposed: false }),
+                ln,
+                bias: ln,
+                residual,
+                ..fwd(DType::BF16, n, m)
+            };
+            let l = forward(t, &d, &OCC, &c).unwrap();
+            let s = l.steps().next().unwrap();
+            (s.kernel.name, l.fields.group, l.fields.rpc, s.mode)
+        };
+        let t = Tuning::for_sm90();
+        let pdl = if t.pdl { Mode::Pdl } else { Mode::Plain };
+        assert_eq!(name(&t, 4096, 32768, false, false, false), ("nk_fwd_regqd_bf16_rms", 128, 1, pdl));
+        assert_eq!(name(&t, 4096, 8, false, true, true), ("nk_fwd_regqd_bf16_ln_res", 128, 1, pdl));
+        assert_eq!(name(&t, 8192, 2048, false, true, false), ("nk_fwd_regqd_bf16_ln", 256, 1, pdl));
+        assert_eq!(name(&t, 4096, 8, true, false, false), ("nk_fwd_regqdr_bf16_rms", 128, 1, pdl));
+        // 4 CTAs of 128 threads on 132 SMs: 528 row groups per wave, 8 walks = 4224 rows.
+        assert_eq!(name(&t, 4096, 4224, true, false, true).0, "nk_fwd_regqdr_bf16_rms_res");
+        assert_eq!(name(&t, 4096, 4225, true, false, true), ("nk_fwd_regq_bf16_rms_res_a", 128, 1, Mode::Plain));
+        assert_eq!(name(&t, 4096, 32768, true, false, false).0, "nk_fwd_regq_bf16_rms_a");
+        assert_eq!(name(&t, 16384, 8, false, false, false).0, "nk_fwd_regq_bf16_rms_a");
+        let off = Tuning::for_sm90().with_env(|k| (k == "NORMKIT_CUDA_FP8_TWIN").then(|| "0".to_owned()));
+        assert!(!off.fp8.reg_twin);
+        assert_eq!(name(&off, 4096, 8, false, false, false), ("nk_fwd_regq_bf16_rms_a", 128, 1, Mode::Plain));
+        let walks = Tuning::for_sm90().with_env(|k| (k == "NORMKIT_CUDA_FP8_TWIN").then(|| "100".to_owned()));
+        assert!(walks.fp8.reg_twin && walks.fp8.row_twin_walks == 100);
+        assert_eq!(name(&walks, 4096, 32768, true, false, false).0, "nk_fwd_regqdr_bf16_rms");
     }
 
     /// bf16 RMSNorm backward with d_residual_out at N = 163840 (cluster, 512 threads): the

@@ -39,6 +39,7 @@
 //! | `NORMKIT_CUDA_FP8_REG` | [`Fp8Tuning::reg`] | `0`: no quantised register forward (`nk_fwd_regq*`) |
 //! | `NORMKIT_CUDA_FP8_ROW_MAX` | [`Fp8Tuning::row_max_n`] | the largest N of the FP8 row kernels (longer rows: split) |
 //! | `NORMKIT_CUDA_FP8_GRID` | [`Fp8Tuning::reg_grid_rows`] | `rows`: the quantised register forward on a CTA per row group, not persistent |
+//! | `NORMKIT_CUDA_FP8_TWIN` | [`Fp8Tuning::reg_twin`], [`Fp8Tuning::row_twin_walks`] | `0`: the quantised register forward without its twin (`nk_fwd_regqd*`); a number: the per-row twin's most row groups per CTA |
 //! | `NORMKIT_CUDA_ROWS` | [`RowsTuning::on`], [`RowsTuning::rpc`] | `off` / `0`: no row-batch backward; a number: its groups per CTA |
 //! | `NORMKIT_CUDA_CLUSTER` | [`ClusterTuning::on`] | `0`: no cluster kernels |
 //! | `NORMKIT_CUDA_CLUSTER_CT` | [`ClusterTuning::shape`] | `C,T`: clusters of C CTAs of T threads at every N of the tables |
@@ -52,7 +53,7 @@
 //! | `NORMKIT_CUDA_CSTAGE_GRID` | [`ClusterTuning::staged_grid_rows`] | `rows`: the staged forward on one cluster per row (else the resident clusters walk the rows) |
 
 /// The environment variables [`Tuning::with_env`] reads, in the order of the table above.
-pub const ENV_OVERRIDES: [&str; 32] = [
+pub const ENV_OVERRIDES: [&str; 33] = [
     "NORMKIT_CUDA_FWD_TABLE",
     "NORMKIT_CUDA_BWD_TABLE",
     "NORMKIT_CUDA_BWD4_TABLE",
@@ -74,6 +75,7 @@ pub const ENV_OVERRIDES: [&str; 32] = [
     "NORMKIT_CUDA_FP8_REG",
     "NORMKIT_CUDA_FP8_ROW_MAX",
     "NORMKIT_CUDA_FP8_GRID",
+    "NORMKIT_CUDA_FP8_TWIN",
     "NORMKIT_CUDA_ROWS",
     "NORMKIT_CUDA_CLUSTER",
     "NORMKIT_CUDA_CLUSTER_CT",
@@ -298,6 +300,17 @@ pub struct Fp8Tuning {
     /// forward runs, instead of a persistent grid (env `NORMKIT_CUDA_FP8_GRID=rows`; measurements:
     /// every CTA then takes part in the amax's arrival count).
     pub reg_grid_rows: bool,
+    /// The quantised register forward's twin (`nk_fwd_regqd_*`: 256-thread bound, so the row's,
+    /// the weight's and the bias's chunks stay in registers where the 1024-thread `nk_fwd_regq*`
+    /// spills; weight and device scale loaded once per CTA; a programmatic dependent) wherever
+    /// the group fits its bound (env `NORMKIT_CUDA_FP8_TWIN=0`: the plain kernel; same bits).
+    pub reg_twin: bool,
+    /// Per-row scaling runs the twin only where each CTA of its persistent grid walks at most
+    /// this many row groups: beyond, the plain kernel's 8 CTAs per SM (64 registers, against the
+    /// twin's 125) hide the per-row chain (two reductions) better. H100, NOTES v14: twin faster
+    /// at 1.9 walks (1024×4096 −2%, 4096×1024 −4%) and 7.8 (2048×8192 −2%), slower at 15.5
+    /// (65536×512 +2%) and 62 (32768×4096 +4%).
+    pub row_twin_walks: u64,
 }
 
 /// Where the 16-bit register forward (4 chunks per thread, 16-byte layouts) runs its twin
@@ -562,6 +575,8 @@ impl Tuning {
                 reg: true,
                 row_max_n: 32768,
                 reg_grid_rows: false,
+                reg_twin: true,
+                row_twin_walks: 8,
             },
             rows: RowsTuning { on: true, rpc: None, min_n: 512, max_n: 2048, cta_threads: 256 },
             cluster: ClusterTuning {
@@ -637,6 +652,10 @@ impl Tuning {
         self.bwd_small_max_m = get("NORMKIT_CUDA_BWD_SMALL").and_then(|v| v.parse().ok()).unwrap_or(self.bwd_small_max_m);
         self.fp8.reg = on_unless_0("NORMKIT_CUDA_FP8_REG");
         self.fp8.reg_grid_rows = get("NORMKIT_CUDA_FP8_GRID").is_some_and(|v| v == "rows");
+        self.fp8.reg_twin = on_unless_0("NORMKIT_CUDA_FP8_TWIN");
+        if let Some(w) = get("NORMKIT_CUDA_FP8_TWIN").and_then(|v| v.trim().parse::<u64>().ok()).filter(|&w| w > 0) {
+            self.fp8.row_twin_walks = w;
+        }
         self.fp8.row_max_n = get("NORMKIT_CUDA_FP8_ROW_MAX").and_then(|v| v.parse().ok()).unwrap_or(self.fp8.row_max_n);
         match get("NORMKIT_CUDA_FP8_T").as_deref() {
             Some("separate") => self.fp8.transpose = Fp8Transpose::Separate,

@@ -180,13 +180,14 @@ pub const fn designed_waves(key: KernelKey) -> u32 {
         FwdQSplitApply { .. } => 4,
         FwdQTranspose => 3,
         // Not compiled for AMD (kernels-hip/variants.rs has none of them; the quantised twins of
-        // the register forward, FwdRegQ, and the decode-sized twins, not yet).
+        // the register forward, FwdRegQ and FwdRegQDecode, and the decode-sized twins, not yet).
         BwdFinalizeCols
         | FwdCluster { .. }
         | FwdClusterStaged { .. }
         | BwdCluster { .. }
         | BwdRows { .. }
         | FwdRegQ { .. }
+        | FwdRegQDecode { .. }
         | FwdRegDecode { .. }
         | BwdSmall { .. } => 1,
     }

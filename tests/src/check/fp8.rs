@@ -239,3 +239,25 @@ pub fn check_fp8<K: NormKernel>(k: &K, c: &Fp8Case) -> Check {
     check_fp8_values(c, &data, &out).map_err(ctx)?;
     Ok(Ran::Passed)
 }
+
+/// The same FP8 case on two backends (two planner choices of one device: a kernel and its
+/// twin): both pass [`check_fp8`]'s checks, and `y_q`, `residual_out`, `amax`, `scale_inv` and
+/// `yT` are bitwise equal (the twin's claim: the same arithmetic, the same bits).
+pub fn check_fp8_bitwise<A: NormKernel, B: NormKernel>(a: &A, b: &B, c: &Fp8Case) -> Result<(), String> {
+    let ctx = |e: String| format!("{c}\n    {e}");
+    let data = FwdData::generate(&c.base);
+    let oa = run_fp8(a, c, &data).map_err(ctx)?;
+    check_fp8_values(c, &data, &oa).map_err(ctx)?;
+    let ob = run_fp8(b, c, &data).map_err(ctx)?;
+    check_fp8_values(c, &data, &ob).map_err(ctx)?;
+    let same = |what: &str, x: Option<&HostBuf>, y: Option<&HostBuf>| match (x, y) {
+        (Some(x), Some(y)) if x.bits_eq(y) => Ok(()),
+        (None, None) => Ok(()),
+        _ => Err(ctx(format!("{what} differs between the two backends"))),
+    };
+    same("y_q", Some(&oa.fwd.y), Some(&ob.fwd.y))?;
+    same("residual_out", oa.fwd.residual_out.as_ref().map(|r| &r.0), ob.fwd.residual_out.as_ref().map(|r| &r.0))?;
+    same("amax", oa.amax.as_ref(), ob.amax.as_ref())?;
+    same("scale_inv", Some(&oa.scale_inv), Some(&ob.scale_inv))?;
+    same("yT", oa.y_t.as_ref().map(|t| &t.0), ob.y_t.as_ref().map(|t| &t.0))
+}
