@@ -79,6 +79,14 @@ NK_DEVICE void residual_add(Raw& h, const Raw& r) {
 // before the first row (every row of the persistent grid uses them), and the group's next row is
 // loaded while the current one is reduced; + 512 (`nk_fwd_regqdr_*`) per-row scaling, else per
 // tensor (compiled in, not read from the call). Same bits as SPEC + 128.
+// A chunk's 8 values into 8 bytes in e4m3 (else e5m2), by the conversion instruction: the two
+// formats the hardware converts (the quantised twin's; fp8_pack8 serves every format).
+NK_DEVICE void fp8_pack8_ocp(bool e4m3, const float (&v)[CH], uint32_t (&w)[2]) {
+    auto two = [&](float a, float b) { return e4m3 ? fp8_pack2(NK_DT_E4M3, a, b) : fp8_pack2(NK_DT_E5M2, a, b); };
+    w[0] = two(v[0], v[1]) | (two(v[2], v[3]) << 16);
+    w[1] = two(v[4], v[5]) | (two(v[6], v[7]) << 16);
+}
+
 template <bool ALIGNED, int SPEC, bool FULL>
 NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
     constexpr int DT = SPEC & 3;
@@ -381,20 +389,19 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
                         const int64_t e = (int64_t)c * CH;
                         float y[CH];
                         ycalc(k, e, y);
-                        if constexpr (Q) {
-                            const int lim = FULL ? CH : chunk_len(e, n);
-                            float qv[CH];
+                        const int lim = FULL ? CH : chunk_len(e, n);
+                        float qv[CH];
     #pragma unroll
-                            for (int j = 0; j < CH; ++j) {
-                                if (j < lim) amax_t = nk_fmax(amax_t, nk_fabs(y[j]));
-                                qv[j] = nk_mul_rn(y[j], qs);
-                            }
-                            uint32_t w2[2];
-                            fp8_pack8(qfmt, qv, w2);
-                            store_q8<ALIGNED>(reinterpret_cast<unsigned char*>(p0.y + (uint64_t)(row * p0.sy)), e, n, w2);
-                        } else {
-                            store<ALIGNED, NARROW>(row_ptr_mut(p.y, row, p.sy, DT), DT, e, n, y);
+                        for (int j = 0; j < CH; ++j) {
+                            if (j < lim) amax_t = nk_fmax(amax_t, nk_fabs(y[j]));
+                            qv[j] = nk_mul_rn(y[j], qs);
                         }
+                        uint32_t w2[2];
+                        // The twin converts by instruction only (the planner gives it e4m3 and
+                        // e5m2 outputs): a predicated choice, no per-pair branch or call.
+                        if constexpr (EW) fp8_pack8_ocp(qfmt == NK_DT_E4M3, qv, w2);
+                        else fp8_pack8(qfmt, qv, w2);
+                        store_q8<ALIGNED>(reinterpret_cast<unsigned char*>(p0.y + (uint64_t)(row * p0.sy)), e, n, w2);
                     }
                 }
             }

@@ -596,7 +596,9 @@ impl KernelKey {
                     },
             ),
             KernelKey::FwdRegDecode { dtype, ln, residual } => Spec::Int(base(dtype, ln, residual) + 256),
-            KernelKey::FwdRegQDecode { dtype, ln, residual, per_row } => Spec::Int(base(dtype, ln, residual) + 128 + 256 + 512 * per_row as u32),
+            KernelKey::FwdRegQDecode { dtype, ln, residual, per_row } => {
+                Spec::Int(base(dtype, ln, residual) + 128 + 256 + 512 * per_row as u32)
+            }
             KernelKey::BwdSmall { dtype, ln, residual, chunks } => Spec::Int(
                 base(dtype, ln, residual)
                     + match chunks {

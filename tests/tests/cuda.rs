@@ -98,7 +98,8 @@ fn kernel_tour_general_paths() {
 /// and y_q, residual_out, amax, scale_inv and yT are bitwise equal. Shapes: one row, decode
 /// sizes, persistent grids whose CTAs walk several row groups (3000 × 1024: 4 rows per CTA;
 /// 2000 × 2048 LayerNorm: 256-thread CTAs), 256-thread groups (8192), partial chunks (N = 1000),
-/// strided rows, software conversion (e5m2fnuz), a NaN row, and every scaling mode.
+/// strided rows, e5m2, the fnuz formats (both sides the plain kernel: the twin converts by
+/// instruction only), a NaN row, and every scaling mode.
 fn fp8_twin_matches_register() {
     use normkit_conformance::check::{check_fp8_bitwise, Fp8Case, Fp8Scale};
     use normkit_conformance::{FwdCase, Inject, Views};

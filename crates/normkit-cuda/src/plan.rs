@@ -499,25 +499,36 @@ fn forward_fp8(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall, q:
         let k_per_thread = c.n.div_ceil(8).div_ceil(rc.group as usize);
         let key = KernelKey::FwdRegQ { dtype: kdt(dts.x)?, ln: c.ln, residual: c.residual, chunks: FwdChunks::K4, aligned: true };
         if let (true, Some(k)) = (k_per_thread <= REG_KMAX, kernels::lookup(key)) {
-            let block = rc.group * rc.rows_per_cta;
-            let work = m.div_ceil(rc.rows_per_cta as u64);
-            // Its twin (`nk_fwd_regqd_*`) where the group fits the twin's 256-thread bound:
-            // the same arithmetic, no spills, a programmatic dependent.
-            // Per-row scaling: where its CTAs walk at most Fp8Tuning::row_twin_walks row groups.
+            let (mut block, mut rpc) = (rc.group * rc.rows_per_cta, rc.rows_per_cta);
+            let mut work = m.div_ceil(u64::from(rpc));
+            // Its twin (`nk_fwd_regqd_*`) where the group fits the twin's 256-thread bound and y
+            // is e4m3 or e5m2 (it converts by instruction only): the same arithmetic, no spills,
+            // a programmatic dependent. Walks: row groups per CTA of its persistent grid.
             let twin = Some(KernelKey::FwdRegQDecode { dtype: kdt(dts.x)?, ln: c.ln, residual: c.residual, per_row: q.per_row })
-                .filter(|_| t.fp8.reg_twin)
+                .filter(|_| t.fp8.reg_twin && matches!(dts.y, DType::F8E4M3 | DType::F8E5M2))
                 .and_then(kernels::lookup)
                 .filter(|tk| block <= tk.max_threads);
             let twin = match twin {
+                // Per-row scaling: while its CTAs walk at most Fp8Tuning::row_twin_walks.
                 Some(tk) if q.per_row => {
                     let wave = u64::from(persistent_blocks(d, occ, tk, block, 0, work)?);
                     (work <= wave.saturating_mul(t.fp8.row_twin_walks)).then_some(tk)
                 }
-                other => other,
+                // Per tensor: twice the rows per CTA past Fp8Tuning::wide_cta_walks (the group,
+                // and so every bit, unchanged).
+                Some(tk) => {
+                    let wave = u64::from(persistent_blocks(d, occ, tk, block, 0, work)?);
+                    if work > wave.saturating_mul(t.fp8.wide_cta_walks) && 2 * block <= tk.max_threads {
+                        (block, rpc) = (2 * block, 2 * rpc);
+                        work = m.div_ceil(u64::from(rpc));
+                    }
+                    Some(tk)
+                }
+                None => None,
             };
             let k = twin.unwrap_or(k);
             let blocks = if t.fp8.reg_grid_rows { work.min(MAX_GRID) as u32 } else { persistent_blocks(d, occ, k, block, 0, work)? };
-            let mut fields = Fields { group: rc.group as i32, rpc: rc.rows_per_cta as i32, slot: 16, ..Fields::default() };
+            let mut fields = Fields { group: rc.group as i32, rpc: rpc as i32, slot: 16, ..Fields::default() };
             let step = match twin {
                 Some(tk) => trigger_step(t, &mut fields, tk, blocks, block),
                 None => Step::plain(k, (blocks, 1), block, 0),
@@ -2137,7 +2148,8 @@ mod tests {
     }
 
     /// Every FP8 plan over shapes, dtypes, options and the transpose modes names kernels of the
-    /// table within their launch bounds and shared memory; the path (and tile) never depends on M
+    /// table within their launch bounds and shared memory; the path (and tile; the group, not the
+    /// rows per CTA, of the register kernels) never depends on M
     /// or, beyond the kernel's access width, on the layout; `yT` is always written by exactly one
     /// of the fused tile, the strided baseline or the separate kernel.
     #[test]
@@ -2184,8 +2196,12 @@ mod tests {
                                         assert!(l.fields.tm >= 8 && l.fields.rpc <= l.fields.tm, "{}", what());
                                         assert_eq!(l.fields.tpitch as usize, fp8_tile_pitch(n, l.fields.tm as u32), "{}", what());
                                     }
-                                    let shape =
-                                        (l.family, l.fields.group, l.fields.rpc, l.fields.tm, l.fields.nsplit, l.workspace.q.is_some());
+                                    // The quantised register kernels' rows per CTA may follow M
+                                    // (Fp8Tuning::wide_cta_walks): a group's reduction, and so
+                                    // every bit, does not depend on them.
+                                    let reg = matches!(main.key, KernelKey::FwdRegQ { .. } | KernelKey::FwdRegQDecode { .. });
+                                    let rpc = if reg { 0 } else { l.fields.rpc };
+                                    let shape = (l.family, l.fields.group, rpc, l.fields.tm, l.fields.nsplit, l.workspace.q.is_some());
                                     assert_eq!(*first.get_or_insert(shape), shape, "{}", what());
                                     paths.insert((l.family, main.name));
                                 }
@@ -2199,9 +2215,10 @@ mod tests {
     }
 
     /// The quantised register forward's twin: per tensor wherever the table's group fits 256
-    /// threads (at every M), per row only while its CTAs walk at most `row_twin_walks` row
-    /// groups; 512-thread groups (N = 16384) and `NORMKIT_CUDA_FP8_TWIN=0` keep the plain
-    /// kernel; the group and rows per CTA are the plain kernel's either way (the same bits).
+    /// threads and y is e4m3 or e5m2 (at every M; two rows per CTA past `wide_cta_walks`, when set), per
+    /// row only while its CTAs walk at most `row_twin_walks` row groups; 512-thread groups
+    /// (N = 16384), the fnuz formats and `NORMKIT_CUDA_FP8_TWIN=0` keep the plain kernel; the
+    /// group is the plain kernel's either way (the same bits).
     #[test]
     fn fp8_twin_by_scaling_mode_and_rows() {
         let d = h100();
@@ -2229,6 +2246,20 @@ mod tests {
         assert_eq!(name(&t, 4096, 4225, true, false, true), ("nk_fwd_regq_bf16_rms_res_a", 128, 1, Mode::Plain));
         assert_eq!(name(&t, 4096, 32768, true, false, false).0, "nk_fwd_regq_bf16_rms_a");
         assert_eq!(name(&t, 16384, 8, false, false, false).0, "nk_fwd_regq_bf16_rms_a");
+        // Per tensor, with NORMKIT_CUDA_FP8_WIDE=8 (off by default): past 8 walks (4224 row
+        // groups) two rows per 256-thread CTA, the same group; 256-thread groups stay as they are.
+        assert_eq!(t.fp8.wide_cta_walks, u64::MAX);
+        let wide = Tuning::for_sm90().with_env(|k| (k == "NORMKIT_CUDA_FP8_WIDE").then(|| "8".to_owned()));
+        assert_eq!(name(&wide, 4096, 4224, false, false, true), ("nk_fwd_regqd_bf16_rms_res", 128, 1, pdl));
+        assert_eq!(name(&wide, 4096, 4225, false, false, true), ("nk_fwd_regqd_bf16_rms_res", 128, 2, pdl));
+        assert_eq!(name(&wide, 8192, 32768, false, false, false), ("nk_fwd_regqd_bf16_rms", 256, 1, pdl));
+        // The fnuz formats (software conversion) keep the plain kernel.
+        let fnuz = FwdCall {
+            dtypes: DTypes { y: DType::F8E4M3Fnuz, ..DTypes::uniform(DType::BF16) },
+            fp8: Some(Fp8Info { per_row: false, transposed: false }),
+            ..fwd(DType::BF16, 4096, 8)
+        };
+        assert_eq!(forward(&t, &d, &OCC, &fnuz).unwrap().steps().next().unwrap().kernel.name, "nk_fwd_regq_bf16_rms_a");
         let off = Tuning::for_sm90().with_env(|k| (k == "NORMKIT_CUDA_FP8_TWIN").then(|| "0".to_owned()));
         assert!(!off.fp8.reg_twin);
         assert_eq!(name(&off, 4096, 8, false, false, false), ("nk_fwd_regq_bf16_rms_a", 128, 1, Mode::Plain));

@@ -40,6 +40,7 @@
 //! | `NORMKIT_CUDA_FP8_ROW_MAX` | [`Fp8Tuning::row_max_n`] | the largest N of the FP8 row kernels (longer rows: split) |
 //! | `NORMKIT_CUDA_FP8_GRID` | [`Fp8Tuning::reg_grid_rows`] | `rows`: the quantised register forward on a CTA per row group, not persistent |
 //! | `NORMKIT_CUDA_FP8_TWIN` | [`Fp8Tuning::reg_twin`], [`Fp8Tuning::row_twin_walks`] | `0`: the quantised register forward without its twin (`nk_fwd_regqd*`); a number: the per-row twin's most row groups per CTA |
+//! | `NORMKIT_CUDA_FP8_WIDE` | [`Fp8Tuning::wide_cta_walks`] | a number: the per-tensor twin doubles its rows per CTA past that many walks (default: never) |
 //! | `NORMKIT_CUDA_ROWS` | [`RowsTuning::on`], [`RowsTuning::rpc`] | `off` / `0`: no row-batch backward; a number: its groups per CTA |
 //! | `NORMKIT_CUDA_CLUSTER` | [`ClusterTuning::on`] | `0`: no cluster kernels |
 //! | `NORMKIT_CUDA_CLUSTER_CT` | [`ClusterTuning::shape`] | `C,T`: clusters of C CTAs of T threads at every N of the tables |
@@ -53,7 +54,7 @@
 //! | `NORMKIT_CUDA_CSTAGE_GRID` | [`ClusterTuning::staged_grid_rows`] | `rows`: the staged forward on one cluster per row (else the resident clusters walk the rows) |
 
 /// The environment variables [`Tuning::with_env`] reads, in the order of the table above.
-pub const ENV_OVERRIDES: [&str; 33] = [
+pub const ENV_OVERRIDES: [&str; 34] = [
     "NORMKIT_CUDA_FWD_TABLE",
     "NORMKIT_CUDA_BWD_TABLE",
     "NORMKIT_CUDA_BWD4_TABLE",
@@ -76,6 +77,7 @@ pub const ENV_OVERRIDES: [&str; 33] = [
     "NORMKIT_CUDA_FP8_ROW_MAX",
     "NORMKIT_CUDA_FP8_GRID",
     "NORMKIT_CUDA_FP8_TWIN",
+    "NORMKIT_CUDA_FP8_WIDE",
     "NORMKIT_CUDA_ROWS",
     "NORMKIT_CUDA_CLUSTER",
     "NORMKIT_CUDA_CLUSTER_CT",
@@ -311,6 +313,12 @@ pub struct Fp8Tuning {
     /// at 1.9 walks (1024×4096 −2%, 4096×1024 −4%) and 7.8 (2048×8192 −2%), slower at 15.5
     /// (65536×512 +2%) and 62 (32768×4096 +4%).
     pub row_twin_walks: u64,
+    /// Per-tensor scaling: past this many walks the twin takes twice the table's rows per CTA
+    /// (groups of at most 128 threads: the same group, the same bits). Off by default (u64::MAX;
+    /// env `NORMKIT_CUDA_FP8_WIDE=N`): faster where measured (H100, NOTES v14: 32768×4096 rms
+    /// 145 → 142 µs, add + rms 340 → 329), but the twin test's case with it (4300×4096, residual,
+    /// yT) did not finish on the device and was not run again; until it is, measurements only.
+    pub wide_cta_walks: u64,
 }
 
 /// Where the 16-bit register forward (4 chunks per thread, 16-byte layouts) runs its twin
@@ -577,6 +585,7 @@ impl Tuning {
                 reg_grid_rows: false,
                 reg_twin: true,
                 row_twin_walks: 8,
+                wide_cta_walks: u64::MAX,
             },
             rows: RowsTuning { on: true, rpc: None, min_n: 512, max_n: 2048, cta_threads: 256 },
             cluster: ClusterTuning {
@@ -655,6 +664,9 @@ impl Tuning {
         self.fp8.reg_twin = on_unless_0("NORMKIT_CUDA_FP8_TWIN");
         if let Some(w) = get("NORMKIT_CUDA_FP8_TWIN").and_then(|v| v.trim().parse::<u64>().ok()).filter(|&w| w > 0) {
             self.fp8.row_twin_walks = w;
+        }
+        if let Some(w) = get("NORMKIT_CUDA_FP8_WIDE").and_then(|v| v.trim().parse::<u64>().ok()) {
+            self.fp8.wide_cta_walks = w;
         }
         self.fp8.row_max_n = get("NORMKIT_CUDA_FP8_ROW_MAX").and_then(|v| v.parse().ok()).unwrap_or(self.fp8.row_max_n);
         match get("NORMKIT_CUDA_FP8_T").as_deref() {
