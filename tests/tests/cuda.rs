@@ -139,7 +139,10 @@ fn fp8_twin_matches_register() {
             base.inject = vec![Inject { row: m / 2, col: n / 3, value: f32::NAN }];
         }
         let c = Fp8Case { base, scale, amax: i % 3 != 2, transposed: i % 2 == 0 };
+        let t0 = std::time::Instant::now();
         check_fp8_bitwise(&k, &plain, &c).unwrap_or_else(|e| panic!("{e}"));
+        // One line per case: a case that stalls is the one after the last line (NOTES v14.3).
+        eprintln!("fp8_twin_matches_register: case {i} ({c}) in {:.2} s", t0.elapsed().as_secs_f64());
     }
 }
 
