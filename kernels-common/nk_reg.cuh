@@ -49,6 +49,14 @@ NK_DEVICE void residual_add(Raw& h, const Raw& r) {
     pack<NARROW>(DT, v, h);
 }
 
+// A chunk's 8 values into 8 bytes in e4m3 (else e5m2), by the conversion instruction: the two
+// formats the hardware converts (the quantised twin's; fp8_pack8 serves every format).
+NK_DEVICE void fp8_pack8_ocp(bool e4m3, const float (&v)[CH], uint32_t (&w)[2]) {
+    auto two = [&](float a, float b) { return e4m3 ? fp8_pack2(NK_DT_E4M3, a, b) : fp8_pack2(NK_DT_E5M2, a, b); };
+    w[0] = two(v[0], v[1]) | (two(v[2], v[3]) << 16);
+    w[1] = two(v[4], v[5]) | (two(v[6], v[7]) << 16);
+}
+
 // Forward, register-resident rows. SPEC = DT + 4·LN + 8·RES (+ 16: KMAX = 2·REG_KMAX, + 32: KMAX =
 // 4·REG_KMAX) (+ 64: PF,
 // prefetch). Without PF a thread loads its K chunks of a row into registers at once. With PF
@@ -79,14 +87,6 @@ NK_DEVICE void residual_add(Raw& h, const Raw& r) {
 // before the first row (every row of the persistent grid uses them), and the group's next row is
 // loaded while the current one is reduced; + 512 (`nk_fwd_regqdr_*`) per-row scaling, else per
 // tensor (compiled in, not read from the call). Same bits as SPEC + 128.
-// A chunk's 8 values into 8 bytes in e4m3 (else e5m2), by the conversion instruction: the two
-// formats the hardware converts (the quantised twin's; fp8_pack8 serves every format).
-NK_DEVICE void fp8_pack8_ocp(bool e4m3, const float (&v)[CH], uint32_t (&w)[2]) {
-    auto two = [&](float a, float b) { return e4m3 ? fp8_pack2(NK_DT_E4M3, a, b) : fp8_pack2(NK_DT_E5M2, a, b); };
-    w[0] = two(v[0], v[1]) | (two(v[2], v[3]) << 16);
-    w[1] = two(v[4], v[5]) | (two(v[6], v[7]) << 16);
-}
-
 template <bool ALIGNED, int SPEC, bool FULL>
 NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
     constexpr int DT = SPEC & 3;
