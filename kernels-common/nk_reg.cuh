@@ -98,7 +98,9 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
     constexpr bool EW = (SPEC & 256) != 0 && !PF;
     // The quantised twin is compiled for one scaling mode (SPEC + 512: per row); the other
     // quantised kernels read it from the call.
-    constexpr bool QROW = Q && EW && (SPEC & 512) != 0;
+    // QP: the quantised twin (SPEC + 128 + 256).
+    constexpr bool QP = Q && EW;
+    constexpr bool QROW = QP && (SPEC & 512) != 0;
     constexpr int NS = RES ? 2 : 1, SW = NARROW ? 1 : 2;
     if constexpr (EW) {
         if (p0.flags & NK_F_TRIGGER) nk_grid_dep_launch();
@@ -107,7 +109,7 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
     NK_SHARED float scratch[2][NK_ROW_MAX_THREADS / NK_WARP];
     const int qfmt = p0.dt_y;
     float qscale = 0.f, amax_t = 0.f;
-    if constexpr (Q && !EW) qscale = q_tensor_scale(p0);
+    if constexpr (Q && !QP) qscale = q_tensor_scale(p0);
     NK_DYN_SMEM(smem);
     int par = 0, buf = 0;
     const bool has_w = (p.flags & NK_F_WEIGHT) != 0, has_b = (p.flags & NK_F_BIAS) != 0;
@@ -147,7 +149,7 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
     };
     if (PF) stage(nk_bid() * rpc + g, 0);
     Raw wreg[EW ? KMAX : 1], breg[EW && LN ? KMAX : 1];
-    if constexpr (Q && EW) {
+    if constexpr (QP) {
         // The quantised twin (SPEC + 128 + 256) walks the rows of a persistent grid, so its
         // weight (and bias) chunks, the same for every row, are loaded once, after the wait for
         // the previous kernel and before anything else touches memory; the device scale's load
@@ -169,7 +171,6 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
     // before its reductions, so a CTA of the persistent grid always has a row's loads
     // outstanding (without it, 4 CTAs per SM left the DRAM idle while rows were reduced and
     // written: NOTES v14).
-    constexpr bool QP = Q && EW;
     Raw hq[QP ? KMAX : 1], rq[QP && RES ? KMAX : 1];
     auto qload = [&](int64_t row) {
         each_chunk(row, [&](int k, int64_t e, const void* xrow, const void* rrow) {
@@ -354,7 +355,7 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
             };
             float qs = qscale;
             if constexpr (Q) {
-                if ((Q && EW) ? QROW : (p0.q & NK_Q_ROW) != 0) {
+                if (QP ? QROW : (p0.q & NK_Q_ROW) != 0) {
                     float mx = 0.f;
                     if (active) {
     #pragma unroll
@@ -452,7 +453,7 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
     }
     if (PF) nk_copy_async_wait_all();
     if constexpr (Q) {
-        if constexpr (EW) q_scale_inv_store(p0, qscale);
+        if constexpr (QP) q_scale_inv_store(p0, qscale);
         NK_SHARED float qred[NK_ROW_MAX_THREADS / NK_WARP];
         q_amax_commit(p0, amax_t, qred);
     }

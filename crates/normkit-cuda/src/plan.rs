@@ -509,20 +509,20 @@ fn forward_fp8(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall, q:
                 .and_then(kernels::lookup)
                 .filter(|tk| block <= tk.max_threads);
             let twin = match twin {
-                // Per-row scaling: while its CTAs walk at most Fp8Tuning::row_twin_walks.
-                Some(tk) if q.per_row => {
-                    let wave = u64::from(persistent_blocks(d, occ, tk, block, 0, work)?);
-                    (work <= wave.saturating_mul(t.fp8.row_twin_walks)).then_some(tk)
-                }
-                // Per tensor: twice the rows per CTA past Fp8Tuning::wide_cta_walks (the group,
-                // and so every bit, unchanged).
                 Some(tk) => {
                     let wave = u64::from(persistent_blocks(d, occ, tk, block, 0, work)?);
-                    if work > wave.saturating_mul(t.fp8.wide_cta_walks) && 2 * block <= tk.max_threads {
-                        (block, rpc) = (2 * block, 2 * rpc);
-                        work = m.div_ceil(u64::from(rpc));
+                    if q.per_row {
+                        // Per-row scaling: while its CTAs walk at most Fp8Tuning::row_twin_walks.
+                        (work <= wave.saturating_mul(t.fp8.row_twin_walks)).then_some(tk)
+                    } else {
+                        // Per tensor: twice the rows per CTA past Fp8Tuning::wide_cta_walks (the
+                        // group, and so every bit, unchanged).
+                        if work > wave.saturating_mul(t.fp8.wide_cta_walks) && 2 * block <= tk.max_threads {
+                            (block, rpc) = (2 * block, 2 * rpc);
+                            work = m.div_ceil(u64::from(rpc));
+                        }
+                        Some(tk)
                     }
-                    Some(tk)
                 }
                 None => None,
             };
