@@ -49,6 +49,26 @@ NK_DEVICE void add_chunk(float& acc, const float (&v)[CH], bool ln, int64_t e, i
     for (int j = 0; j < CH; ++j)
         if (FULL || j < lim) acc += ln ? v[j] : v[j] * v[j];
 }
+// The same sums with every step's rounding fixed (explicit FMAs; fwd_reg_body's two-accumulator
+// order): a contraction may pick either product of `acc + a·a + b·b` once the compiler folds the
+// odd accumulator's −0 start, and two kernels meant to agree bit for bit then differ.
+template <bool FULL>
+NK_DEVICE void add_chunk_rn(float& acc, const float (&v)[CH], bool ln, int64_t e, int64_t n) {
+    const int lim = FULL ? CH : chunk_len(e, n);
+#pragma unroll
+    for (int j = 0; j < CH; ++j)
+        if (FULL || j < lim) acc = ln ? nk_add_rn(acc, v[j]) : nk_fma_rn(v[j], v[j], acc);
+}
+template <bool FULL>
+NK_DEVICE void add_centred_rn(float& acc, const float (&v)[CH], float mean, int64_t e, int64_t n) {
+    const int lim = FULL ? CH : chunk_len(e, n);
+#pragma unroll
+    for (int j = 0; j < CH; ++j)
+        if (FULL || j < lim) {
+            const float d = nk_sub_rn(v[j], mean);
+            acc = nk_fma_rn(d, d, acc);
+        }
+}
 template <bool FULL>
 NK_DEVICE void add_centred(float& acc, const float (&v)[CH], float mean, int64_t e, int64_t n) {
     const int lim = FULL ? CH : chunk_len(e, n);

@@ -10,14 +10,16 @@ namespace nk {
 // Register-resident row kernels (the hot path): every tensor has x's dtype DT and casting is
 // Gemma (the host checks). SPEC = DT + 4·LN + 8·RES (+ 16: KMAX = 2·REG_KMAX); LayerNorm and the fused residual are
 // compile-time, so the element loops carry no flag or dtype branches. A group of G threads per
-// row and thread t owns the 8-element chunks t, t + G, ... exactly as fwd_row (same table, same
-// chunking, same group_sum), with K = ⌈nch/G⌉ ≤ KMAX chunks held in registers: each thread issues
+// row and thread t owns the 8-element chunks t, t + G, ... as fwd_row does (same table, same
+// chunking, same group_sum; the forward's per-thread order, two accumulators, is fwd_reg_body's),
+// with K = ⌈nch/G⌉ ≤ KMAX chunks held in registers: each thread issues
 // all its 16-byte loads of a row at once, and nothing is staged in shared memory. The ALIGNED and
 // element-wise variants run this same body, so a row's result never depends on the layout.
 constexpr int REG_KMAX = 4;
-// Chunks per thread of a forward register kernel: SPEC bit 16 doubles REG_KMAX, bit 32 quadruples it.
+// Chunks per thread of a forward register kernel: SPEC bit 16 doubles REG_KMAX, bit 32 quadruples
+// it, bit 1024 (the decode twin in pairs) halves it.
 template <int SPEC>
-constexpr int FWD_REG_KMAX = (SPEC & 32) ? 4 * REG_KMAX : (SPEC & 16) ? 2 * REG_KMAX : REG_KMAX;
+constexpr int FWD_REG_KMAX = (SPEC & 1024) ? REG_KMAX / 2 : (SPEC & 32) ? 4 * REG_KMAX : (SPEC & 16) ? 2 * REG_KMAX : REG_KMAX;
 
 // Thread-private 16-byte slots of the prefetch buffers (dynamic shared memory): buffer b, tensor
 // s, chunk k, 16-byte half q (two for f32), thread tid; a warp's lanes touch consecutive vectors.
@@ -101,12 +103,28 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
     // QP: the quantised twin (SPEC + 128 + 256).
     constexpr bool QP = Q && EW;
     constexpr bool QROW = QP && (SPEC & 512) != 0;
+    // The reduction order of the 16-bit forwards (not the quantised ones nor f32's, whose order
+    // is their own: a single accumulator): thread t of the group G sums its even chunks (0, 2, ..) and its odd chunks (1, 3, ..)
+    // in two accumulators, in chunk order, and adds them (even + odd) before the group sum — two
+    // independent dependency chains per thread. PAIR (SPEC + 256 + 1024, `nk_fwd_regp_*`) runs
+    // group G's rows with 2G threads of KMAX = 2 chunks launched as group 2G: thread t < G owns
+    // G-thread t's even chunks, thread G + t its odd ones, so each holds one of the two
+    // accumulators; the pair adds them through shared memory (addition commutes: both halves get
+    // the same bits) and each half runs the group sum of G. The same bits as the group G kernels.
+    // Every step's rounding is explicit (add_chunk_rn, add_centred_rn): contracted, the odd
+    // accumulator's −0 start let the compiler fold it and pick another product for the FMA.
+    constexpr bool TWO = !Q && NARROW;
+    constexpr bool PAIR = EW && !Q && (SPEC & 1024) != 0;
     constexpr int NS = RES ? 2 : 1, SW = NARROW ? 1 : 2;
     if constexpr (EW) {
         if (p0.flags & NK_F_TRIGGER) nk_grid_dep_launch();
     }
     const NkFwdParams p = specialise<DT, NK_CAST_GEMMA>(p0);
     NK_SHARED float scratch[2][NK_ROW_MAX_THREADS / NK_WARP];
+    // PAIR: the halves' partial sums, two buffers (by `par`, as `scratch`): a group of at most
+    // 32 threads sums without a barrier, so the next reduction's writes must not land in the
+    // buffer a slower partner may still read (the pair kernels' launch bound is 256 threads).
+    NK_SHARED float pairx[2][PAIR ? 256 : 1];
     const int qfmt = p0.dt_y;
     float qscale = 0.f, amax_t = 0.f;
     if constexpr (Q && !QP) qscale = q_tensor_scale(p0);
@@ -211,7 +229,24 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
                 o = h[k];
             }
         };
-        float acc[1] = {0.f};
+        // TWO: acc[0] the even chunks', acc[1] the odd chunks' (PAIR: acc[0] this half's). The odd
+        // accumulator starts at −0, the identity of addition, so that "even + odd" is exactly the
+        // even sum where a thread has no odd chunk (and both halves of a pair start alike).
+        const float odd0 = PAIR && t >= (G >> 1) ? -0.f : 0.f;
+        float acc[2] = {odd0, -0.f};
+        // The thread's sum for the group sum of G (PAIR: G / 2): even + odd.
+        auto two = [&](float (&a)[2]) -> float {
+            if constexpr (PAIR) {
+                pairx[par][tid] = a[0];
+                nk_sync();
+                return a[0] + pairx[par][tid ^ (G >> 1)];
+            } else if constexpr (TWO) {
+                return a[0] + a[1];
+            } else {
+                return a[0];
+            }
+        };
+        const int GS = PAIR ? G >> 1 : G;
         if (active) {
             const void* xrow = row_ptr(p.x, row, p.sx, DT);
             const void* rrow = row_ptr(p.r, row, p.sr, DT);
@@ -274,7 +309,8 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
                         if (!LN) {
                             float v[CH];
                             unpack<NARROW>(DT, hk, v);
-                            add_chunk<ALIGNED>(acc[0], v, false, (int64_t)c * CH, n);
+                            if constexpr (TWO) add_chunk_rn<ALIGNED>(acc[PAIR ? 0 : k & 1], v, false, (int64_t)c * CH, n);
+                            else add_chunk<ALIGNED>(acc[0], v, false, (int64_t)c * CH, n);
                         }
                     }
                 }
@@ -292,14 +328,16 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
                         float v[CH];
                         get(k, hk);
                         unpack<NARROW>(DT, hk, v);
-                        add_chunk<ALIGNED>(acc[0], v, true, (int64_t)c * CH, n);
+                        if constexpr (TWO) add_chunk_rn<ALIGNED>(acc[PAIR ? 0 : k & 1], v, true, (int64_t)c * CH, n);
+                        else add_chunk<ALIGNED>(acc[0], v, true, (int64_t)c * CH, n);
                     }
                 }
             }
-            group_sum_nb<1, 0, EW>(acc, G, scratch[par]);
+            float s1[1] = {two(acc)};
+            group_sum_nb<1, 0, EW>(s1, GS, scratch[par]);
             par ^= 1;
-            mean = nk_div_rn(acc[0], nf);
-            float a2[1] = {0.f};
+            mean = nk_div_rn(s1[0], nf);
+            float a2[2] = {odd0, -0.f};
             if (active) {
 #pragma unroll
                 for (int k = 0; k < KMAX; ++k) {
@@ -309,15 +347,18 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
                         float v[CH];
                         get(k, hk);
                         unpack<NARROW>(DT, hk, v);
-                        add_centred<ALIGNED>(a2[0], v, mean, (int64_t)c * CH, n);
+                        if constexpr (TWO) add_centred_rn<ALIGNED>(a2[PAIR ? 0 : k & 1], v, mean, (int64_t)c * CH, n);
+                        else add_centred<ALIGNED>(a2[0], v, mean, (int64_t)c * CH, n);
                     }
                 }
             }
-            group_sum_nb<1, 0, EW>(a2, G, scratch[par]);
-            var = nk_div_rn(a2[0], nf);
+            float s2[1] = {two(a2)};
+            group_sum_nb<1, 0, EW>(s2, GS, scratch[par]);
+            var = nk_div_rn(s2[0], nf);
         } else {
-            group_sum_nb<1, 0, EW>(acc, G, scratch[par]);
-            var = nk_div_rn(acc[0], nf);
+            float s1[1] = {two(acc)};
+            group_sum_nb<1, 0, EW>(s1, GS, scratch[par]);
+            var = nk_div_rn(s1[0], nf);
         }
         par ^= 1;
         const float rstd = nk_rsqrt_rn(nk_add_rn(var, p.eps));

@@ -389,6 +389,19 @@ pub enum KernelKey {
         /// The fused residual add.
         residual: bool,
     },
+    /// `nk_fwd_regp_{dt}_{rms|ln}{|_res}`: the decode twin in pairs (CUDA, SPEC plus 256 plus
+    /// 1024): a row of the 4-chunk table group G run by 2G threads of 2 chunks each (thread t's
+    /// chunks are the even chunks of G-thread t, thread G + t's its odd ones), whose partial sums
+    /// are added pairwise before the group sum of G: the bits of `FwdReg` and `FwdRegDecode` at
+    /// group G, with twice the warps to hide a few rows' latency.
+    FwdRegPair {
+        /// Every tensor's dtype (16-bit).
+        dtype: Dt,
+        /// LayerNorm (else RMSNorm).
+        ln: bool,
+        /// The fused residual add.
+        residual: bool,
+    },
     /// `nk_fwd_regqd{|r}_{dt}_{rms|ln}{|_res}`: the quantised twin with the decode twin's form (CUDA,
     /// SPEC plus 128 plus 256): 4 chunks, 16-byte accesses, launch bound 256 threads (no spills),
     /// the weight (and bias) chunks and the device scale loaded once per CTA of the persistent
@@ -519,7 +532,7 @@ impl KernelKey {
             KernelKey::FwdQSplitApply { .. } => Family::FwdQSplitApply,
             KernelKey::FwdQTranspose => Family::FwdQTranspose,
             KernelKey::FwdRegQ { .. } | KernelKey::FwdRegQDecode { .. } => Family::FwdRegQ,
-            KernelKey::FwdRegDecode { .. } => Family::FwdReg,
+            KernelKey::FwdRegDecode { .. } | KernelKey::FwdRegPair { .. } => Family::FwdReg,
             KernelKey::BwdSmall { .. } => Family::BwdReg,
         }
     }
@@ -544,6 +557,7 @@ impl KernelKey {
             | KernelKey::BwdCluster { .. }
             | KernelKey::BwdRows { .. }
             | KernelKey::FwdRegDecode { .. }
+            | KernelKey::FwdRegPair { .. }
             | KernelKey::FwdRegQDecode { .. }
             | KernelKey::BwdSmall { .. } => true,
             KernelKey::FwdSplitReduce
@@ -596,6 +610,7 @@ impl KernelKey {
                     },
             ),
             KernelKey::FwdRegDecode { dtype, ln, residual } => Spec::Int(base(dtype, ln, residual) + 256),
+            KernelKey::FwdRegPair { dtype, ln, residual } => Spec::Int(base(dtype, ln, residual) + 256 + 1024),
             KernelKey::FwdRegQDecode { dtype, ln, residual, per_row } => {
                 Spec::Int(base(dtype, ln, residual) + 128 + 256 + 512 * per_row as u32)
             }
@@ -679,6 +694,7 @@ impl KernelKey {
                 format!("nk_bwd_reg{ks}{}_{}_{}{}", if prefetch { "pf" } else { "" }, dtype.tag(), rms_ln(ln), res(residual))
             }
             KernelKey::FwdRegDecode { dtype, ln, residual } => format!("nk_fwd_regd_{}_{}{}", dtype.tag(), rms_ln(ln), res(residual)),
+            KernelKey::FwdRegPair { dtype, ln, residual } => format!("nk_fwd_regp_{}_{}{}", dtype.tag(), rms_ln(ln), res(residual)),
             KernelKey::FwdRegQDecode { dtype, ln, residual, per_row } => {
                 format!("nk_fwd_regqd{}_{}_{}{}", if per_row { "r" } else { "" }, dtype.tag(), rms_ln(ln), res(residual))
             }

@@ -110,6 +110,8 @@ NK_DEVICE uint32_t nk_f32_to_bf16(float f) { return (uint32_t)__bfloat16_as_usho
 NK_DEVICE float nk_mul_rn(float a, float b) { return __fmul_rn(a, b); }
 NK_DEVICE float nk_add_rn(float a, float b) { return __fadd_rn(a, b); }
 NK_DEVICE float nk_sub_rn(float a, float b) { return __fsub_rn(a, b); }
+// a·b + c rounded once (an explicit FMA: its operands fixed, unlike a contraction).
+NK_DEVICE float nk_fma_rn(float a, float b, float c) { return __fmaf_rn(a, b, c); }
 // Correctly rounded 1/sqrt(v) (two IEEE operations, not the MUFU approximation): the statistic is
 // computed once per row, so its cost is nothing, and it matches a CPU reference bit for bit.
 NK_DEVICE float nk_rsqrt_rn(float v) { return __fdiv_rn(1.0f, __fsqrt_rn(v)); }

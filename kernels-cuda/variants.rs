@@ -374,4 +374,14 @@ pub const VARIANTS: &[Variant] = &[
     v(FwdRegQDecode { dtype: F16, ln: false, residual: true, per_row: true }, 256, 1),
     v(FwdRegQDecode { dtype: F16, ln: true, residual: false, per_row: true }, 256, 1),
     v(FwdRegQDecode { dtype: F16, ln: true, residual: true, per_row: true }, 256, 1),
+    // The decode twin in pairs (SPEC + 256 + 1024): 2G threads of 2 chunks with the 4-chunk group
+    // G's reduction order (the same bits); the planner's forward for the rows of Tuning::fwd_pair.
+    v(FwdRegPair { dtype: Bf16, ln: false, residual: false }, 256, 1),
+    v(FwdRegPair { dtype: Bf16, ln: false, residual: true }, 256, 1),
+    v(FwdRegPair { dtype: Bf16, ln: true, residual: false }, 256, 1),
+    v(FwdRegPair { dtype: Bf16, ln: true, residual: true }, 256, 1),
+    v(FwdRegPair { dtype: F16, ln: false, residual: false }, 256, 1),
+    v(FwdRegPair { dtype: F16, ln: false, residual: true }, 256, 1),
+    v(FwdRegPair { dtype: F16, ln: true, residual: false }, 256, 1),
+    v(FwdRegPair { dtype: F16, ln: true, residual: true }, 256, 1),
 ];

@@ -118,6 +118,8 @@ NK_DEVICE float nk_sub_rn(float a, float b) {
 #pragma clang fp contract(off)
   return a - b;
 }
+// a·b + c rounded once (an explicit FMA: its operands fixed, unlike a contraction).
+NK_DEVICE float nk_fma_rn(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
 // Correctly rounded division and square root: without fast-math flags clang emits the
 // div_scale/div_fmas/div_fixup and the scaled v_sqrt_f32 sequences, not v_rcp/v_rsq
 // approximations. The statistic is computed once per row, so exactness costs nothing, and it

@@ -389,9 +389,23 @@ pub fn forward(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall) ->
                 Some(tk) if twin_fits(t, d, occ, c, tk, blocks, block)? => Some(tk),
                 _ => None,
             };
-            let step = match twin {
-                Some(k) => trigger_step(t, &mut fields, k, blocks, block),
-                None => Step::plain(k, (blocks, 1), block, 0),
+            // The twin in pairs (`nk_fwd_regp_*`) where Tuning::fwd_pair says: each group of the
+            // table run by twice its threads, 2 chunks each, launched as group 2G (the kernel
+            // keeps group G's reduction order: the same bits at every M).
+            let pt = t.fwd_pair;
+            let pair = twin
+                .filter(|_| (pt.rows.0..=pt.rows.1).contains(&m) && !(pt.skip_ctas.0..=pt.skip_ctas.1).contains(&blocks))
+                .filter(|_| (pt.every_op || (c.residual && !c.ln)) && k_per_thread >= 2 && rc.group.is_power_of_two())
+                .and_then(|_| kernels::lookup(KernelKey::FwdRegPair { dtype: kdt(dt).ok()?, ln: c.ln, residual: c.residual }))
+                .filter(|pk| 2 * block <= pk.max_threads);
+            let step = match (pair, twin) {
+                (Some(pk), _) => {
+                    fields.group = 2 * rc.group as i32;
+                    let blocks = persistent_blocks(d, occ, pk, 2 * block, 0, work)?;
+                    trigger_step(t, &mut fields, pk, blocks, 2 * block)
+                }
+                (None, Some(k)) => trigger_step(t, &mut fields, k, blocks, block),
+                (None, None) => Step::plain(k, (blocks, 1), block, 0),
             };
             let mut l = Launch::new(Family::FwdRegister, Workspace::default(), fields);
             l.push(step);
@@ -1422,8 +1436,10 @@ mod tests {
         let twin = |c: FwdCall| {
             let l = plan_fwd(&t, c);
             let s = l.steps().next().unwrap();
-            assert_eq!(l.fields.trigger, s.kernel.name.starts_with("nk_fwd_regd_"), "{c:?}");
-            s.kernel.name.starts_with("nk_fwd_regd_")
+            // The twin, or the twin in pairs (Tuning::fwd_pair).
+            let twin = s.kernel.name.starts_with("nk_fwd_regd_") || s.kernel.name.starts_with("nk_fwd_regp_");
+            assert_eq!(l.fields.trigger, twin, "{c:?}");
+            twin
         };
         let res = |c: FwdCall| FwdCall { residual: true, ..c };
         for (c, want, why) in [
@@ -2073,9 +2089,13 @@ mod tests {
                                                 match forward(t, &d, occ, &c) {
                                                     Ok(l) => {
                                                         check_steps(&what, &l, &d);
-                                                        // The forward path never depends on M or the layout.
-                                                        let shape =
-                                                            (l.family, l.fields.group, l.fields.rpc, l.fields.slot, l.fields.nsplit);
+                                                        // The forward path never depends on M or the layout
+                                                        // (the twin in pairs launches group G's rows as
+                                                        // group 2G and keeps G's order).
+                                                        let paired =
+                                                            l.steps().any(|s| matches!(s.kernel.key, KernelKey::FwdRegPair { .. }));
+                                                        let group = if paired { l.fields.group / 2 } else { l.fields.group };
+                                                        let shape = (l.family, group, l.fields.rpc, l.fields.slot, l.fields.nsplit);
                                                         if m > 0 {
                                                             assert_eq!(*first.get_or_insert(shape), shape, "{}", what());
                                                         }
@@ -2214,8 +2234,37 @@ mod tests {
         assert!(paths.iter().any(|p| p.0 == Family::FwdQuantSplit) && paths.len() > 10, "{paths:?}");
     }
 
+    /// The forward's twin in pairs (Tuning::fwd_pair): RMSNorm with the fused residual wherever
+    /// the twin runs, but not on grids of 17–63 CTAs; twice the table's group and threads, the
+    /// same grid; `NORMKIT_CUDA_FWD_PAIR=all` every op, `0` never.
+    #[test]
+    fn forward_pair_by_op_and_grid() {
+        let d = h100();
+        let step = |t: &Tuning, n: usize, m: usize, ln: bool, residual: bool| {
+            let c = FwdCall { ln, bias: ln, residual, ..fwd(DType::BF16, n, m) };
+            let l = forward(t, &d, &OCC, &c).unwrap();
+            let s = l.steps().next().unwrap();
+            (s.kernel.name, l.fields.group, s.block, s.grid.0)
+        };
+        let t = Tuning::for_sm90();
+        assert_eq!(step(&t, 4096, 128, false, true), ("nk_fwd_regp_bf16_rms_res", 256, 256, 128));
+        assert_eq!(step(&t, 4096, 8, false, true), ("nk_fwd_regp_bf16_rms_res", 256, 256, 8));
+        // 4 rows of 1024 per CTA: 64 CTAs of 2 × 4 × 32 threads.
+        assert_eq!(step(&t, 1024, 256, false, true), ("nk_fwd_regp_bf16_rms_res", 64, 256, 64));
+        assert_eq!(step(&t, 4096, 32, false, true), ("nk_fwd_regd_bf16_rms_res", 128, 128, 32));
+        assert_eq!(step(&t, 4096, 128, false, false).0, "nk_fwd_regd_bf16_rms");
+        assert_eq!(step(&t, 4096, 128, true, true).0, "nk_fwd_regd_bf16_ln_res");
+        // Past the twin's grids, the register kernel (no pair).
+        assert_eq!(step(&t, 4096, 32768, false, true).0, "nk_fwd_reg_bf16_rms_res_a");
+        let env = |v: &str| Tuning::for_sm90().with_env(|k| (k == "NORMKIT_CUDA_FWD_PAIR").then(|| v.to_owned()));
+        assert_eq!(step(&env("all"), 4096, 32, true, false), ("nk_fwd_regp_bf16_ln", 256, 256, 32));
+        assert_eq!(step(&env("0"), 4096, 128, false, true).0, "nk_fwd_regd_bf16_rms_res");
+        assert_eq!(step(&env("100:200"), 4096, 8, false, true).0, "nk_fwd_regd_bf16_rms_res");
+        assert_eq!(step(&env("100:200"), 4096, 128, false, true).0, "nk_fwd_regp_bf16_rms_res");
+    }
+
     /// The quantised register forward's twin: per tensor wherever the table's group fits 256
-    /// threads and y is e4m3 or e5m2 (at every M; two rows per CTA past `wide_cta_walks`, when set), per
+    /// threads and y is e4m3 or e5m2 (at every M; two rows per CTA past `wide_cta_walks`), per
     /// row only while its CTAs walk at most `row_twin_walks` row groups; 512-thread groups
     /// (N = 16384), the fnuz formats and `NORMKIT_CUDA_FP8_TWIN=0` keep the plain kernel; the
     /// group is the plain kernel's either way (the same bits).
@@ -2237,7 +2286,8 @@ mod tests {
         };
         let t = Tuning::for_sm90();
         let pdl = if t.pdl { Mode::Pdl } else { Mode::Plain };
-        assert_eq!(name(&t, 4096, 32768, false, false, false), ("nk_fwd_regqd_bf16_rms", 128, 1, pdl));
+        // 32768 rows: 62 walks at one row per CTA, so two (wide_cta_walks).
+        assert_eq!(name(&t, 4096, 32768, false, false, false), ("nk_fwd_regqd_bf16_rms", 128, 2, pdl));
         assert_eq!(name(&t, 4096, 8, false, true, true), ("nk_fwd_regqd_bf16_ln_res", 128, 1, pdl));
         assert_eq!(name(&t, 8192, 2048, false, true, false), ("nk_fwd_regqd_bf16_ln", 256, 1, pdl));
         assert_eq!(name(&t, 4096, 8, true, false, false), ("nk_fwd_regqdr_bf16_rms", 128, 1, pdl));
@@ -2246,10 +2296,12 @@ mod tests {
         assert_eq!(name(&t, 4096, 4225, true, false, true), ("nk_fwd_regq_bf16_rms_res_a", 128, 1, Mode::Plain));
         assert_eq!(name(&t, 4096, 32768, true, false, false).0, "nk_fwd_regq_bf16_rms_a");
         assert_eq!(name(&t, 16384, 8, false, false, false).0, "nk_fwd_regq_bf16_rms_a");
-        // Per tensor, with NORMKIT_CUDA_FP8_WIDE=8 (off by default): past 8 walks (4224 row
+        // Per tensor (Fp8Tuning::wide_cta_walks = 8; NORMKIT_CUDA_FP8_WIDE=off: never): past 8 walks (4224 row
         // groups) two rows per 256-thread CTA, the same group; 256-thread groups stay as they are.
-        assert_eq!(t.fp8.wide_cta_walks, u64::MAX);
-        let wide = Tuning::for_sm90().with_env(|k| (k == "NORMKIT_CUDA_FP8_WIDE").then(|| "8".to_owned()));
+        assert_eq!(t.fp8.wide_cta_walks, 8);
+        let wide = t.clone();
+        let off = Tuning::for_sm90().with_env(|k| (k == "NORMKIT_CUDA_FP8_WIDE").then(|| "off".to_owned()));
+        assert_eq!(name(&off, 4096, 4225, false, false, true), ("nk_fwd_regqd_bf16_rms_res", 128, 1, pdl));
         assert_eq!(name(&wide, 4096, 4224, false, false, true), ("nk_fwd_regqd_bf16_rms_res", 128, 1, pdl));
         assert_eq!(name(&wide, 4096, 4225, false, false, true), ("nk_fwd_regqd_bf16_rms_res", 128, 2, pdl));
         assert_eq!(name(&wide, 8192, 32768, false, false, false), ("nk_fwd_regqd_bf16_rms", 256, 1, pdl));

@@ -32,6 +32,7 @@
 //! | `NORMKIT_CUDA_FIN_COLS_MAX` | [`Tuning::fin_cols_max`] | at N ≥ 65536, at most this many partial rows take the one-column finalize |
 //! | `NORMKIT_CUDA_PDL` | [`Tuning::pdl`] | `0`: no programmatic dependent launches |
 //! | `NORMKIT_CUDA_FWD_DECODE` | [`Tuning::fwd_decode_max_ctas`] | the largest register-forward grid that runs the twin, instead of [`TwinTuning`]'s rules (`0`: none) |
+//! | `NORMKIT_CUDA_FWD_PAIR` | [`Tuning::fwd_pair`] | `0`: the forward's twin never in pairs; `all`: in pairs wherever it runs (every op, every grid); `LO:HI`: only for calls of LO..=HI rows |
 //! | `NORMKIT_CUDA_BWD_SMALL` | [`Tuning::bwd_small_max_m`] | the most rows of the backward's twin (`nk_bwd_sm*`; default 128; `0`: never) |
 //! | `NORMKIT_CUDA_FP8_T` | [`Fp8Tuning::transpose`] | `separate` (default), `fused` or `strided`: how the FP8 `yT` is written |
 //! | `NORMKIT_CUDA_FP8_TM` | [`Fp8Tuning::max_tm`] | the largest fused-transpose tile, rows (4..=64, a power of two) |
@@ -40,7 +41,7 @@
 //! | `NORMKIT_CUDA_FP8_ROW_MAX` | [`Fp8Tuning::row_max_n`] | the largest N of the FP8 row kernels (longer rows: split) |
 //! | `NORMKIT_CUDA_FP8_GRID` | [`Fp8Tuning::reg_grid_rows`] | `rows`: the quantised register forward on a CTA per row group, not persistent |
 //! | `NORMKIT_CUDA_FP8_TWIN` | [`Fp8Tuning::reg_twin`], [`Fp8Tuning::row_twin_walks`] | `0`: the quantised register forward without its twin (`nk_fwd_regqd*`); a number: the per-row twin's most row groups per CTA |
-//! | `NORMKIT_CUDA_FP8_WIDE` | [`Fp8Tuning::wide_cta_walks`] | a number: the per-tensor twin doubles its rows per CTA past that many walks (default: never) |
+//! | `NORMKIT_CUDA_FP8_WIDE` | [`Fp8Tuning::wide_cta_walks`] | a number: the per-tensor twin doubles its rows per CTA past that many walks (default 8); `off`: never |
 //! | `NORMKIT_CUDA_ROWS` | [`RowsTuning::on`], [`RowsTuning::rpc`] | `off` / `0`: no row-batch backward; a number: its groups per CTA |
 //! | `NORMKIT_CUDA_CLUSTER` | [`ClusterTuning::on`] | `0`: no cluster kernels |
 //! | `NORMKIT_CUDA_CLUSTER_CT` | [`ClusterTuning::shape`] | `C,T`: clusters of C CTAs of T threads at every N of the tables |
@@ -54,7 +55,7 @@
 //! | `NORMKIT_CUDA_CSTAGE_GRID` | [`ClusterTuning::staged_grid_rows`] | `rows`: the staged forward on one cluster per row (else the resident clusters walk the rows) |
 
 /// The environment variables [`Tuning::with_env`] reads, in the order of the table above.
-pub const ENV_OVERRIDES: [&str; 34] = [
+pub const ENV_OVERRIDES: [&str; 35] = [
     "NORMKIT_CUDA_FWD_TABLE",
     "NORMKIT_CUDA_BWD_TABLE",
     "NORMKIT_CUDA_BWD4_TABLE",
@@ -69,6 +70,7 @@ pub const ENV_OVERRIDES: [&str; 34] = [
     "NORMKIT_CUDA_FIN_COLS_MAX",
     "NORMKIT_CUDA_PDL",
     "NORMKIT_CUDA_FWD_DECODE",
+    "NORMKIT_CUDA_FWD_PAIR",
     "NORMKIT_CUDA_BWD_SMALL",
     "NORMKIT_CUDA_FP8_T",
     "NORMKIT_CUDA_FP8_TM",
@@ -314,10 +316,11 @@ pub struct Fp8Tuning {
     /// (65536×512 +2%) and 62 (32768×4096 +4%).
     pub row_twin_walks: u64,
     /// Per-tensor scaling: past this many walks the twin takes twice the table's rows per CTA
-    /// (groups of at most 128 threads: the same group, the same bits). Off by default (u64::MAX;
-    /// env `NORMKIT_CUDA_FP8_WIDE=N`): faster where measured (H100, NOTES v14: 32768×4096 rms
-    /// 145 → 142 µs, add + rms 340 → 329), but the twin test's case with it (4300×4096, residual,
-    /// yT) did not finish on the device and was not run again; until it is, measurements only.
+    /// (groups of at most 128 threads: the same group, the same bits). Default 8 (env
+    /// `NORMKIT_CUDA_FP8_WIDE=N`; `off`: never): H100, NOTES v14 and v15, 32768×4096 rms 145 →
+    /// 142 µs, add + rms 340 → 329; the A/B of this default is in
+    /// bench/results/nvidia-h100-2026-11-27/pair/call3 (the stall NOTES v14.3 suspected was the
+    /// test's CPU oracle, not the kernel: NOTES v15).
     pub wide_cta_walks: u64,
 }
 
@@ -347,6 +350,31 @@ pub struct TwinTuning {
 impl TwinTuning {
     /// Hopper (H100 measurements above).
     pub const SM90: TwinTuning = TwinTuning { wide_block: 128, rms_ctas_per_sm: u32::MAX, ln_ctas_per_sm: 16 };
+}
+
+/// Where the forward's twin (`nk_fwd_regd_*`, groups of at most 128 threads with 4 chunks each)
+/// runs in pairs instead (`nk_fwd_regp_*`: twice the threads, 2 chunks each, the same reduction
+/// order, so the same bits at every M). A few rows are bound by each row's latency, which twice
+/// the warps per row hide. H100, 2026-11-27, one build, pairs everywhere against never, A B B A
+/// (bench/results/nvidia-h100-2026-11-27/pair/call2/summary-sweep.md): RMSNorm with the fused
+/// residual faster at 1–16 rows of 4096 (8×4096 1.80 → 1.60 µs), 64–512 rows (128×4096 3.50 →
+/// 2.74, 256×4096 4.72 → 4.12), 128×3000 −23%, 512–1024 rows of 512 and 1024 (−14 to −24%),
+/// but slower on grids of 32 CTAs (32×4096 +3.6%, 128×1024 +2.6%); RMSNorm and LayerNorm without
+/// the residual mixed (rms_fwd 256×4096 −14% but 1×4096 +6%, 2048×4096 +8%; ln_fwd 512×4096
+/// +25%): not paired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PairTuning {
+    /// Calls of `lo..=hi` rows only.
+    pub rows: (u64, u64),
+    /// Not on grids of `lo..=hi` CTAs (of the unpaired twin).
+    pub skip_ctas: (u32, u32),
+    /// Every op (else RMSNorm with the fused residual only).
+    pub every_op: bool,
+}
+
+impl PairTuning {
+    /// Hopper (H100 measurements above).
+    pub const SM90: PairTuning = PairTuning { rows: (1, u64::MAX), skip_ctas: (17, 63), every_op: false };
 }
 
 /// The launch tables, thresholds and overrides of one backend.
@@ -445,6 +473,8 @@ pub struct Tuning {
     pub fwd_decode_max_ctas: Option<u32>,
     /// Where the register forward runs its twin.
     pub fwd_twin: TwinTuning,
+    /// Where the forward's twin runs in pairs.
+    pub fwd_pair: PairTuning,
     /// Backward calls of at most this many rows take the register kernel's twin (`nk_bwd_sm*`, a
     /// programmatic dependent, a CTA per row; one row writes dW/dB itself, more leave partial
     /// rows to the finalize). Default 128: H100, NOTES v11, against the register (or row-batch)
@@ -572,6 +602,7 @@ impl Tuning {
             pdl: true,
             fwd_decode_max_ctas: None,
             fwd_twin: TwinTuning::SM90,
+            fwd_pair: PairTuning::SM90,
             bwd_small_max_m: 128,
             bwd_small_rows_max_m: 64,
             fp8: Fp8Tuning {
@@ -585,7 +616,7 @@ impl Tuning {
                 reg_grid_rows: false,
                 reg_twin: true,
                 row_twin_walks: 8,
-                wide_cta_walks: u64::MAX,
+                wide_cta_walks: 8,
             },
             rows: RowsTuning { on: true, rpc: None, min_n: 512, max_n: 2048, cta_threads: 256 },
             cluster: ClusterTuning {
@@ -658,6 +689,16 @@ impl Tuning {
         if let Some(v) = get("NORMKIT_CUDA_FWD_DECODE").and_then(|v| v.parse().ok()) {
             self.fwd_decode_max_ctas = Some(v);
         }
+        match get("NORMKIT_CUDA_FWD_PAIR").as_deref().map(str::trim) {
+            Some("0" | "off") => self.fwd_pair.rows = (1, 0),
+            Some("all") => self.fwd_pair = PairTuning { rows: (1, u64::MAX), skip_ctas: (1, 0), every_op: true },
+            Some(v) => {
+                if let Some((lo, hi)) = v.split_once(':').and_then(|(a, b)| Some((a.trim().parse().ok()?, b.trim().parse().ok()?))) {
+                    self.fwd_pair.rows = (lo, hi);
+                }
+            }
+            None => {}
+        }
         self.bwd_small_max_m = get("NORMKIT_CUDA_BWD_SMALL").and_then(|v| v.parse().ok()).unwrap_or(self.bwd_small_max_m);
         self.fp8.reg = on_unless_0("NORMKIT_CUDA_FP8_REG");
         self.fp8.reg_grid_rows = get("NORMKIT_CUDA_FP8_GRID").is_some_and(|v| v == "rows");
@@ -665,8 +706,10 @@ impl Tuning {
         if let Some(w) = get("NORMKIT_CUDA_FP8_TWIN").and_then(|v| v.trim().parse::<u64>().ok()).filter(|&w| w > 0) {
             self.fp8.row_twin_walks = w;
         }
-        if let Some(w) = get("NORMKIT_CUDA_FP8_WIDE").and_then(|v| v.trim().parse::<u64>().ok()) {
-            self.fp8.wide_cta_walks = w;
+        match get("NORMKIT_CUDA_FP8_WIDE").as_deref().map(str::trim) {
+            Some("off") => self.fp8.wide_cta_walks = u64::MAX,
+            Some(v) => self.fp8.wide_cta_walks = v.parse().unwrap_or(self.fp8.wide_cta_walks),
+            None => {}
         }
         self.fp8.row_max_n = get("NORMKIT_CUDA_FP8_ROW_MAX").and_then(|v| v.parse().ok()).unwrap_or(self.fp8.row_max_n);
         match get("NORMKIT_CUDA_FP8_T").as_deref() {

@@ -180,7 +180,7 @@ pub const fn designed_waves(key: KernelKey) -> u32 {
         FwdQSplitApply { .. } => 4,
         FwdQTranspose => 3,
         // Not compiled for AMD (kernels-hip/variants.rs has none of them; the quantised twins of
-        // the register forward, FwdRegQ and FwdRegQDecode, and the decode-sized twins, not yet).
+        // the register forward, FwdRegQ and FwdRegQDecode, and the decode-sized twins, FwdRegPair included, not yet).
         BwdFinalizeCols
         | FwdCluster { .. }
         | FwdClusterStaged { .. }
@@ -189,6 +189,7 @@ pub const fn designed_waves(key: KernelKey) -> u32 {
         | FwdRegQ { .. }
         | FwdRegQDecode { .. }
         | FwdRegDecode { .. }
+        | FwdRegPair { .. }
         | BwdSmall { .. } => 1,
     }
 }
