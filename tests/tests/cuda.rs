@@ -220,10 +220,9 @@ fn pair_forward_matches_register() {
 /// default, forced here from the first walk) against the plain quantised kernel: the group, and so every
 /// bit, is the same. Shapes from a few rows (most CTAs' second group idle) to a grid whose CTAs
 /// walk several row pairs with a last pair cut by M (1301 rows), with and without the residual,
-/// yT and amax, LayerNorm with 32-thread groups (N = 1024: 8 groups per CTA). (The CPU oracle's
-/// FP8 check with the residual is superlinear in M — 0.5 s at 600 rows of 4096, 4.7 s at 2400,
-/// 132 s at 4301 on a 2-core machine, and 133 s at 2301 on the device while the other tests
-/// ran: NOTES v15 — so the rows stay near 1300.)
+/// yT and amax, LayerNorm with 32-thread groups (N = 1024: 8 groups per CTA). (The rows were cut
+/// to 1301 while the FP8 check converted residual_out once per row — quadratic in M, 132 s at
+/// 4301 rows: NOTES v15; fixed since, 2.4 s.)
 fn fp8_twin_wide_matches_register() {
     use normkit_conformance::check::{check_fp8_bitwise, Fp8Case, Fp8Scale};
     use normkit_conformance::FwdCase;
