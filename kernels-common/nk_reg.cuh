@@ -104,9 +104,9 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
     constexpr bool QP = Q && EW;
     constexpr bool QROW = QP && (SPEC & 512) != 0;
     // The reduction order of the 16-bit forwards (not the quantised ones nor f32's, whose order
-    // is their own: a single accumulator): thread t of the group G sums its even chunks (0, 2, ..) and its odd chunks (1, 3, ..)
-    // in two accumulators, in chunk order, and adds them (even + odd) before the group sum — two
-    // independent dependency chains per thread. PAIR (SPEC + 256 + 1024, `nk_fwd_regp_*`) runs
+    // is their own: a single accumulator): thread t of the group G sums its even chunks (0, 2,
+    // ..) and its odd chunks (1, 3, ..) in two accumulators, in chunk order, and adds them (even +
+    // odd) before the group sum — two independent dependency chains per thread. PAIR (SPEC + 256 + 1024, `nk_fwd_regp_*`) runs
     // group G's rows with 2G threads of KMAX = 2 chunks launched as group 2G: thread t < G owns
     // G-thread t's even chunks, thread G + t its odd ones, so each holds one of the two
     // accumulators; the pair adds them through shared memory (addition commutes: both halves get
@@ -232,21 +232,21 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
         // TWO: acc[0] the even chunks', acc[1] the odd chunks' (PAIR: acc[0] this half's). The odd
         // accumulator starts at −0, the identity of addition, so that "even + odd" is exactly the
         // even sum where a thread has no odd chunk (and both halves of a pair start alike).
-        const float odd0 = PAIR && t >= (G >> 1) ? -0.f : 0.f;
-        float acc[2] = {odd0, -0.f};
-        // The thread's sum for the group sum of G (PAIR: G / 2): even + odd.
-        auto two = [&](float (&a)[2]) -> float {
+        const float start0 = PAIR && t >= (G >> 1) ? -0.f : 0.f;
+        float acc[2] = {start0, -0.f};
+        // The row's sum: the thread's even + odd, then the group sum of G (PAIR: G / 2).
+        auto row_sum = [&](float (&a)[2]) -> float {
+            float s[1] = {a[0]};
             if constexpr (PAIR) {
                 pairx[par][tid] = a[0];
                 nk_sync();
-                return a[0] + pairx[par][tid ^ (G >> 1)];
+                s[0] = a[0] + pairx[par][tid ^ (G >> 1)];
             } else if constexpr (TWO) {
-                return a[0] + a[1];
-            } else {
-                return a[0];
+                s[0] = a[0] + a[1];
             }
+            group_sum_nb<1, 0, EW>(s, PAIR ? G >> 1 : G, scratch[par]);
+            return s[0];
         };
-        const int GS = PAIR ? G >> 1 : G;
         if (active) {
             const void* xrow = row_ptr(p.x, row, p.sx, DT);
             const void* rrow = row_ptr(p.r, row, p.sr, DT);
@@ -333,11 +333,10 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
                     }
                 }
             }
-            float s1[1] = {two(acc)};
-            group_sum_nb<1, 0, EW>(s1, GS, scratch[par]);
+            const float sum = row_sum(acc);
             par ^= 1;
-            mean = nk_div_rn(s1[0], nf);
-            float a2[2] = {odd0, -0.f};
+            mean = nk_div_rn(sum, nf);
+            float a2[2] = {start0, -0.f};
             if (active) {
 #pragma unroll
                 for (int k = 0; k < KMAX; ++k) {
@@ -352,13 +351,9 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
                     }
                 }
             }
-            float s2[1] = {two(a2)};
-            group_sum_nb<1, 0, EW>(s2, GS, scratch[par]);
-            var = nk_div_rn(s2[0], nf);
+            var = nk_div_rn(row_sum(a2), nf);
         } else {
-            float s1[1] = {two(acc)};
-            group_sum_nb<1, 0, EW>(s1, GS, scratch[par]);
-            var = nk_div_rn(s1[0], nf);
+            var = nk_div_rn(row_sum(acc), nf);
         }
         par ^= 1;
         const float rstd = nk_rsqrt_rn(nk_add_rn(var, p.eps));

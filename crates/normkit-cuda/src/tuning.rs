@@ -375,6 +375,8 @@ pub struct PairTuning {
 impl PairTuning {
     /// Hopper (H100 measurements above).
     pub const SM90: PairTuning = PairTuning { rows: (1, u64::MAX), skip_ctas: (17, 63), every_op: false };
+    /// Wherever the twin runs: every op, every M, every grid (env `NORMKIT_CUDA_FWD_PAIR=all`).
+    pub const ALL: PairTuning = PairTuning { rows: (1, u64::MAX), skip_ctas: (1, 0), every_op: true };
 }
 
 /// The launch tables, thresholds and overrides of one backend.
@@ -691,7 +693,7 @@ impl Tuning {
         }
         match get("NORMKIT_CUDA_FWD_PAIR").as_deref().map(str::trim) {
             Some("0" | "off") => self.fwd_pair.rows = (1, 0),
-            Some("all") => self.fwd_pair = PairTuning { rows: (1, u64::MAX), skip_ctas: (1, 0), every_op: true },
+            Some("all") => self.fwd_pair = PairTuning::ALL,
             Some(v) => {
                 if let Some((lo, hi)) = v.split_once(':').and_then(|(a, b)| Some((a.trim().parse().ok()?, b.trim().parse().ok()?))) {
                     self.fwd_pair.rows = (lo, hi);
