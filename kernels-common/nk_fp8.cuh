@@ -215,6 +215,84 @@ NK_DEVICE void q_write_t(const NkFwdParams& p, const unsigned char* tile, int pi
     }
 }
 
+// yT of a supertile held by a cluster of CL CTAs (the FP8 twin's tile, SPEC + 2048): CTA q holds
+// rows row0 + q·TM .. + TM − 1 in its shared memory (`tile`, rows of `pitch` bytes); vr rows of
+// the supertile are below M. This CTA writes the column blocks (4 columns each) [cb0, cb1) of
+// every row, reading each row from the CTA that holds it (DSMEM), so a yT row gets one run of
+// up to CL·TM bytes from one CTA rather than a TM-byte piece from each (16-byte pieces from
+// separate CTAs ran at a third of the separate transpose's speed on an H100: NOTES v16).
+// Whole supertiles of 16-row blocks with yT 16-byte aligned: items of 16 rows × 4 columns, 16
+// word reads, a byte transpose (8 permutes per 4 × 4 block), four 16-byte stores, the row
+// blocks of a column block on adjacent lanes (a warp's store: 8 yT rows, a 64-byte run each at
+// CL·TM = 64). Otherwise items of 4 × 4 bytes, rows first, with 4-byte stores where yT's words
+// are aligned and the block whole, else bytes. Columns at or past nc are not written.
+NK_DEVICE void q_tr4(const uint32_t (&w)[4], uint32_t (&o)[4]) {
+    // t0: bytes 0, 1 of rows 0 and 1 interleaved, t1 the same of rows 2 and 3; t2, t3 bytes 2, 3.
+    const uint32_t t0 = nk_prmt(w[0], w[1], 0x5140u), t1 = nk_prmt(w[2], w[3], 0x5140u);
+    const uint32_t t2 = nk_prmt(w[0], w[1], 0x7362u), t3 = nk_prmt(w[2], w[3], 0x7362u);
+    o[0] = nk_prmt(t0, t1, 0x5410u);
+    o[1] = nk_prmt(t0, t1, 0x7632u);
+    o[2] = nk_prmt(t2, t3, 0x5410u);
+    o[3] = nk_prmt(t2, t3, 0x7632u);
+}
+NK_DEVICE void q_write_tc(const NkFwdParams& p, const unsigned char* tile, int pitch, int TM, int CL, int64_t row0, int vr, int cb0, int cb1, int nc) {
+    const int STM = TM * CL;
+    // Supertile row r: CTA r / TM, its row r % TM (TM a power of two).
+    int lg = 0;
+    while ((1 << lg) < TM) ++lg;
+    auto word = [&](int r, int cl) -> uint32_t {
+        return nk_load_cluster32(nk_cluster_map(reinterpret_cast<const float*>(tile), r >> lg) + (unsigned)((r & (TM - 1)) * pitch + cl));
+    };
+    if ((TM & 15) == 0 && vr == STM && ((p.yt | (uint64_t)p.syt | (uint64_t)row0) & 15u) == 0) {
+        const int nrb = STM / 16, items = (cb1 - cb0) * nrb;
+        for (int i = nk_tid(); i < items; i += nk_bdim()) {
+            const int cbi = i / nrb, r0 = (i - cbi * nrb) * 16, cl = (cb0 + cbi) * 4;
+            uint32_t o[4][4];  // o[j][q]: column cl + j, rows r0 + 4q .. r0 + 4q + 3
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+                uint32_t w[4], t[4];
+#pragma unroll
+                for (int k = 0; k < 4; ++k) w[k] = word(r0 + 4 * q + k, cl);
+                q_tr4(w, t);
+#pragma unroll
+                for (int j = 0; j < 4; ++j) o[j][q] = t[j];
+            }
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                if (cl + j < nc) {
+                    nk_u128 v;
+                    v.x = o[j][0];
+                    v.y = o[j][1];
+                    v.z = o[j][2];
+                    v.w = o[j][3];
+                    nk_store_g128(reinterpret_cast<unsigned char*>(p.yt + (uint64_t)((cl + j) * p.syt + row0 + r0)), v);
+                }
+            }
+        }
+        return;
+    }
+    const bool vec = ((p.yt | (uint64_t)p.syt | (uint64_t)row0) & 3u) == 0;
+    const int nq = STM / 4, items = (cb1 - cb0) * nq;
+    for (int i = nk_tid(); i < items; i += nk_bdim()) {
+        const int cbi = i / nq, r = (i - cbi * nq) * 4, cl = (cb0 + cbi) * 4;
+        if (r >= vr) continue;
+        uint32_t w[4], o[4];
+#pragma unroll
+        for (int k = 0; k < 4; ++k) w[k] = r + k < vr ? word(r + k, cl) : 0u;
+        q_tr4(w, o);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            if (cl + j >= nc) break;
+            unsigned char* dst = reinterpret_cast<unsigned char*>(p.yt + (uint64_t)((cl + j) * p.syt + row0 + r));
+            if (vec && r + 4 <= vr) {
+                nk_store_g32(dst, o[j]);
+            } else {
+                for (int k = 0; k < 4 && r + k < vr; ++k) nk_store_g8(dst + k, (o[j] >> (8 * k)) & 0xFFu);
+            }
+        }
+    }
+}
+
 // y of one chunk (elements e..e+7) of h (x, or x + residual, in dtype cdt), as fwd_out computes it.
 template <bool ALIGNED, bool NARROW>
 NK_DEVICE void q_y(const NkFwdParams& p, const FwdConsts& cst, int cdt, const Raw& hk, int64_t e, float (&y)[CH]) {

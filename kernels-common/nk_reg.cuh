@@ -103,6 +103,16 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
     // QP: the quantised twin (SPEC + 128 + 256).
     constexpr bool QP = Q && EW;
     constexpr bool QROW = QP && (SPEC & 512) != 0;
+    // TF (SPEC + 2048, `nk_fwd_regqd{|r}t_*`): yT through shared-memory tiles, launched in
+    // clusters of CL CTAs (CL = 1 without a cluster launch). CTA b walks tiles of p0.tm
+    // consecutive rows (tile b, b + grid, ..; the tile's rows rpc at a time) and puts each row's
+    // quantised bytes into its tile (p0.tm rows of p0.tpitch bytes, dynamic shared memory) as
+    // well as into y_q; the cluster's CL tiles are consecutive (a supertile of CL·tm rows) and,
+    // once all are done, each CTA writes a CL-th of the supertile's columns transposed, reading
+    // the rows through DSMEM (q_write_tc). Every CTA of a cluster walks the same number of tiles
+    // (rows past M inactive), so the cluster barriers line up. The rows and their arithmetic are
+    // the twin's; only which CTA takes a row changes.
+    constexpr bool TF = QP && (SPEC & 2048) != 0;
     // The reduction order of the 16-bit forwards (not the quantised ones nor f32's, whose order
     // is their own: a single accumulator): thread t of the group G sums its even chunks (0, 2,
     // ..) and its odd chunks (1, 3, ..) in two accumulators, in chunk order, and adds them (even +
@@ -143,6 +153,27 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
     const void* wp = reinterpret_cast<const void*>(p.w);
     const void* bp = reinterpret_cast<const void*>(p.b);
     const int64_t step = nk_nblocks() * rpc;
+    const int TM = TF ? p0.tm : 1, tpitch = TF ? p0.tpitch : 0;
+    // The CTA's first row group and the one after row0's (TF: the next in the tile, else the
+    // first of the CTA's next tile).
+    // (The other kernels keep their int index arithmetic, as before TF existed: the same code.)
+    const int64_t first = TF ? (int64_t)nk_bid() * TM : (int64_t)(nk_bid() * rpc);
+    const int CL = TF ? nk_cluster_size() : 1, crank = TF ? nk_cluster_rank() : 0;
+    // TF: the cluster barrier after a supertile's write-out is split: every thread arrives once
+    // it has read the other tiles, and waits only before its CTA next writes its own tile (the
+    // next tile's first output pass, or the kernel's end), so the next rows' loads and
+    // reductions overlap the partners' write-out.
+    bool tile_wait = false;
+    // TF: whether row0's supertile starts below M (every CTA of the cluster agrees).
+    auto more = [&](int64_t r0) -> bool { return r0 - (r0 & (TM - 1)) - (int64_t)crank * TM < p.m; };
+    auto next_row0 = [&](int64_t r0) -> int64_t {
+        if constexpr (TF) {
+            const int64_t in = r0 & (TM - 1);
+            return in + rpc < TM ? r0 + rpc : r0 - in + (int64_t)nk_nblocks() * TM;
+        } else {
+            return r0 + step;
+        }
+    };
     // f(k, e, x row, residual row) for each of the thread's chunks k (elements e..) of `row`, if
     // the row exists (the prefetches of the next row).
     auto each_chunk = [&](int64_t row, auto&& f) {
@@ -196,8 +227,9 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
             if (RES) load_chunk<ALIGNED, NARROW>(rrow, DT, e, n, rq[RES ? k : 0]);
         });
     };
-    if constexpr (QP) qload(nk_bid() * rpc + g);
-    for (int64_t row0 = nk_bid() * rpc; row0 < p.m; row0 += step) {
+    if constexpr (QP) qload(TF ? first + g : nk_bid() * rpc + g);
+    // The other kernels' loop is written as it was before TF, so their code stays the same.
+    for (int64_t row0 = TF ? first : nk_bid() * rpc; TF ? more(row0) : row0 < p.m; row0 = TF ? next_row0(row0) : row0 + step) {
         const int64_t row = row0 + g;
         const bool active = row < p.m;
         if constexpr (QP && (LN || QROW)) {
@@ -279,7 +311,7 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
                         h[k] = hq[k];
                         if (RES) r[k] = rq[RES ? k : 0];
                     }
-                    qload(row + step);
+                    qload(TF ? next_row0(row0) + g : row + step);
                 } else {
 #pragma unroll
                     for (int k = 0; k < KMAX; ++k) {
@@ -414,6 +446,12 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
                     if (active && t == 0) store_one(reinterpret_cast<void*>(p0.scale_inv), NK_DT_F32, row, nk_div_rn(1.f, qs));
                 }
             }
+            if constexpr (TF) {
+                if (tile_wait) {
+                    nk_cluster_wait();
+                    tile_wait = false;
+                }
+            }
             if (active) {
                 if (stats && t == 0) {
                     store_one(reinterpret_cast<void*>(p.rstd), NK_DT_F32, row, rstd);
@@ -439,7 +477,24 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
                         if constexpr (EW) fp8_pack8_ocp(qfmt == NK_DT_E4M3, qv, w2);
                         else fp8_pack8(qfmt, qv, w2);
                         store_q8<ALIGNED>(reinterpret_cast<unsigned char*>(p0.y + (uint64_t)(row * p0.sy)), e, n, w2);
+                        if constexpr (TF) *reinterpret_cast<uint2*>(smem + (int)(row & (TM - 1)) * tpitch + e) = make_uint2(w2[0], w2[1]);
                     }
+                }
+            }
+            if constexpr (TF) {
+                // The tile's last row group: once every CTA of the cluster has its tile in shared
+                // memory, this CTA writes its columns of the supertile; the arrival after it (and
+                // the wait before this CTA's next tile store) keeps the tiles until every CTA has
+                // read them.
+                const int64_t in = row0 & (TM - 1);
+                if (in + rpc >= TM) {
+                    const int64_t srow0 = row0 - in - (int64_t)crank * TM;
+                    const int STM = CL * TM, ncb = (int)((n + 3) / 4);
+                    const int vr = p.m - srow0 < STM ? (int)(p.m - srow0) : STM;
+                    nk_cluster_sync();
+                    q_write_tc(p0, smem, tpitch, TM, CL, srow0, vr, ncb * crank / CL, ncb * (crank + 1) / CL, (int)n);
+                    nk_cluster_arrive();
+                    tile_wait = true;
                 }
             }
         } else {
@@ -488,6 +543,10 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
         buf ^= 1;
     }
     if (PF) nk_copy_async_wait_all();
+    // TF: no CTA leaves while a partner may still read its tile.
+    if constexpr (TF) {
+        if (tile_wait) nk_cluster_wait();
+    }
     if constexpr (Q) {
         if constexpr (QP) q_scale_inv_store(p0, qscale);
         NK_SHARED float qred[NK_ROW_MAX_THREADS / NK_WARP];

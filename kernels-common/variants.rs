@@ -416,6 +416,10 @@ pub enum KernelKey {
         /// Per-row scaling (SPEC + 512; `nk_fwd_regqdr_*`), else per tensor: each kernel
         /// carries one mode's code, and so fewer registers.
         per_row: bool,
+        /// yT through a shared-memory tile of the CTA's rows (SPEC + 2048; `nk_fwd_regqd{|r}t_*`):
+        /// the CTA walks tiles of `tm` consecutive rows and writes each tile transposed once its
+        /// rows are quantised, instead of the separate transpose kernel reading y_q back.
+        tile: bool,
     },
     /// `nk_bwd_sm{|4}_{dt}_{rms|ln}{|_res}`: the register backward's twin for a few rows (CUDA
     /// sm_90+, SPEC plus 256): one row per CTA, a programmatic dependent; for one row dW/dB
@@ -611,8 +615,8 @@ impl KernelKey {
             ),
             KernelKey::FwdRegDecode { dtype, ln, residual } => Spec::Int(base(dtype, ln, residual) + 256),
             KernelKey::FwdRegPair { dtype, ln, residual } => Spec::Int(base(dtype, ln, residual) + 256 + 1024),
-            KernelKey::FwdRegQDecode { dtype, ln, residual, per_row } => {
-                Spec::Int(base(dtype, ln, residual) + 128 + 256 + 512 * per_row as u32)
+            KernelKey::FwdRegQDecode { dtype, ln, residual, per_row, tile } => {
+                Spec::Int(base(dtype, ln, residual) + 128 + 256 + 512 * per_row as u32 + 2048 * tile as u32)
             }
             KernelKey::BwdSmall { dtype, ln, residual, chunks } => Spec::Int(
                 base(dtype, ln, residual)
@@ -695,9 +699,14 @@ impl KernelKey {
             }
             KernelKey::FwdRegDecode { dtype, ln, residual } => format!("nk_fwd_regd_{}_{}{}", dtype.tag(), rms_ln(ln), res(residual)),
             KernelKey::FwdRegPair { dtype, ln, residual } => format!("nk_fwd_regp_{}_{}{}", dtype.tag(), rms_ln(ln), res(residual)),
-            KernelKey::FwdRegQDecode { dtype, ln, residual, per_row } => {
-                format!("nk_fwd_regqd{}_{}_{}{}", if per_row { "r" } else { "" }, dtype.tag(), rms_ln(ln), res(residual))
-            }
+            KernelKey::FwdRegQDecode { dtype, ln, residual, per_row, tile } => format!(
+                "nk_fwd_regqd{}{}_{}_{}{}",
+                if per_row { "r" } else { "" },
+                if tile { "t" } else { "" },
+                dtype.tag(),
+                rms_ln(ln),
+                res(residual)
+            ),
             KernelKey::BwdSmall { dtype, ln, residual, chunks } => {
                 let ks = match chunks {
                     BwdChunks::K1 => "1",

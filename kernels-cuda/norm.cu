@@ -5,9 +5,17 @@
 // Compiled once by nvcc into a fatbin (sm_90a, sm_100a, compute_90 PTX).
 #include "platform.cuh"
 
+// Built twice: the main unit (nk_kernels.inc) and, with NK_UNIT_FP8T, the kernels that
+// variants.rs's own_unit() keeps apart (nk_kernels_fp8t.inc).
+#ifdef NK_UNIT_FP8T
+#define NK_KERNELS_INC "nk_kernels_fp8t.inc"
+#else
+#define NK_KERNELS_INC "nk_kernels.inc"
+#endif
+
 #define NK_CONST(name, value) constexpr int name = value;
 #define NK_KERNEL(sym, impl, aligned, spec, params, max_threads, min_blocks)
-#include "nk_kernels.inc"
+#include NK_KERNELS_INC
 #undef NK_CONST
 #undef NK_KERNEL
 
@@ -18,7 +26,7 @@
 #define NK_CONST(name, value)
 #define NK_KERNEL(sym, impl, aligned, spec, params, max_threads, min_blocks) \
     NK_KERNEL_ATTR void NK_LAUNCH_BOUNDS(max_threads, min_blocks) sym(const params p) { nk::impl<aligned, spec>(p); }
-#include "nk_kernels.inc"
+#include NK_KERNELS_INC
 #undef NK_CONST
 #undef NK_KERNEL
 

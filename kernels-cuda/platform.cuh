@@ -56,12 +56,22 @@ NK_DEVICE int nk_cluster_size() {
 NK_DEVICE void nk_cluster_sync() {
     asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
+// The two halves of nk_cluster_sync, for work between them: every thread arrives (its shared-
+// memory accesses so far released), later waits for every thread of the cluster to have arrived.
+NK_DEVICE void nk_cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
+NK_DEVICE void nk_cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
 // The shared::cluster address of `local` (this CTA's shared memory) in CTA `rank`.
 NK_DEVICE unsigned nk_cluster_map(const float* local, int rank) {
     const unsigned a = (unsigned)__cvta_generic_to_shared(local);
     unsigned ra;
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(a), "r"((unsigned)rank));
     return ra;
+}
+// A 4-byte word of the cluster's shared memory (an address from nk_cluster_map).
+NK_DEVICE uint32_t nk_load_cluster32(unsigned a) {
+    uint32_t v;
+    asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(v) : "r"(a) : "memory");
+    return v;
 }
 
 // Bulk copies with transaction-count barriers (sm_90+), for the staged cluster forward
@@ -151,6 +161,8 @@ NK_DEVICE void nk_store_g32(void* p, uint32_t v) { asm volatile("st.global.u32 [
 NK_DEVICE void nk_store_g16(void* p, uint32_t v) {
     asm volatile("st.global.u16 [%0], %1;" ::"l"(p), "h"((unsigned short)v));
 }
+// Byte permute: byte i of the result is byte (s >> 4i) & 7 of the 8 bytes b:a (PRMT).
+NK_DEVICE uint32_t nk_prmt(uint32_t a, uint32_t b, uint32_t s) { return __byte_perm(a, b, s); }
 
 // Asynchronous 16-byte global → shared copies (cp.async, sm_80+): the row lands in shared memory
 // without occupying registers while in flight, so occupancy, not the register file, bounds the

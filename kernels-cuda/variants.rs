@@ -11,7 +11,16 @@
 //! chunk instead of two. The specialised families (register, cluster, row-batch) take an integer
 //! SPEC instead, computed from the key's fields (`KernelKey::spec`).
 
-use super::variants::{v, BwdChunks, Dt::*, FwdChunks, KernelKey::*, RowsGroup, Variant};
+use super::variants::{v, BwdChunks, Dt::*, FwdChunks, KernelKey, KernelKey::*, RowsGroup, Variant};
+
+/// Kernels compiled in a translation unit of their own (kernels-cuda/norm.cu built with
+/// `NK_UNIT_FP8T` into `normkit_fp8t.fatbin`, a second module): the FP8 twin's yT tiles. In
+/// norm.cu's unit their code changed nvcc's output for 24 unrelated kernels (the staged cluster
+/// forward lost up to 22%, H100, kernels-cuda/NOTES.md v16); apart, every other kernel keeps its
+/// machine code.
+pub fn own_unit(k: KernelKey) -> bool {
+    matches!(k, FwdRegQDecode { tile: true, .. })
+}
 
 /// Warp width of this platform (must equal NK_WARP of platform.cuh): the finalize kernel takes
 /// one warp-wide block of columns per CTA.
@@ -358,22 +367,40 @@ pub const VARIANTS: &[Variant] = &[
     // the 4 chunks, the weight's and the bias's stay in registers (the 1024-thread FwdRegQ
     // spills); the planner's FP8 default where the forward table's group fits. Per-tensor and
     // per-row scaling are separate kernels (each holds one mode's code: fewer registers).
-    v(FwdRegQDecode { dtype: Bf16, ln: false, residual: false, per_row: false }, 256, 1),
-    v(FwdRegQDecode { dtype: Bf16, ln: false, residual: true, per_row: false }, 256, 1),
-    v(FwdRegQDecode { dtype: Bf16, ln: true, residual: false, per_row: false }, 256, 1),
-    v(FwdRegQDecode { dtype: Bf16, ln: true, residual: true, per_row: false }, 256, 1),
-    v(FwdRegQDecode { dtype: Bf16, ln: false, residual: false, per_row: true }, 256, 1),
-    v(FwdRegQDecode { dtype: Bf16, ln: false, residual: true, per_row: true }, 256, 1),
-    v(FwdRegQDecode { dtype: Bf16, ln: true, residual: false, per_row: true }, 256, 1),
-    v(FwdRegQDecode { dtype: Bf16, ln: true, residual: true, per_row: true }, 256, 1),
-    v(FwdRegQDecode { dtype: F16, ln: false, residual: false, per_row: false }, 256, 1),
-    v(FwdRegQDecode { dtype: F16, ln: false, residual: true, per_row: false }, 256, 1),
-    v(FwdRegQDecode { dtype: F16, ln: true, residual: false, per_row: false }, 256, 1),
-    v(FwdRegQDecode { dtype: F16, ln: true, residual: true, per_row: false }, 256, 1),
-    v(FwdRegQDecode { dtype: F16, ln: false, residual: false, per_row: true }, 256, 1),
-    v(FwdRegQDecode { dtype: F16, ln: false, residual: true, per_row: true }, 256, 1),
-    v(FwdRegQDecode { dtype: F16, ln: true, residual: false, per_row: true }, 256, 1),
-    v(FwdRegQDecode { dtype: F16, ln: true, residual: true, per_row: true }, 256, 1),
+    v(FwdRegQDecode { dtype: Bf16, ln: false, residual: false, per_row: false, tile: false }, 256, 1),
+    v(FwdRegQDecode { dtype: Bf16, ln: false, residual: true, per_row: false, tile: false }, 256, 1),
+    v(FwdRegQDecode { dtype: Bf16, ln: true, residual: false, per_row: false, tile: false }, 256, 1),
+    v(FwdRegQDecode { dtype: Bf16, ln: true, residual: true, per_row: false, tile: false }, 256, 1),
+    v(FwdRegQDecode { dtype: Bf16, ln: false, residual: false, per_row: true, tile: false }, 256, 1),
+    v(FwdRegQDecode { dtype: Bf16, ln: false, residual: true, per_row: true, tile: false }, 256, 1),
+    v(FwdRegQDecode { dtype: Bf16, ln: true, residual: false, per_row: true, tile: false }, 256, 1),
+    v(FwdRegQDecode { dtype: Bf16, ln: true, residual: true, per_row: true, tile: false }, 256, 1),
+    v(FwdRegQDecode { dtype: F16, ln: false, residual: false, per_row: false, tile: false }, 256, 1),
+    v(FwdRegQDecode { dtype: F16, ln: false, residual: true, per_row: false, tile: false }, 256, 1),
+    v(FwdRegQDecode { dtype: F16, ln: true, residual: false, per_row: false, tile: false }, 256, 1),
+    v(FwdRegQDecode { dtype: F16, ln: true, residual: true, per_row: false, tile: false }, 256, 1),
+    v(FwdRegQDecode { dtype: F16, ln: false, residual: false, per_row: true, tile: false }, 256, 1),
+    v(FwdRegQDecode { dtype: F16, ln: false, residual: true, per_row: true, tile: false }, 256, 1),
+    v(FwdRegQDecode { dtype: F16, ln: true, residual: false, per_row: true, tile: false }, 256, 1),
+    v(FwdRegQDecode { dtype: F16, ln: true, residual: true, per_row: true, tile: false }, 256, 1),
+    // The quantised twin with yT through its shared-memory tile (SPEC + 2048): the planner's
+    // transposed FP8 output wherever the twin runs and a tile of Fp8Tuning::twin_tm rows fits.
+    v(FwdRegQDecode { dtype: Bf16, ln: false, residual: false, per_row: false, tile: true }, 256, 2),
+    v(FwdRegQDecode { dtype: Bf16, ln: false, residual: true, per_row: false, tile: true }, 256, 2),
+    v(FwdRegQDecode { dtype: Bf16, ln: true, residual: false, per_row: false, tile: true }, 256, 2),
+    v(FwdRegQDecode { dtype: Bf16, ln: true, residual: true, per_row: false, tile: true }, 256, 2),
+    v(FwdRegQDecode { dtype: Bf16, ln: false, residual: false, per_row: true, tile: true }, 256, 2),
+    v(FwdRegQDecode { dtype: Bf16, ln: false, residual: true, per_row: true, tile: true }, 256, 2),
+    v(FwdRegQDecode { dtype: Bf16, ln: true, residual: false, per_row: true, tile: true }, 256, 2),
+    v(FwdRegQDecode { dtype: Bf16, ln: true, residual: true, per_row: true, tile: true }, 256, 2),
+    v(FwdRegQDecode { dtype: F16, ln: false, residual: false, per_row: false, tile: true }, 256, 2),
+    v(FwdRegQDecode { dtype: F16, ln: false, residual: true, per_row: false, tile: true }, 256, 2),
+    v(FwdRegQDecode { dtype: F16, ln: true, residual: false, per_row: false, tile: true }, 256, 2),
+    v(FwdRegQDecode { dtype: F16, ln: true, residual: true, per_row: false, tile: true }, 256, 2),
+    v(FwdRegQDecode { dtype: F16, ln: false, residual: false, per_row: true, tile: true }, 256, 2),
+    v(FwdRegQDecode { dtype: F16, ln: false, residual: true, per_row: true, tile: true }, 256, 2),
+    v(FwdRegQDecode { dtype: F16, ln: true, residual: false, per_row: true, tile: true }, 256, 2),
+    v(FwdRegQDecode { dtype: F16, ln: true, residual: true, per_row: true, tile: true }, 256, 2),
     // The decode twin in pairs (SPEC + 256 + 1024): 2G threads of 2 chunks with the 4-chunk group
     // G's reduction order (the same bits); the planner's forward for the rows of Tuning::fwd_pair.
     v(FwdRegPair { dtype: Bf16, ln: false, residual: false }, 256, 1),

@@ -145,6 +145,30 @@ NK_DEVICE uint32_t nk_load_g32(const void* p) { return *(const NK_GLOBAL uint32_
 NK_DEVICE uint32_t nk_load_g16(const void* p) { return (uint32_t)*(const NK_GLOBAL uint16_t*)p; }
 NK_DEVICE void nk_store_g32(void* p, uint32_t v) { *(NK_GLOBAL uint32_t*)p = v; }
 NK_DEVICE void nk_store_g16(void* p, uint32_t v) { *(NK_GLOBAL uint16_t*)p = (uint16_t)v; }
+// Thread-block clusters: none on CDNA. The CUDA-only kernels that use them (the FP8 twin's yT
+// tile) are not in this backend's kernel list; these stand in so the shared sources compile,
+// and trap if ever reached.
+NK_DEVICE int nk_cluster_rank() { return 0; }
+NK_DEVICE int nk_cluster_size() { return 1; }
+NK_DEVICE void nk_cluster_sync() { __builtin_trap(); }
+NK_DEVICE void nk_cluster_arrive() { __builtin_trap(); }
+NK_DEVICE void nk_cluster_wait() { __builtin_trap(); }
+NK_DEVICE unsigned nk_cluster_map(const float*, int) {
+    __builtin_trap();
+    return 0;
+}
+NK_DEVICE uint32_t nk_load_cluster32(unsigned) {
+    __builtin_trap();
+    return 0;
+}
+// Byte permute: byte i of the result is byte (s >> 4i) & 7 of the 8 bytes b:a (CUDA's
+// __byte_perm for selectors without the sign-replicate bit).
+NK_DEVICE uint32_t nk_prmt(uint32_t a, uint32_t b, uint32_t s) {
+    const uint64_t v = ((uint64_t)b << 32) | a;
+    uint32_t r = 0;
+    for (int i = 0; i < 4; ++i) r |= (uint32_t)((v >> (8 * ((s >> (4 * i)) & 7))) & 0xFFu) << (8 * i);
+    return r;
+}
 
 // Staging a 16-byte chunk from global memory into LDS. CUDA uses cp.async; here the copy goes
 // synchronously through a register (global_load_dwordx4, then ds_write_b128 through an

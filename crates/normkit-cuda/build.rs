@@ -1,8 +1,11 @@
-//! Compiles kernels-cuda/norm.cu (with kernels-common) ahead of time into one fatbin — sm_90a and
+//! Compiles kernels-cuda/norm.cu (with kernels-common) ahead of time into fatbins — sm_90a and
 //! sm_100a machine code plus compute_90 PTX. The kernels are the typed list of
 //! kernels-cuda/variants.rs (types: kernels-common/variants.rs): from it this script generates
 //! the `NK_KERNEL` instantiation lines norm.cu includes (`OUT_DIR/nk_kernels.inc`) and the Rust
-//! kernel table (`OUT_DIR/kernels.rs`). No run-time compilation.
+//! kernel table (`OUT_DIR/kernels.rs`). The kernels of `own_unit` are compiled in a second
+//! translation unit (norm.cu with `NK_UNIT_FP8T`, `nk_kernels_fp8t.inc`) into
+//! `normkit_fp8t.fatbin`, a second module, so that adding them leaves the others' code as it
+//! was. The two nvcc runs go in parallel. No run-time compilation.
 //!
 //! nvcc: `NORMKIT_NVCC`, else `${NORMKIT_TOOLS:-$HOME/.cache/normkit/tools}/cuda-13.0/nvidia/cu13/bin/nvcc`
 //! (provisioned by `cargo xtask toolchains`).
@@ -13,7 +16,7 @@
 
 use std::env;
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 #[allow(dead_code)]
@@ -51,38 +54,59 @@ fn main() {
 
     variants_gen::check(list::VARIANTS);
     let source = "kernels-cuda/variants.rs";
-    fs::write(out.join("nk_kernels.inc"), variants_gen::cpp(list::CONSTS, list::VARIANTS, source)).expect("write nk_kernels.inc");
+    let (apart, main): (Vec<_>, Vec<_>) = list::VARIANTS.iter().copied().partition(|v| list::own_unit(v.key));
+    fs::write(out.join("nk_kernels.inc"), variants_gen::cpp(list::CONSTS, &main, source)).expect("write nk_kernels.inc");
+    fs::write(out.join("nk_kernels_fp8t.inc"), variants_gen::cpp(list::CONSTS, &apart, source)).expect("write nk_kernels_fp8t.inc");
     fs::write(out.join("kernels.rs"), variants_gen::rust(list::VARIANTS, source)).expect("write kernels.rs");
 
-    let fatbin = out.join("normkit.fatbin");
+    let units = [(out.join("normkit.fatbin"), None), (out.join("normkit_fp8t.fatbin"), Some("-DNK_UNIT_FP8T"))];
     if let Some(why) = lint_only() {
         println!("cargo:warning=normkit-cuda: kernels not compiled ({why}); this build cannot run on a GPU");
-        fs::write(&fatbin, b"").expect("write the empty fatbin");
+        for (fatbin, _) in &units {
+            fs::write(fatbin, b"").expect("write the empty fatbin");
+        }
         return;
     }
     let nvcc = find_nvcc();
-    let mut cmd = Command::new(&nvcc);
+    let children: Vec<_> = units
+        .iter()
+        .map(|(fatbin, define)| {
+            let mut cmd = nvcc_command(&nvcc, &common, &cuda, &out, fatbin);
+            cmd.args(define.iter());
+            let child = cmd
+                .spawn()
+                .unwrap_or_else(|e| panic!("cannot run nvcc at {}: {e}; run `cargo xtask toolchains` to install it", nvcc.display()));
+            (child, define)
+        })
+        .collect();
+    for (mut child, define) in children {
+        let status = child.wait().expect("wait for nvcc");
+        if !status.success() {
+            panic!("nvcc failed ({status}) compiling kernels-cuda/norm.cu{}", define.map(|d| format!(" ({d})")).unwrap_or_default());
+        }
+    }
+}
+
+/// nvcc compiling kernels-cuda/norm.cu into `fatbin` (NORMKIT_NVCC_FLAGS appended).
+fn nvcc_command(nvcc: &Path, common: &Path, cuda: &Path, out: &Path, fatbin: &Path) -> Command {
+    let mut cmd = Command::new(nvcc);
     cmd.arg("-std=c++17")
         .arg("-O3")
         .arg("-fatbin")
         .args(gencodes())
         .arg("-I")
-        .arg(&common)
+        .arg(common)
         .arg("-I")
-        .arg(&cuda)
+        .arg(cuda)
         .arg("-I")
-        .arg(&out)
+        .arg(out)
         .arg("-o")
-        .arg(&fatbin)
+        .arg(fatbin)
         .arg(cuda.join("norm.cu"));
     if let Ok(extra) = env::var("NORMKIT_NVCC_FLAGS") {
         cmd.args(extra.split_whitespace());
     }
-    let status =
-        cmd.status().unwrap_or_else(|e| panic!("cannot run nvcc at {}: {e}; run `cargo xtask toolchains` to install it", nvcc.display()));
-    if !status.success() {
-        panic!("nvcc failed ({status}) compiling kernels-cuda/norm.cu");
-    }
+    cmd
 }
 
 /// The nvcc targets: sm_90a and sm_100a SASS plus compute_90 PTX; `NORMKIT_CUDA_ARCHS=sm_90a`

@@ -66,6 +66,7 @@ fn main() -> std::process::ExitCode {
         twin_backward_matches_general,
         fp8_twin_matches_register,
         fp8_twin_wide_matches_register,
+        fp8_twin_tile_matches_separate,
         pair_forward_matches_register,
         cluster::cluster_matches_cpu,
         cluster::cluster_bitwise_invariance,
@@ -247,6 +248,82 @@ fn fp8_twin_wide_matches_register() {
         let t0 = std::time::Instant::now();
         check_fp8_bitwise(&wide, &plain, &c).unwrap_or_else(|e| panic!("{e}"));
         eprintln!("fp8_twin_wide_matches_register: case {i} ({c}) in {:.2} s", t0.elapsed().as_secs_f64());
+    }
+}
+
+/// yT through the quantised twin's own tiles (`nk_fwd_regqd{|r}t_*`: clusters of CTAs, each
+/// writing a share of the supertile's columns through DSMEM) against the twin without them (y_q,
+/// then the separate transpose kernel): y_q, residual_out, amax, scale_inv and yT bitwise equal,
+/// yT poisoned beforehand (check_fp8_bitwise), and the tile kernel launched. Tiles forced at
+/// every M and N: 16-row tiles in clusters of 2 on every case; 16 × 4, 32 × 2, 8 × 8 and 16 × 1
+/// (no cluster) on every other. M a multiple of the supertile and not (partial supertiles: the 4 × 4 path), one row,
+/// the per-row twin, the wide CTAs (two rows per CTA past 8 walks: 2400 rows of 4096), yT rows
+/// 16-byte aligned (16-byte stores) and not (odd strides: word and byte stores), N not a
+/// multiple of the cluster's column share (1000, 3000), f16 and bf16, e4m3 and e5m2,
+/// LayerNorm and the residual.
+fn fp8_twin_tile_matches_separate() {
+    use normkit_conformance::check::{check_fp8_bitwise, Fp8Case, Fp8Scale};
+    use normkit_conformance::{FwdCase, Views};
+    use normkit_core::{DTypes, NormDesc};
+    use DType::*;
+    let separate = with(&|t| t.fp8.twin_tm = 0);
+    // Launches of the tile kernels (nk_fwd_regqdt_*, nk_fwd_regqdrt_*) so far on `k`.
+    let tile_launches = |k: &CudaBackend| -> u64 {
+        normkit::cuda::kernel_names()
+            .into_iter()
+            .filter(|n| n.starts_with("nk_fwd_regqdt_") || n.starts_with("nk_fwd_regqdrt_"))
+            .map(|n| k.launches(n))
+            .sum()
+    };
+    let rms = NormDesc::rms(1e-6);
+    let res = rms.with_residual(true);
+    let ln = NormDesc::layer(1e-5);
+    let lnres = ln.with_residual(true);
+    let bf = |y| DTypes { y, ..DTypes::uniform(BF16) };
+    let hf = |y| DTypes { y, ..DTypes::uniform(F16) };
+    let cases: [(NormDesc, DTypes, usize, usize, Fp8Scale, Views); 10] = [
+        (rms, bf(F8E4M3), 1, 4096, Fp8Scale::Device(16.0), Views::Contiguous),
+        (rms, bf(F8E4M3), 2400, 4096, Fp8Scale::Device(16.0), Views::Contiguous),
+        (rms, bf(F8E4M3), 333, 2048, Fp8Scale::PerRow, Views::Contiguous),
+        (res, bf(F8E4M3), 64, 4096, Fp8Scale::Host(24.0), Views::Strided { odd: false }),
+        (lnres, hf(F8E5M2), 77, 1024, Fp8Scale::Host(8.0), Views::Contiguous),
+        (ln, bf(F8E4M3), 160, 8192, Fp8Scale::Device(4.0), Views::Contiguous),
+        (rms, hf(F8E4M3), 45, 1000, Fp8Scale::PerRow, Views::Strided { odd: true }),
+        (res, bf(F8E5M2), 300, 3000, Fp8Scale::PerRow, Views::Contiguous),
+        (lnres, bf(F8E4M3), 512, 2048, Fp8Scale::Device(32.0), Views::Strided { odd: false }),
+        (rms, bf(F8E4M3), 1000, 512, Fp8Scale::Host(64.0), Views::Contiguous),
+    ];
+    for (tm, cl) in [(16u32, 2u32), (16, 4), (32, 2), (8, 8), (16, 1)] {
+        let tiled = with(&|t| {
+            t.fp8.twin_tm = tm;
+            t.fp8.twin_cluster = cl;
+            t.fp8.twin_tile_fill = 0;
+            t.fp8.twin_tile_n = (0, usize::MAX);
+        });
+        for (i, &(desc, dtypes, m, n, scale, views)) in cases.iter().enumerate() {
+            // The other shapes on every other case (the suite's time).
+            if (tm, cl) != (16, 2) && i % 2 == 1 {
+                continue;
+            }
+            let mut base = FwdCase::new(desc, dtypes, m, n, 0xf8_7200 + i as u64);
+            base.views = views;
+            let c = Fp8Case { base, scale, amax: i % 3 != 1, transposed: true };
+            let t0 = std::time::Instant::now();
+            let before = tile_launches(&tiled);
+            check_fp8_bitwise(&tiled, &separate, &c).unwrap_or_else(|e| panic!("tile {tm} x {cl}: {e}"));
+            let ran = tile_launches(&tiled) - before;
+            assert_eq!(tile_launches(&separate), 0, "the separate side ran a tile kernel");
+            // The tiles run wherever the twin does (contiguous views here: the strided ones put
+            // y_q's rows off 16 bytes, which the twin does not take) and the device takes the
+            // cluster shape (8 CTAs of up to 66 KB may be refused: then the separate kernel).
+            if views == Views::Contiguous && cl <= 4 {
+                assert!(ran > 0, "tile {tm} x {cl}, case {i} ({c}): no tile kernel ran");
+            }
+            eprintln!(
+                "fp8_twin_tile_matches_separate: tile {tm} x {cl}, case {i} ({c}), {ran} tile launches, {:.2} s",
+                t0.elapsed().as_secs_f64()
+            );
+        }
     }
 }
 

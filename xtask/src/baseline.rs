@@ -54,9 +54,11 @@ fn build_out(tree: &Path, target: &Path, krate: &str, env: &[(&str, &str)]) -> R
     crate::gpu_check::newest_out_dir(target, "release", krate).ok_or_else(|| format!("no {krate} kernels under {}", target.display()))
 }
 
-/// Builds normkit-cuda's fatbin for `arch` in `tree` (target folder `target`) and returns it.
-fn fatbin(tree: &Path, target: &Path, arch: &str) -> Result<PathBuf, String> {
-    Ok(build_out(tree, target, "normkit-cuda", &[("NORMKIT_CUDA_ARCHS", arch)])?.join("normkit.fatbin"))
+/// Builds normkit-cuda's fatbins for `arch` in `tree` (target folder `target`) and returns them:
+/// `normkit.fatbin`, and `normkit_fp8t.fatbin` where the revision has that second unit.
+fn fatbin(tree: &Path, target: &Path, arch: &str) -> Result<Vec<PathBuf>, String> {
+    let out = build_out(tree, target, "normkit-cuda", &[("NORMKIT_CUDA_ARCHS", arch)])?;
+    Ok(["normkit.fatbin", "normkit_fp8t.fatbin"].iter().map(|f| out.join(f)).filter(|p| p.is_file()).collect())
 }
 
 /// Kernel name → its instructions, from a disassembly listing: `header` names the function a
@@ -164,16 +166,20 @@ pub fn compare(old: &BTreeMap<String, Vec<String>>, new: &BTreeMap<String, Vec<S
     (s, diff.len() + only_old.len() + only_new.len())
 }
 
-fn sass_of(fatbin: &Path, arch: &str) -> Result<BTreeMap<String, Vec<String>>, String> {
+fn sass_of(fatbins: &[PathBuf], arch: &str) -> Result<BTreeMap<String, Vec<String>>, String> {
     let cuobjdump = crate::toolchains::cuobjdump_path();
-    let mut c = Command::new(&cuobjdump);
-    c.args(["-sass", "-arch", arch]).arg(fatbin);
-    let text = util::output(&mut c).ok_or_else(|| format!("`{}` failed (run `cargo xtask toolchains`)", util::show(&c)))?;
-    let k = parse_sass(&text);
-    if k.is_empty() {
-        return Err(format!("no {arch} kernels in {}", fatbin.display()));
+    let mut all = BTreeMap::new();
+    for fatbin in fatbins {
+        let mut c = Command::new(&cuobjdump);
+        c.args(["-sass", "-arch", arch]).arg(fatbin);
+        let text = util::output(&mut c).ok_or_else(|| format!("`{}` failed (run `cargo xtask toolchains`)", util::show(&c)))?;
+        let k = parse_sass(&text);
+        if k.is_empty() {
+            return Err(format!("no {arch} kernels in {}", fatbin.display()));
+        }
+        all.extend(k);
     }
-    Ok(k)
+    Ok(all)
 }
 
 /// `cargo xtask sass-diff REV [--arch ARCH] [--out FILE]`.

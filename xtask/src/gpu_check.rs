@@ -58,8 +58,12 @@ pub fn cuda(target: &Path, cuobjdump: Option<&Path>) -> String {
         .filter_map(|l| l.rsplit('.').nth(1).map(|a| if l.contains("PTX") { a.replace("sm_", "compute_") } else { a.to_string() }))
         .collect();
     archs.dedup();
-    let sass = util::output(Command::new(cuobjdump).arg("--dump-sass").arg(bin)).unwrap_or_default();
-    let res = util::output(Command::new(cuobjdump).arg("--dump-resource-usage").arg(bin)).unwrap_or_default();
+    // Every fatbin of the build (normkit.fatbin and the second unit's normkit_fp8t.fatbin).
+    let dump = |flag: &str| -> String {
+        bins.iter().map(|b| util::output(Command::new(cuobjdump).arg(flag).arg(b)).unwrap_or_default()).collect::<Vec<_>>().join("\n")
+    };
+    let sass = dump("--dump-sass");
+    let res = dump("--dump-resource-usage");
     let kernels = count(&res, "Function ");
     let max_stack = res.split("STACK:").skip(1).filter_map(|s| s.split_whitespace().next()?.parse::<u32>().ok()).max().unwrap_or(0);
     format!(

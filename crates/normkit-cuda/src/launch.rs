@@ -99,6 +99,7 @@ where
 }
 
 fn step<P: DeviceRepr>(dev: &Device, s: &Step, p: &P) -> Result<()> {
+    dev.launches[s.kernel.index].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     match s.mode {
         Mode::Plain => launch(dev, s.kernel, s.grid, s.block, s.smem, p),
         Mode::Cluster(c) => launch_ex(dev, s.kernel, s.grid.0, s.block, s.smem, cluster_attr(c), p),

@@ -261,6 +261,13 @@ impl CudaBackend {
         self.dev.facts.sms
     }
 
+    /// How many times this backend has launched the kernel named `name` (a symbol of
+    /// [`kernel_names`]; 0 for any other name): for tests that must know which path ran, and for
+    /// diagnostics. Counted when a launch is queued, whether or not it has run yet.
+    pub fn launches(&self, name: &str) -> u64 {
+        kernels::ALL.iter().find(|k| k.name == name).map_or(0, |k| self.dev.launches[k.index].load(std::sync::atomic::Ordering::Relaxed))
+    }
+
     /// The launch tables, thresholds and overrides in use (the environment's overrides were read
     /// when the backend was created).
     pub fn tuning(&self) -> &Tuning {

@@ -518,10 +518,11 @@ fn forward_fp8(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall, q:
             // Its twin (`nk_fwd_regqd_*`) where the group fits the twin's 256-thread bound and y
             // is e4m3 or e5m2 (it converts by instruction only): the same arithmetic, no spills,
             // a programmatic dependent. Walks: row groups per CTA of its persistent grid.
-            let twin = Some(KernelKey::FwdRegQDecode { dtype: kdt(dts.x)?, ln: c.ln, residual: c.residual, per_row: q.per_row })
-                .filter(|_| t.fp8.reg_twin && matches!(dts.y, DType::F8E4M3 | DType::F8E5M2))
-                .and_then(kernels::lookup)
-                .filter(|tk| block <= tk.max_threads);
+            let twin =
+                Some(KernelKey::FwdRegQDecode { dtype: kdt(dts.x)?, ln: c.ln, residual: c.residual, per_row: q.per_row, tile: false })
+                    .filter(|_| t.fp8.reg_twin && matches!(dts.y, DType::F8E4M3 | DType::F8E5M2))
+                    .and_then(kernels::lookup)
+                    .filter(|tk| block <= tk.max_threads);
             let twin = match twin {
                 Some(tk) => {
                     let wave = u64::from(persistent_blocks(d, occ, tk, block, 0, work)?);
@@ -540,9 +541,63 @@ fn forward_fp8(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall, q:
                 }
                 None => None,
             };
+            // yT through the twin's own tiles (`nk_fwd_regqd{|r}t_*`): the most rows (a power of
+            // two, at most Fp8Tuning::twin_tm, at least 8 and the CTA's rows) whose tile fits
+            // Fp8Tuning::tile_smem, in clusters of Fp8Tuning::twin_cluster CTAs, for N in
+            // Fp8Tuning::twin_tile_n and where the supertiles number at least
+            // Fp8Tuning::twin_tile_fill % of the resident clusters; else the separate transpose
+            // after the twin.
+            let mut tiled = None;
+            let n_ok = (f.twin_tile_n.0..=f.twin_tile_n.1).contains(&c.n);
+            if let (Some(tk), true) = (twin, q.transposed && n_ok && f.twin_tm >= 8 && rpc.is_power_of_two()) {
+                let tkey = match tk.key {
+                    KernelKey::FwdRegQDecode { dtype, ln, residual, per_row, .. } => {
+                        KernelKey::FwdRegQDecode { dtype, ln, residual, per_row, tile: true }
+                    }
+                    key => key,
+                };
+                if let Some(kt) = kernels::lookup(tkey) {
+                    let mut tm = f.twin_tm.next_power_of_two();
+                    while tm >= 8.max(rpc) {
+                        // The pitch of a 16-row tile at 32 rows too: 8-byte aligned rows for the
+                        // twin's stores (32 rows' conflict-free pitch is an odd number of words).
+                        let pitch = fp8_tile_pitch(c.n, tm.min(16));
+                        let smem = tm as usize * pitch;
+                        if smem <= f.tile_smem.min(d.dyn_smem_max[kt.index]) {
+                            tiled = Some((kt, tm, pitch, smem));
+                            break;
+                        }
+                        tm /= 2;
+                    }
+                }
+            }
+            let mut fields = Fields { group: rc.group as i32, rpc: rpc as i32, slot: 16, ..Fields::default() };
+            if let Some((kt, tm, pitch, smem)) = tiled {
+                let cl = f.twin_cluster;
+                let supertiles = m.div_ceil(u64::from(tm * cl));
+                // Clusters resident at once (cl = 1: CTAs), none where the device refuses the shape.
+                let wave = if cl > 1 {
+                    u64::from(occ.max_active_clusters(kt, cl, block, smem as u32)?)
+                } else {
+                    u64::from(d.sms) * u64::from(occ.blocks_per_sm(kt, block, smem)?)
+                };
+                if wave > 0 && supertiles.saturating_mul(100) >= wave.saturating_mul(f.twin_tile_fill) {
+                    let grid = (wave.min(supertiles) as u32) * cl;
+                    fields.tm = tm as i32;
+                    fields.tpitch = pitch as i32;
+                    let step = if cl > 1 {
+                        Step { kernel: kt, grid: (grid, 1), block, smem: smem as u32, mode: Mode::Cluster(cl), group: None }
+                    } else {
+                        fields.trigger = t.pdl;
+                        Step::dependent(t.pdl, kt, grid, block, smem as u32)
+                    };
+                    let mut l = Launch::new(Family::FwdQuant, FP8_WS, fields);
+                    l.push(step);
+                    return Ok(l);
+                }
+            }
             let k = twin.unwrap_or(k);
             let blocks = if t.fp8.reg_grid_rows { work.min(MAX_GRID) as u32 } else { persistent_blocks(d, occ, k, block, 0, work)? };
-            let mut fields = Fields { group: rc.group as i32, rpc: rpc as i32, slot: 16, ..Fields::default() };
             let step = match twin {
                 Some(tk) => trigger_step(t, &mut fields, tk, blocks, block),
                 None => Step::plain(k, (blocks, 1), block, 0),
@@ -1153,7 +1208,8 @@ mod tests {
     /// H100 SXM: 132 SMs, 227 KiB of shared memory per block (opt-in); each kernel's dynamic
     /// limit is the opt-in less its static shared memory, as start-up computes it (static sizes
     /// from the kernel sources: row kernels' scratch 128 / 256 bytes, register kernels' 256 /
-    /// 512, row-batch 2048; other kernels keep the 48 KiB default).
+    /// 512, quantised register kernels' 1792, row-batch 2048; other kernels keep the 48 KiB
+    /// default).
     fn h100() -> DeviceFacts {
         let row_limit = OPTIN - 256;
         let dyn_smem_max = kernels::ALL
@@ -1164,6 +1220,8 @@ mod tests {
                 kernels::Family::BwdReg => OPTIN - 512,
                 kernels::Family::BwdRows => OPTIN - 2048,
                 kernels::Family::FwdQRow => OPTIN - 2048,
+                // The quantised register kernels' scratch, exchange and amax words (sm_90a: 1792).
+                kernels::Family::FwdRegQ => OPTIN - 1792,
                 // The staged cluster forward's static scratch, partials and barriers.
                 kernels::Family::FwdCluster => OPTIN - 1024,
                 _ => 48 * 1024,
@@ -2209,19 +2267,39 @@ mod tests {
                                     }
                                     let main = l.steps().find(|s| !matches!(s.kernel.key, KernelKey::FwdSplitStats { .. })).unwrap().kernel;
                                     let fused = l.fields.q & normkit_gpu_host::params::Q_TFUSED != 0;
+                                    let tiled = matches!(main.key, KernelKey::FwdRegQDecode { tile: true, .. });
                                     let st = matches!(main.key, KernelKey::FwdQRow { strided: true, .. });
                                     let sep = l.steps().filter(|s| s.kernel.key == KernelKey::FwdQTranspose).count();
-                                    assert_eq!(usize::from(fused) + usize::from(st) + sep, usize::from(transposed), "{}", what());
+                                    assert_eq!(
+                                        usize::from(fused) + usize::from(tiled) + usize::from(st) + sep,
+                                        usize::from(transposed),
+                                        "{}",
+                                        what()
+                                    );
                                     if fused {
                                         assert!(l.fields.tm >= 8 && l.fields.rpc <= l.fields.tm, "{}", what());
                                         assert_eq!(l.fields.tpitch as usize, fp8_tile_pitch(n, l.fields.tm as u32), "{}", what());
+                                    }
+                                    if tiled {
+                                        // The twin's tile: a power of two, whole row groups, 8-byte rows.
+                                        let tm = l.fields.tm as u32;
+                                        assert!(tm >= 8 && tm.is_power_of_two() && tm % l.fields.rpc as u32 == 0, "{}", what());
+                                        assert_eq!(l.fields.tpitch as usize, fp8_tile_pitch(n, tm.min(16)), "{}", what());
+                                        assert!(l.fields.tpitch % 8 == 0 && l.fields.tpitch as usize >= n, "{}", what());
+                                        assert_eq!(
+                                            l.steps().next().unwrap().smem as usize,
+                                            tm as usize * l.fields.tpitch as usize,
+                                            "{}",
+                                            what()
+                                        );
                                     }
                                     // The quantised register kernels' rows per CTA may follow M
                                     // (Fp8Tuning::wide_cta_walks): a group's reduction, and so
                                     // every bit, does not depend on them.
                                     let reg = matches!(main.key, KernelKey::FwdRegQ { .. } | KernelKey::FwdRegQDecode { .. });
-                                    let rpc = if reg { 0 } else { l.fields.rpc };
-                                    let shape = (l.family, l.fields.group, rpc, l.fields.tm, l.fields.nsplit, l.workspace.q.is_some());
+                                    // Nor does the twin's yT tile (the per-row twin runs at few rows only).
+                                    let (rpc, tm) = if reg { (0, 0) } else { (l.fields.rpc, l.fields.tm) };
+                                    let shape = (l.family, l.fields.group, rpc, tm, l.fields.nsplit, l.workspace.q.is_some());
                                     assert_eq!(*first.get_or_insert(shape), shape, "{}", what());
                                     paths.insert((l.family, main.name));
                                 }
@@ -2318,6 +2396,60 @@ mod tests {
         let walks = Tuning::for_sm90().with_env(|k| (k == "NORMKIT_CUDA_FP8_TWIN").then(|| "100".to_owned()));
         assert!(walks.fp8.reg_twin && walks.fp8.row_twin_walks == 100);
         assert_eq!(name(&walks, 4096, 32768, true, false, false).0, "nk_fwd_regqdr_bf16_rms");
+    }
+
+    /// yT where the quantised twin runs: through its own tiles (`nk_fwd_regqd{|r}t_*`, one step,
+    /// no separate transpose) of Fp8Tuning::twin_tm rows where that fits `tile_smem`, else half
+    /// as many (N = 8192: 8 rows), in clusters of Fp8Tuning::twin_cluster CTAs on a persistent
+    /// grid of whole clusters, for N in `twin_tile_n` and where the supertiles fill at least
+    /// `twin_tile_fill` % of a wave of clusters; otherwise (and with `NORMKIT_CUDA_FP8_TWIN_TM=0`
+    /// or the plain kernel) the separate transpose after the kernel. `NORMKIT_CUDA_FP8_TWIN_CL=1`:
+    /// no cluster, a programmatic dependent.
+    #[test]
+    fn fp8_twin_tile_by_shape() {
+        let d = h100();
+        let plan = |t: &Tuning, n: usize, m: usize, per_row: bool| {
+            let c = FwdCall {
+                dtypes: DTypes { y: DType::F8E4M3, ..DTypes::uniform(DType::BF16) },
+                fp8: Some(Fp8Info { per_row, transposed: true }),
+                ..fwd(DType::BF16, n, m)
+            };
+            let l = forward(t, &d, &OCC, &c).unwrap();
+            let names: Vec<&str> = l.steps().map(|s| s.kernel.name).collect();
+            let s = l.steps().next().unwrap();
+            (names, l.fields.tm, l.fields.rpc, s.smem, s.grid.0, s.mode)
+        };
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            Tuning::for_sm90().with_env(|k| pairs.iter().find(|p| p.0 == k).map(|p| p.1.to_owned()))
+        };
+        let t = Tuning::for_sm90();
+        let f = t.fp8;
+        assert_eq!((f.twin_tm, f.twin_cluster, f.twin_tile_fill, f.twin_tile_n), (16, 2, 150, (2048, 4096)));
+        let pitch = fp8_tile_pitch(4096, 16) as u32;
+        // 32768 rows: two rows per CTA (wide), 1024 supertiles of 32 rows over whole clusters.
+        let (names, tm, rpc, smem, grid, mode) = plan(&t, 4096, 32768, false);
+        assert_eq!((names, tm, rpc, smem, mode), (vec!["nk_fwd_regqdt_bf16_rms"], 16, 2, 16 * pitch, cl(2)));
+        assert!(grid.is_multiple_of(2) && grid <= 2048 && grid >= OCC.sms, "{grid}");
+        // Few rows: the twin (a CTA per row group), then the separate transpose.
+        assert_eq!(plan(&t, 4096, 8, true).0, vec!["nk_fwd_regqdr_bf16_rms", "nk_fwd_q_transpose"]);
+        assert_eq!(plan(&t, 4096, 1024, false).0, vec!["nk_fwd_regqd_bf16_rms", "nk_fwd_q_transpose"]);
+        // N outside twin_tile_n; with the range widened, N = 8192 takes 8-row tiles (16 would
+        // pass tile_smem).
+        assert_eq!(plan(&t, 8192, 32768, false).0, vec!["nk_fwd_regqd_bf16_rms", "nk_fwd_q_transpose"]);
+        let wide = env(&[("NORMKIT_CUDA_FP8_TWIN_N", "512:8192")]);
+        let (names, tm, _, smem, _, _) = plan(&wide, 8192, 32768, false);
+        assert_eq!((names, tm, smem), (vec!["nk_fwd_regqdt_bf16_rms"], 8, 8 * fp8_tile_pitch(8192, 8) as u32));
+        // Without the fill's floor, one supertile is enough: a cluster.
+        let (names, _, _, _, grid, mode) = plan(&env(&[("NORMKIT_CUDA_FP8_TWIN_TW", "0")]), 4096, 8, true);
+        assert_eq!((names, grid, mode), (vec!["nk_fwd_regqdrt_bf16_rms"], 2, cl(2)));
+        let pdl = if t.pdl { Mode::Pdl } else { Mode::Plain };
+        assert_eq!(plan(&env(&[("NORMKIT_CUDA_FP8_TWIN_CL", "1")]), 4096, 32768, false).5, pdl);
+        let t32 = env(&[("NORMKIT_CUDA_FP8_TWIN_TM", "32"), ("NORMKIT_CUDA_FP8_TWIN_N", "512:4096")]);
+        assert_eq!(plan(&t32, 1024, 65536, false).1, 32);
+        let off = env(&[("NORMKIT_CUDA_FP8_TWIN_TM", "0")]);
+        assert_eq!(plan(&off, 4096, 32768, false).0, vec!["nk_fwd_regqd_bf16_rms", "nk_fwd_q_transpose"]);
+        // Per row past the twin's walks: the plain kernel and the separate transpose.
+        assert_eq!(plan(&t, 4096, 32768, true).0, vec!["nk_fwd_regq_bf16_rms_a", "nk_fwd_q_transpose"]);
     }
 
     /// bf16 RMSNorm backward with d_residual_out at N = 163840 (cluster, 512 threads): the

@@ -15,6 +15,9 @@ use crate::tuning::Tuning;
 
 /// Every kernel, as one fatbin (sm_90a, sm_100a, compute_90 PTX).
 static FATBIN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/normkit.fatbin"));
+/// The kernels compiled in a unit of their own (kernels-cuda/variants.rs, `own_unit`): a second
+/// module.
+static FATBIN_FP8T: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/normkit_fp8t.fatbin"));
 
 /// The backend's name in errors.
 pub(crate) const BACKEND: &str = "cuda";
@@ -45,7 +48,7 @@ pub(crate) type OccupancyKey = (usize, u32, usize);
 pub(crate) struct Device {
     pub ctx: Arc<CudaContext>,
     pub stream: Arc<CudaStream>,
-    _module: Arc<CudaModule>,
+    _modules: [Arc<CudaModule>; 2],
     /// The kernels, by [`Kernel::index`].
     pub funcs: Vec<CudaFunction>,
     pub name: String,
@@ -55,6 +58,8 @@ pub(crate) struct Device {
     pub clusters: Mutex<Vec<(ClusterKey, u32)>>,
     /// Resident CTAs per SM per (kernel index, block, dynamic shared memory), cached (launch.rs).
     pub occupancy: Mutex<Vec<(OccupancyKey, u32)>>,
+    /// Launches so far, by [`Kernel::index`] (launch.rs; [`crate::CudaBackend::launches`]).
+    pub launches: Vec<std::sync::atomic::AtomicU64>,
 }
 
 impl Device {
@@ -84,13 +89,15 @@ impl Device {
         if cc.0 < 9 {
             return Err(unavailable(format!("compute capability {}.{} is below 9.0 (the fatbin targets sm_90+)", cc.0, cc.1)));
         }
-        if FATBIN.is_empty() {
+        if FATBIN.is_empty() || FATBIN_FP8T.is_empty() {
             return Err(unavailable("this build holds no kernels (built by clippy or with NORMKIT_KERNELS=skip)".into()));
         }
         let module = ctx.load_module(cudarc::nvrtc::Ptx::from_binary(FATBIN.to_vec())).map_err(dev_err("module load"))?;
+        let module_fp8t = ctx.load_module(cudarc::nvrtc::Ptx::from_binary(FATBIN_FP8T.to_vec())).map_err(dev_err("module load"))?;
         let mut funcs = Vec::with_capacity(kernels::ALL.len());
         for k in kernels::ALL.iter() {
-            let f = module.load_function(k.name).map_err(dev_err("kernel lookup"))?;
+            let m = if kernels::list::own_unit(k.key) { &module_fp8t } else { &module };
+            let f = m.load_function(k.name).map_err(dev_err("kernel lookup"))?;
             funcs.push(f);
         }
         let smem_optin = ctx
@@ -137,13 +144,14 @@ impl Device {
         Ok(Device {
             ctx,
             stream,
-            _module: module,
+            _modules: [module, module_fp8t],
             funcs,
             name,
             cc,
             facts,
             clusters: Mutex::new(Vec::new()),
             occupancy: Mutex::new(Vec::new()),
+            launches: (0..kernels::ALL.len()).map(|_| std::sync::atomic::AtomicU64::new(0)).collect(),
         })
     }
 

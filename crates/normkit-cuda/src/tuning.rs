@@ -42,6 +42,10 @@
 //! | `NORMKIT_CUDA_FP8_GRID` | [`Fp8Tuning::reg_grid_rows`] | `rows`: the quantised register forward on a CTA per row group, not persistent |
 //! | `NORMKIT_CUDA_FP8_TWIN` | [`Fp8Tuning::reg_twin`], [`Fp8Tuning::row_twin_walks`] | `0`: the quantised register forward without its twin (`nk_fwd_regqd*`); a number: the per-row twin's most row groups per CTA |
 //! | `NORMKIT_CUDA_FP8_WIDE` | [`Fp8Tuning::wide_cta_walks`] | a number: the per-tensor twin doubles its rows per CTA past that many walks (default 8); `off`: never |
+//! | `NORMKIT_CUDA_FP8_TWIN_TM` | [`Fp8Tuning::twin_tm`] | the twin's largest yT tile, rows (8, 16 or 32); `0`: the twin leaves yT to the separate transpose |
+//! | `NORMKIT_CUDA_FP8_TWIN_CL` | [`Fp8Tuning::twin_cluster`] | CTAs per cluster of the twin's yT tiles (1, 2, 4 or 8) |
+//! | `NORMKIT_CUDA_FP8_TWIN_TW` | [`Fp8Tuning::twin_tile_fill`] | the fewest supertiles for the twin's yT tiles, in % of the resident clusters (`0`: tiles at every M) |
+//! | `NORMKIT_CUDA_FP8_TWIN_N` | [`Fp8Tuning::twin_tile_n`] | `LO:HI`: the N range of the twin's yT tiles |
 //! | `NORMKIT_CUDA_ROWS` | [`RowsTuning::on`], [`RowsTuning::rpc`] | `off` / `0`: no row-batch backward; a number: its groups per CTA |
 //! | `NORMKIT_CUDA_CLUSTER` | [`ClusterTuning::on`] | `0`: no cluster kernels |
 //! | `NORMKIT_CUDA_CLUSTER_CT` | [`ClusterTuning::shape`] | `C,T`: clusters of C CTAs of T threads at every N of the tables |
@@ -55,7 +59,7 @@
 //! | `NORMKIT_CUDA_CSTAGE_GRID` | [`ClusterTuning::staged_grid_rows`] | `rows`: the staged forward on one cluster per row (else the resident clusters walk the rows) |
 
 /// The environment variables [`Tuning::with_env`] reads, in the order of the table above.
-pub const ENV_OVERRIDES: [&str; 35] = [
+pub const ENV_OVERRIDES: [&str; 39] = [
     "NORMKIT_CUDA_FWD_TABLE",
     "NORMKIT_CUDA_BWD_TABLE",
     "NORMKIT_CUDA_BWD4_TABLE",
@@ -80,6 +84,10 @@ pub const ENV_OVERRIDES: [&str; 35] = [
     "NORMKIT_CUDA_FP8_GRID",
     "NORMKIT_CUDA_FP8_TWIN",
     "NORMKIT_CUDA_FP8_WIDE",
+    "NORMKIT_CUDA_FP8_TWIN_TM",
+    "NORMKIT_CUDA_FP8_TWIN_CL",
+    "NORMKIT_CUDA_FP8_TWIN_TW",
+    "NORMKIT_CUDA_FP8_TWIN_N",
     "NORMKIT_CUDA_ROWS",
     "NORMKIT_CUDA_CLUSTER",
     "NORMKIT_CUDA_CLUSTER_CT",
@@ -322,6 +330,30 @@ pub struct Fp8Tuning {
     /// bench/results/nvidia-h100-2026-11-27/pair/call3 (the stall NOTES v14.3 suspected was the
     /// test's CPU oracle, not the kernel: NOTES v15).
     pub wide_cta_walks: u64,
+    /// The quantised twin writes yT through its own shared-memory tile of up to this many rows
+    /// (`nk_fwd_regqd{|r}t_*`: a power of two ≥ 8, at least the CTA's rows, within
+    /// [`Fp8Tuning::tile_smem`]); 0: the twin writes y_q only and the separate transpose follows.
+    /// Env `NORMKIT_CUDA_FP8_TWIN_TM` (`0`, 8, 16, 32).
+    pub twin_tm: u32,
+    /// CTAs per cluster of the twin's yT tiles: the cluster's tiles make a supertile of
+    /// `twin_cluster · tm` rows, and each CTA writes a share of its columns, so a yT row gets one
+    /// run of that many bytes (env `NORMKIT_CUDA_FP8_TWIN_CL`: 1, 2, 4, 8). H100, bf16 → e4m3
+    /// with yT, tiles forced, against the separate transpose's 251.0 µs at 32768×4096 (NOTES
+    /// v16): clusters of 1 (16-byte runs) 549.8, of 2 219.6, of 4 235.9, of 8 283.9.
+    pub twin_cluster: u32,
+    /// The twin's yT tiles only where the supertiles number at least this percentage of the
+    /// clusters resident at once (a CTA runs its tile's rows one group at a time, so a few rows
+    /// are faster spread over CTAs with the separate transpose after them; env
+    /// `NORMKIT_CUDA_FP8_TWIN_TW`, 0: at every M). H100 (NOTES v16, clusters of 2, 16-row
+    /// tiles, against the separate transpose): 8192×4096 at 194% of a wave 57.6 against 67.6
+    /// µs, 16384×2048 at 194% 58.2 against 67.4; 4096×4096 at 97% 36.1 against 33.4 (8192×2048
+    /// at 97% 31.4 against 33.5), 1024×4096 at 24% 22.3 against 12.3.
+    pub twin_tile_fill: u64,
+    /// The N range of the twin's yT tiles (inclusive; env `NORMKIT_CUDA_FP8_TWIN_N=LO:HI`).
+    /// H100 (NOTES v16, tiles forced): N = 8192 (8-row tiles within `tile_smem`) 52.0 against
+    /// 33.3 µs at 2048 rows, 82.1 against 67.7 at 4096; N = 512 75.8 against 67.3 at 65536
+    /// rows; N = 1024 11.9 against 12.0 at 4096 rows.
+    pub twin_tile_n: (usize, usize),
 }
 
 /// Where the 16-bit register forward (4 chunks per thread, 16-byte layouts) runs its twin
@@ -619,6 +651,10 @@ impl Tuning {
                 reg_twin: true,
                 row_twin_walks: 8,
                 wide_cta_walks: 8,
+                twin_tm: 16,
+                twin_cluster: 2,
+                twin_tile_fill: 150,
+                twin_tile_n: (2048, 4096),
             },
             rows: RowsTuning { on: true, rpc: None, min_n: 512, max_n: 2048, cta_threads: 256 },
             cluster: ClusterTuning {
@@ -712,6 +748,23 @@ impl Tuning {
             Some("off") => self.fp8.wide_cta_walks = u64::MAX,
             Some(v) => self.fp8.wide_cta_walks = v.parse().unwrap_or(self.fp8.wide_cta_walks),
             None => {}
+        }
+        if let Some(tm) =
+            get("NORMKIT_CUDA_FP8_TWIN_TM").and_then(|v| v.trim().parse::<u32>().ok()).filter(|t| matches!(t, 0 | 8 | 16 | 32))
+        {
+            self.fp8.twin_tm = tm;
+        }
+        if let Some(c) = get("NORMKIT_CUDA_FP8_TWIN_CL").and_then(|v| v.trim().parse::<u32>().ok()).filter(|c| matches!(c, 1 | 2 | 4 | 8)) {
+            self.fp8.twin_cluster = c;
+        }
+        if let Some(w) = get("NORMKIT_CUDA_FP8_TWIN_TW").and_then(|v| v.trim().parse::<u64>().ok()) {
+            self.fp8.twin_tile_fill = w;
+        }
+        if let Some((lo, hi)) = get("NORMKIT_CUDA_FP8_TWIN_N").and_then(|v| {
+            let (a, b) = v.trim().split_once(':')?;
+            Some((a.parse::<usize>().ok()?, b.parse::<usize>().ok()?))
+        }) {
+            self.fp8.twin_tile_n = (lo, hi);
         }
         self.fp8.row_max_n = get("NORMKIT_CUDA_FP8_ROW_MAX").and_then(|v| v.parse().ok()).unwrap_or(self.fp8.row_max_n);
         match get("NORMKIT_CUDA_FP8_T").as_deref() {
