@@ -14,9 +14,10 @@
 //                      max |y| of each (row, chunk) into ws_q.
 //   fwd_q_split_apply  long rows: y from the reduced statistics, the row's scale from its chunk
 //                      maxima (per row), quantised and stored.
-//   fwd_q_transpose    yT from the row-major y_q (the default way to write yT; measured faster
-//                      than the fused tile, kernels-cuda/NOTES.md): 64 × 256-byte tiles staged in
-//                      shared memory, written as fwd_q_row's fused tile is.
+//   fwd_q_transpose    yT from the row-major y_q (yT's way wherever the quantised twin's own
+//                      tiles, nk_reg.cuh's SPEC + 2048, do not run; measured faster than this
+//                      file's fused row-kernel tile, kernels-cuda/NOTES.md v8): 64 × 256-byte
+//                      tiles staged in shared memory, written as fwd_q_row's fused tile is.
 // amax: each CTA folds its threads' max |y| (NaN ignored: fmaxf) into one atomicMax on the bits of
 // a zeroed word of the backend's, and the last CTA to arrive writes amax (q_amax_commit) — an
 // integer max over non-negative floats, exact and order-independent, so still deterministic, and

@@ -88,7 +88,9 @@ NK_DEVICE void fp8_pack8_ocp(bool e4m3, const float (&v)[CH], uint32_t (&w)[2]) 
 // 1024-thread Q kernels spill) and PDL; its weight chunks and the device scale are loaded once,
 // before the first row (every row of the persistent grid uses them), and the group's next row is
 // loaded while the current one is reduced; + 512 (`nk_fwd_regqdr_*`) per-row scaling, else per
-// tensor (compiled in, not read from the call). Same bits as SPEC + 128.
+// tensor (compiled in, not read from the call); + 2048 (`nk_fwd_regqd{|r}t_*`, TF below) yT
+// through the CTAs' own shared-memory tiles in clusters, instead of the separate transpose
+// kernel. Same bits as SPEC + 128.
 template <bool ALIGNED, int SPEC, bool FULL>
 NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
     constexpr int DT = SPEC & 3;

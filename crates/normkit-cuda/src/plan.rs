@@ -2283,7 +2283,7 @@ mod tests {
                                     if tiled {
                                         // The twin's tile: a power of two, whole row groups, 8-byte rows.
                                         let tm = l.fields.tm as u32;
-                                        assert!(tm >= 8 && tm.is_power_of_two() && tm % l.fields.rpc as u32 == 0, "{}", what());
+                                        assert!(tm >= 8 && tm.is_power_of_two() && tm.is_multiple_of(l.fields.rpc as u32), "{}", what());
                                         assert_eq!(l.fields.tpitch as usize, fp8_tile_pitch(n, tm.min(16)), "{}", what());
                                         assert!(l.fields.tpitch % 8 == 0 && l.fields.tpitch as usize >= n, "{}", what());
                                         assert_eq!(
@@ -2429,7 +2429,7 @@ mod tests {
         // 32768 rows: two rows per CTA (wide), 1024 supertiles of 32 rows over whole clusters.
         let (names, tm, rpc, smem, grid, mode) = plan(&t, 4096, 32768, false);
         assert_eq!((names, tm, rpc, smem, mode), (vec!["nk_fwd_regqdt_bf16_rms"], 16, 2, 16 * pitch, cl(2)));
-        assert!(grid.is_multiple_of(2) && grid <= 2048 && grid >= OCC.sms, "{grid}");
+        assert!(grid.is_multiple_of(2) && (OCC.sms..=2048).contains(&grid), "{grid}");
         // Few rows: the twin (a CTA per row group), then the separate transpose.
         assert_eq!(plan(&t, 4096, 8, true).0, vec!["nk_fwd_regqdr_bf16_rms", "nk_fwd_q_transpose"]);
         assert_eq!(plan(&t, 4096, 1024, false).0, vec!["nk_fwd_regqd_bf16_rms", "nk_fwd_q_transpose"]);

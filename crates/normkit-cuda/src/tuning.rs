@@ -279,7 +279,8 @@ pub enum Fp8Transpose {
     /// Through the row kernel's shared-memory tile where a tile of at least `min_tm` rows fits,
     /// else by the separate kernel (measurements: slower than `Separate` on an H100, NOTES.md).
     Fused,
-    /// By the separate kernel (`nk_fwd_q_transpose`) reading y_q back: the default (H100
+    /// By the separate kernel (`nk_fwd_q_transpose`) reading y_q back: the default where the
+    /// quantised twin's own tiles ([`Fp8Tuning::twin_tm`]) do not run (H100
     /// 2026-11-25, bf16 → e4m3 with yT: 32768×4096 394 µs against 626 fused, 2048×8192 54.8
     /// against 82.3, 4096×1024 18.7 against 29.0).
     Separate,
@@ -345,9 +346,9 @@ pub struct Fp8Tuning {
     /// clusters resident at once (a CTA runs its tile's rows one group at a time, so a few rows
     /// are faster spread over CTAs with the separate transpose after them; env
     /// `NORMKIT_CUDA_FP8_TWIN_TW`, 0: at every M). H100 (NOTES v16, clusters of 2, 16-row
-    /// tiles, against the separate transpose): 8192×4096 at 194% of a wave 57.6 against 67.6
-    /// µs, 16384×2048 at 194% 58.2 against 67.4; 4096×4096 at 97% 36.1 against 33.4 (8192×2048
-    /// at 97% 31.4 against 33.5), 1024×4096 at 24% 22.3 against 12.3.
+    /// tiles, against the separate transpose): 8192×4096 57.6 against 67.6
+    /// µs, 16384×2048 58.2 against 67.4, 8192×2048 31.4 against 33.5; 4096×4096 (128
+    /// supertiles, about one per resident cluster) 36.1 against 33.4, 1024×4096 22.3 against 12.3.
     pub twin_tile_fill: u64,
     /// The N range of the twin's yT tiles (inclusive; env `NORMKIT_CUDA_FP8_TWIN_N=LO:HI`).
     /// H100 (NOTES v16, tiles forced): N = 8192 (8-row tiles within `tile_smem`) 52.0 against
