@@ -479,7 +479,7 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
                         if constexpr (EW) fp8_pack8_ocp(qfmt == NK_DT_E4M3, qv, w2);
                         else fp8_pack8(qfmt, qv, w2);
                         store_q8<ALIGNED>(reinterpret_cast<unsigned char*>(p0.y + (uint64_t)(row * p0.sy)), e, n, w2);
-                        if constexpr (TF) *reinterpret_cast<uint2*>(smem + (int)(row & (TM - 1)) * tpitch + e) = make_uint2(w2[0], w2[1]);
+                        if constexpr (TF) nk_store_s64(smem + (int)(row & (TM - 1)) * tpitch + e, w2[0], w2[1]);
                     }
                 }
             }

@@ -161,6 +161,8 @@ NK_DEVICE void nk_store_g32(void* p, uint32_t v) { asm volatile("st.global.u32 [
 NK_DEVICE void nk_store_g16(void* p, uint32_t v) {
     asm volatile("st.global.u16 [%0], %1;" ::"l"(p), "h"((unsigned short)v));
 }
+// An 8-byte shared-memory store of two words (lo at p, hi at p + 4; p 8-byte aligned).
+NK_DEVICE void nk_store_s64(void* p, uint32_t lo, uint32_t hi) { *reinterpret_cast<uint2*>(p) = make_uint2(lo, hi); }
 // Byte permute: byte i of the result is byte (s >> 4i) & 7 of the 8 bytes b:a (PRMT).
 NK_DEVICE uint32_t nk_prmt(uint32_t a, uint32_t b, uint32_t s) { return __byte_perm(a, b, s); }
 

@@ -145,6 +145,8 @@ NK_DEVICE uint32_t nk_load_g32(const void* p) { return *(const NK_GLOBAL uint32_
 NK_DEVICE uint32_t nk_load_g16(const void* p) { return (uint32_t)*(const NK_GLOBAL uint16_t*)p; }
 NK_DEVICE void nk_store_g32(void* p, uint32_t v) { *(NK_GLOBAL uint32_t*)p = v; }
 NK_DEVICE void nk_store_g16(void* p, uint32_t v) { *(NK_GLOBAL uint16_t*)p = (uint16_t)v; }
+// An 8-byte shared-memory (LDS) store of two words (lo at p, hi at p + 4; p 8-byte aligned).
+NK_DEVICE void nk_store_s64(void* p, uint32_t lo, uint32_t hi) { *reinterpret_cast<uint64_t*>(p) = ((uint64_t)hi << 32) | lo; }
 // Thread-block clusters: none on CDNA. The CUDA-only kernels that use them (the FP8 twin's yT
 // tile) are not in this backend's kernel list; these stand in so the shared sources compile,
 // and trap if ever reached.
