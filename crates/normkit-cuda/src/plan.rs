@@ -527,8 +527,11 @@ fn forward_fp8(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall, q:
                 Some(tk) => {
                     let wave = u64::from(persistent_blocks(d, occ, tk, block, 0, work)?);
                     if q.per_row {
-                        // Per-row scaling: while its CTAs walk at most Fp8Tuning::row_twin_walks.
-                        (work <= wave.saturating_mul(t.fp8.row_twin_walks)).then_some(tk)
+                        // Per-row scaling: at every M for RMSNorm without the residual where each
+                        // thread holds whole rows of 4 chunks (Fp8Tuning::row_twin_full), else
+                        // while its CTAs walk at most Fp8Tuning::row_twin_walks.
+                        let full = t.fp8.row_twin_full && !c.ln && !c.residual && c.n.div_ceil(8) == 4 * rc.group as usize;
+                        (full || work <= wave.saturating_mul(t.fp8.row_twin_walks)).then_some(tk)
                     } else {
                         // Per tensor: twice the rows per CTA past Fp8Tuning::wide_cta_walks (the
                         // group, and so every bit, unchanged).
@@ -2369,10 +2372,19 @@ mod tests {
         assert_eq!(name(&t, 4096, 8, false, true, true), ("nk_fwd_regqd_bf16_ln_res", 128, 1, pdl));
         assert_eq!(name(&t, 8192, 2048, false, true, false), ("nk_fwd_regqd_bf16_ln", 256, 1, pdl));
         assert_eq!(name(&t, 4096, 8, true, false, false), ("nk_fwd_regqdr_bf16_rms", 128, 1, pdl));
-        // 4 CTAs of 128 threads on 132 SMs: 528 row groups per wave, 8 walks = 4224 rows.
+        // With the residual (or LayerNorm): 4 CTAs of 128 threads on 132 SMs, 528 row groups per
+        // wave, 8 walks = 4224 rows.
         assert_eq!(name(&t, 4096, 4224, true, false, true).0, "nk_fwd_regqdr_bf16_rms_res");
         assert_eq!(name(&t, 4096, 4225, true, false, true), ("nk_fwd_regq_bf16_rms_res_a", 128, 1, Mode::Plain));
-        assert_eq!(name(&t, 4096, 32768, true, false, false).0, "nk_fwd_regq_bf16_rms_a");
+        assert_eq!(name(&t, 4096, 32768, true, true, false).0, "nk_fwd_regq_bf16_ln_a");
+        // RMSNorm alone at 4 whole chunks per thread: the twin at every M (row_twin_full); N =
+        // 3000 (3 chunks per thread of 128) keeps the walks' rule.
+        assert!(t.fp8.row_twin_full);
+        assert_eq!(name(&t, 4096, 32768, true, false, false).0, "nk_fwd_regqdr_bf16_rms");
+        assert_eq!(name(&t, 512, 1 << 20, true, false, false).0, "nk_fwd_regqdr_bf16_rms");
+        assert_eq!(name(&t, 3000, 32768, true, false, false).0, "nk_fwd_regq_bf16_rms_a");
+        let nofull = Tuning::for_sm90().with_env(|k| (k == "NORMKIT_CUDA_FP8_TWIN_FULL").then(|| "0".to_owned()));
+        assert_eq!(name(&nofull, 4096, 32768, true, false, false).0, "nk_fwd_regq_bf16_rms_a");
         assert_eq!(name(&t, 16384, 8, false, false, false).0, "nk_fwd_regq_bf16_rms_a");
         // Per tensor (Fp8Tuning::wide_cta_walks = 8; NORMKIT_CUDA_FP8_WIDE=off: never): past 8 walks (4224 row
         // groups) two rows per 256-thread CTA, the same group; 256-thread groups stay as they are.
@@ -2395,7 +2407,7 @@ mod tests {
         assert_eq!(name(&off, 4096, 8, false, false, false), ("nk_fwd_regq_bf16_rms_a", 128, 1, Mode::Plain));
         let walks = Tuning::for_sm90().with_env(|k| (k == "NORMKIT_CUDA_FP8_TWIN").then(|| "100".to_owned()));
         assert!(walks.fp8.reg_twin && walks.fp8.row_twin_walks == 100);
-        assert_eq!(name(&walks, 4096, 32768, true, false, false).0, "nk_fwd_regqdr_bf16_rms");
+        assert_eq!(name(&walks, 4096, 32768, true, false, true).0, "nk_fwd_regqdr_bf16_rms_res");
     }
 
     /// yT where the quantised twin runs: through its own tiles (`nk_fwd_regqd{|r}t_*`, one step,
@@ -2448,8 +2460,11 @@ mod tests {
         assert_eq!(plan(&t32, 1024, 65536, false).1, 32);
         let off = env(&[("NORMKIT_CUDA_FP8_TWIN_TM", "0")]);
         assert_eq!(plan(&off, 4096, 32768, false).0, vec!["nk_fwd_regqd_bf16_rms", "nk_fwd_q_transpose"]);
-        // Per row past the twin's walks: the plain kernel and the separate transpose.
-        assert_eq!(plan(&t, 4096, 32768, true).0, vec!["nk_fwd_regq_bf16_rms_a", "nk_fwd_q_transpose"]);
+        // Per row: the twin at every M here (row_twin_full), with its tiles; without the twin
+        // there, the plain kernel and the separate transpose.
+        assert_eq!(plan(&t, 4096, 32768, true).0, vec!["nk_fwd_regqdrt_bf16_rms"]);
+        let nofull = env(&[("NORMKIT_CUDA_FP8_TWIN_FULL", "0")]);
+        assert_eq!(plan(&nofull, 4096, 32768, true).0, vec!["nk_fwd_regq_bf16_rms_a", "nk_fwd_q_transpose"]);
     }
 
     /// bf16 RMSNorm backward with d_residual_out at N = 163840 (cluster, 512 threads): the
