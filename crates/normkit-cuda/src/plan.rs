@@ -518,11 +518,12 @@ fn forward_fp8(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall, q:
             // Its twin (`nk_fwd_regqd_*`) where the group fits the twin's 256-thread bound and y
             // is e4m3 or e5m2 (it converts by instruction only): the same arithmetic, no spills,
             // a programmatic dependent. Walks: row groups per CTA of its persistent grid.
-            let twin =
-                Some(KernelKey::FwdRegQDecode { dtype: kdt(dts.x)?, ln: c.ln, residual: c.residual, per_row: q.per_row, tile: false })
-                    .filter(|_| t.fp8.reg_twin && matches!(dts.y, DType::F8E4M3 | DType::F8E5M2))
-                    .and_then(kernels::lookup)
-                    .filter(|tk| block <= tk.max_threads);
+            let dtype = kdt(dts.x)?;
+            let twin_key = |tile| KernelKey::FwdRegQDecode { dtype, ln: c.ln, residual: c.residual, per_row: q.per_row, tile };
+            let twin = Some(twin_key(false))
+                .filter(|_| t.fp8.reg_twin && matches!(dts.y, DType::F8E4M3 | DType::F8E5M2))
+                .and_then(kernels::lookup)
+                .filter(|tk| block <= tk.max_threads);
             let twin = match twin {
                 Some(tk) => {
                     let wave = u64::from(persistent_blocks(d, occ, tk, block, 0, work)?);
@@ -552,26 +553,13 @@ fn forward_fp8(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall, q:
             // after the twin.
             let mut tiled = None;
             let n_ok = (f.twin_tile_n.0..=f.twin_tile_n.1).contains(&c.n);
-            if let (Some(tk), true) = (twin, q.transposed && n_ok && f.twin_tm >= 8 && rpc.is_power_of_two()) {
-                let tkey = match tk.key {
-                    KernelKey::FwdRegQDecode { dtype, ln, residual, per_row, .. } => {
-                        KernelKey::FwdRegQDecode { dtype, ln, residual, per_row, tile: true }
-                    }
-                    key => key,
-                };
-                if let Some(kt) = kernels::lookup(tkey) {
-                    let mut tm = f.twin_tm.next_power_of_two();
-                    while tm >= 8.max(rpc) {
-                        // The pitch of a 16-row tile at 32 rows too: 8-byte aligned rows for the
-                        // twin's stores (32 rows' conflict-free pitch is an odd number of words).
-                        let pitch = fp8_tile_pitch(c.n, tm.min(16));
-                        let smem = tm as usize * pitch;
-                        if smem <= f.tile_smem.min(d.dyn_smem_max[kt.index]) {
-                            tiled = Some((kt, tm, pitch, smem));
-                            break;
-                        }
-                        tm /= 2;
-                    }
+            if twin.is_some() && q.transposed && n_ok && f.twin_tm >= 8 && rpc.is_power_of_two() {
+                if let Some(kt) = kernels::lookup(twin_key(true)) {
+                    // The pitch of a 16-row tile at 32 rows too: 8-byte aligned rows for the
+                    // twin's stores (32 rows' conflict-free pitch is an odd number of words).
+                    let limit = f.tile_smem.min(d.dyn_smem_max[kt.index]);
+                    tiled = fp8_tile_rows(c.n, f.twin_tm.next_power_of_two(), 8.max(rpc), limit, |tm| tm.min(16))
+                        .map(|(tm, pitch)| (kt, tm, pitch, tm as usize * pitch));
                 }
             }
             let mut fields = Fields { group: rc.group as i32, rpc: rpc as i32, slot: 16, ..Fields::default() };
@@ -623,14 +611,8 @@ fn forward_fp8(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall, q:
         // The fused tile: the most rows (≤ max_tm, ≥ rows per CTA pass) whose tile fits.
         let mut tm = 0u32;
         if q.transposed && f.transpose == tuning::Fp8Transpose::Fused {
-            let mut cand = f.max_tm;
-            while cand >= f.min_tm.max(4) {
-                if cand as usize * fp8_tile_pitch(c.n, cand) <= f.tile_smem.min(d.dyn_smem_max[k.index]) {
-                    tm = cand;
-                    break;
-                }
-                cand /= 2;
-            }
+            let limit = f.tile_smem.min(d.dyn_smem_max[k.index]);
+            tm = fp8_tile_rows(c.n, f.max_tm, f.min_tm.max(4), limit, |tm| tm).map_or(0, |(tm, _)| tm);
         }
         // At least a warp per CTA (the CTA-wide max of the amax reads whole warps).
         let rpc = if tm > 0 { rpc.min(tm).max(32u32.div_ceil(group)) } else { rpc };
@@ -689,6 +671,21 @@ fn forward_fp8(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall, q:
         l.push(Step::plain(transpose, (transpose_blocks(d, c), 1), transpose.max_threads, 0));
     }
     Ok(l)
+}
+
+/// The most rows of an FP8 shared-memory tile for N = `n`: `from`, halved while at least `floor`,
+/// the first whose rows (`fp8_tile_pitch(n, pitch_rows(tm))` bytes each) fit `limit` bytes; with
+/// that row pitch.
+fn fp8_tile_rows(n: usize, from: u32, floor: u32, limit: usize, pitch_rows: impl Fn(u32) -> u32) -> Option<(u32, usize)> {
+    let mut tm = from;
+    while tm >= floor && tm > 0 {
+        let pitch = fp8_tile_pitch(n, pitch_rows(tm));
+        if tm as usize * pitch <= limit {
+            return Some((tm, pitch));
+        }
+        tm /= 2;
+    }
+    None
 }
 
 /// CTAs of the separate transpose: its 64 × 256 tiles, at most 8 per SM (persistent).
