@@ -220,28 +220,33 @@ NK_DEVICE void group_sum(float (&v)[NV], int G, float* scratch) {
 // by o < G, the cross-warp sum up to LAT_WPG warps (a loop past them) — instead of loops whose
 // invariants are set up before the row's loads and that branch after every shuffle. The same
 // additions in the same order.
+// MAX1: v[1] is combined by max (nk_fmax) instead of summed, beside v[0]'s sum in the same steps
+// (the quantised twin's per-row sum of squares and max |x·w|: one reduction where it took two);
+// v[0]'s additions are the same, in the same order, as with NV = 1.
 constexpr int LAT_WPG = 8;
-template <int NV, int GC = 0, bool LAT = false>
+template <int NV, int GC = 0, bool LAT = false, bool MAX1 = false>
 NK_DEVICE void group_sum_nb(float (&v)[NV], int G, float* scratch) {
+    static_assert(!MAX1 || NV == 2, "MAX1: a sum and a max");
+    auto comb = [](int j, float a, float b) -> float { return MAX1 && j == 1 ? nk_fmax(a, b) : a + b; };
     if constexpr (LAT) {
 #pragma unroll
         for (int o = NK_WARP / 2; o > 0; o >>= 1)
             if (o < G) {
 #pragma unroll
-                for (int j = 0; j < NV; ++j) v[j] += nk_shfl_xor(v[j], o);
+                for (int j = 0; j < NV; ++j) v[j] = comb(j, v[j], nk_shfl_xor(v[j], o));
             }
     } else if constexpr (GC > 0) {
         constexpr int W = GC < NK_WARP ? GC : NK_WARP;
 #pragma unroll
         for (int o = W / 2; o > 0; o >>= 1)
 #pragma unroll
-            for (int j = 0; j < NV; ++j) v[j] += nk_shfl_xor(v[j], o);
+            for (int j = 0; j < NV; ++j) v[j] = comb(j, v[j], nk_shfl_xor(v[j], o));
         G = GC;
     } else {
         const int width = G < NK_WARP ? G : NK_WARP;
 #pragma unroll
         for (int j = 0; j < NV; ++j)
-            for (int o = width / 2; o > 0; o >>= 1) v[j] += nk_shfl_xor(v[j], o);
+            for (int o = width / 2; o > 0; o >>= 1) v[j] = comb(j, v[j], nk_shfl_xor(v[j], o));
     }
     if (G <= NK_WARP) return;
     const int tid = nk_tid();
@@ -258,10 +263,10 @@ NK_DEVICE void group_sum_nb(float (&v)[NV], int G, float* scratch) {
         if constexpr (LAT) {
 #pragma unroll
             for (int i = 1; i < LAT_WPG; ++i)
-                if (i < wpg) s += scratch[j * nwarps + w0 + i];
-            for (int i = LAT_WPG; i < wpg; ++i) s += scratch[j * nwarps + w0 + i];
+                if (i < wpg) s = comb(j, s, scratch[j * nwarps + w0 + i]);
+            for (int i = LAT_WPG; i < wpg; ++i) s = comb(j, s, scratch[j * nwarps + w0 + i]);
         } else {
-            for (int i = 1; i < wpg; ++i) s += scratch[j * nwarps + w0 + i];
+            for (int i = 1; i < wpg; ++i) s = comb(j, s, scratch[j * nwarps + w0 + i]);
         }
         v[j] = s;
     }

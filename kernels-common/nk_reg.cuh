@@ -84,7 +84,9 @@ NK_DEVICE void fp8_pack8_ocp(bool e4m3, const float (&v)[CH], uint32_t (&w)[2]) 
 // scale_inv; no yT): the same statistics and y, then y·scale rounded by the platform's FP8
 // conversion and stored as 8 bytes per chunk. p0.dt_y is the FP8 format; the grid is persistent
 // (the amax is one atomic per CTA). Per row, a pass over the registers finds the row's max |y|
-// first. SPEC + 128 + 256 (`nk_fwd_regqd_*`): the same with EW's registers (256-thread bound: the
+// first (the per-row RMSNorm twin: with the sum of squares, QF below, and y = (x·(w +
+// offset))·rstd; every other forward computes (x·rstd)·(w + offset)).
+// SPEC + 128 + 256 (`nk_fwd_regqd_*`): the same with EW's registers (256-thread bound: the
 // 1024-thread Q kernels spill) and PDL; its weight chunks and the device scale are loaded once,
 // before the first row (every row of the persistent grid uses them), and the group's next row is
 // loaded while the current one is reduced; + 512 (`nk_fwd_regqdr_*`) per-row scaling, else per
@@ -115,6 +117,16 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
     // (rows past M inactive), so the cluster barriers line up. The rows and their arithmetic are
     // the twin's; only which CTA takes a row changes.
     constexpr bool TF = QP && (SPEC & 2048) != 0;
+    // QF: the per-row RMSNorm twin finds the row's max |y| with its sum of squares. It computes
+    // y = (x·(w + offset))·rstd (every other forward: (x·rstd)·(w + offset), the same two
+    // roundings): rounding is monotone and rstd ≥ 0 is the same for the whole row, so max |y| =
+    // max |x·(w + offset)|·rstd, one rounding, exactly (rstd = 0 or inf, and NaN products, fold
+    // alike; see the per-row block below). The max travels in the sum's reduction (group_sum_nb's
+    // MAX1): no pass over y for its max, no max reduction. The planner therefore never chooses
+    // between this twin and another kernel by M (batch invariance: the plain kernel would give
+    // other bits), and gives it no bias (y would be p·rstd + b; a pass for the max compiled in
+    // beside the fused one cost 26 registers): RMSNorm with a bias keeps the plain kernel.
+    constexpr bool QF = QP && QROW && !LN;
     // The reduction order of the 16-bit forwards (not the quantised ones nor f32's, whose order
     // is their own: a single accumulator): thread t of the group G sums its even chunks (0, 2,
     // ..) and its odd chunks (1, 3, ..) in two accumulators, in chunk order, and adds them (even +
@@ -268,6 +280,8 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
         // even sum where a thread has no odd chunk (and both halves of a pair start alike).
         const float start0 = PAIR && t >= (G >> 1) ? -0.f : 0.f;
         float acc[2] = {start0, -0.f};
+        // QF: the thread's max |x·(w + offset)| (0: the identity for magnitudes).
+        float mxp = 0.f;
         // The row's sum: the thread's even + odd, then the group sum of G (PAIR: G / 2).
         auto row_sum = [&](float (&a)[2]) -> float {
             float s[1] = {a[0]};
@@ -345,6 +359,17 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
                             unpack<NARROW>(DT, hk, v);
                             if constexpr (TWO) add_chunk_rn<ALIGNED>(acc[PAIR ? 0 : k & 1], v, false, (int64_t)c * CH, n);
                             else add_chunk<ALIGNED>(acc[0], v, false, (int64_t)c * CH, n);
+                            if constexpr (QF) {
+                                // ycalc's product before rstd (the weight from the registers).
+                                float w[CH];
+                                if (has_w) unpack<NARROW>(DT, wreg[k], w);
+                                const int lim = FULL ? CH : chunk_len((int64_t)c * CH, n);
+#pragma unroll
+                                for (int j = 0; j < CH; ++j) {
+                                    const float pj = has_w ? nk_mul_rn(v[j], nk_add_rn(w[j], offset)) : v[j];
+                                    if (j < lim) mxp = nk_fmax(mxp, nk_fabs(pj));
+                                }
+                            }
                         }
                     }
                 }
@@ -386,6 +411,12 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
                 }
             }
             var = nk_div_rn(row_sum(a2), nf);
+        } else if constexpr (QF) {
+            // The sum in row_sum's order (the twin's single accumulator), the max beside it.
+            float s2[2] = {acc[0], mxp};
+            group_sum_nb<2, 0, EW, true>(s2, G, scratch[par]);
+            var = nk_div_rn(s2[0], nf);
+            mxp = s2[1];
         } else {
             var = nk_div_rn(row_sum(acc), nf);
         }
@@ -402,8 +433,15 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
                 Raw hk;
                 get(k, hk);
                 unpack<NARROW>(DT, hk, v);
+                // x̂ = (x − mean)·rstd, then ·(w + offset); QF: (x·(w + offset))·rstd, so that the
+                // row's max |y| follows from max |x·(w + offset)|.
+                if constexpr (QF) {
     #pragma unroll
-                for (int j = 0; j < CH; ++j) y[j] = nk_mul_rn(LN ? nk_sub_rn(v[j], mean) : v[j], rstd);
+                    for (int j = 0; j < CH; ++j) y[j] = v[j];
+                } else {
+    #pragma unroll
+                    for (int j = 0; j < CH; ++j) y[j] = nk_mul_rn(LN ? nk_sub_rn(v[j], mean) : v[j], rstd);
+                }
                 if (has_w) {
                     Raw wr;
                     float w[CH];
@@ -412,6 +450,10 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
                     unpack<NARROW>(DT, wr, w);
     #pragma unroll
                     for (int j = 0; j < CH; ++j) y[j] = nk_mul_rn(y[j], nk_add_rn(w[j], offset));
+                }
+                if constexpr (QF) {
+    #pragma unroll
+                    for (int j = 0; j < CH; ++j) y[j] = nk_mul_rn(y[j], rstd);
                 }
                 if (has_b) {
                     Raw br;
@@ -427,7 +469,14 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
             if constexpr (Q) {
                 if (QP ? QROW : (p0.q & NK_Q_ROW) != 0) {
                     float mx = 0.f;
-                    if (active) {
+                    if constexpr (QF) {
+                        // max_j fl(|p_j|·rstd) = fl(max_j |p_j|·rstd) for rstd ≥ 0 (rounding is
+                        // monotone; NaN products were skipped by both maxes). rstd = 0 (an infinite
+                        // sum of squares) makes every y 0 or NaN (inf·0) and rstd = inf (every
+                        // square underflowed) makes y ±inf or NaN (0·inf): the NaN-ignoring max
+                        // from 0 gives the same 0 or inf here.
+                        mx = nk_fmax(0.f, nk_mul_rn(mxp, rstd));
+                    } else if (active) {
     #pragma unroll
                         for (int k = 0; k < KMAX; ++k) {
                             const int c = k * G + t;
@@ -442,8 +491,10 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
                             }
                         }
                     }
-                    group_max_nb(mx, G, scratch[par]);
-                    par ^= 1;
+                    if constexpr (!QF) {
+                        group_max_nb(mx, G, scratch[par]);
+                        par ^= 1;
+                    }
                     qs = q_row_scale(qfmt, mx);
                     if (active && t == 0) store_one(reinterpret_cast<void*>(p0.scale_inv), NK_DT_F32, row, nk_div_rn(1.f, qs));
                 }

@@ -11,6 +11,8 @@ Ops (x bf16 by default, y in --fp8-format, e4m3 = torch.float8_e4m3fn by default
                    rstd
   rms_fwd_fp8_row  per-row dynamic scaling: amax_r = max|y| per row, scale_r = max_finite /
                    max(amax_r, 2^-40), y_q = fp8(clamp(y*scale_r)); returns y_q, 1/scale_r (M f32), rstd
+  addrms_fwd_fp8_row  h = x + r (x's dtype), then rms_fwd_fp8_row of h (the fused add + RMSNorm +
+                   per-token quantisation of inference engines); returns y_q, h, 1/scale_r, rstd
 Implementations:
   compile  torch.compile (default mode, dynamic=False) of the functions below
   eager    the same functions run op by op (every intermediate goes through memory)
@@ -58,7 +60,7 @@ import sys
 import time
 import traceback
 
-ALL_OPS = ["rms_fwd_fp8", "rms_fwd_fp8_t", "addrms_fwd_fp8", "rms_fwd_fp8_row"]
+ALL_OPS = ["rms_fwd_fp8", "rms_fwd_fp8_t", "addrms_fwd_fp8", "rms_fwd_fp8_row", "addrms_fwd_fp8_row"]
 ALL_IMPLS = ["compile", "eager"]
 DEFAULT_SHAPES = "4096x1024,32768x4096,2048x8192,2048x65536,8x4096,128x4096"
 FULL_EXTRA_SHAPES = "16384x16384"
@@ -82,12 +84,14 @@ TRAFFIC = {
     "rms_fwd_fp8_t": (1, 2, 1, 1, 3),
     "addrms_fwd_fp8": (3, 1, 1, 1, 2),
     "rms_fwd_fp8_row": (1, 1, 1, 2, 0),
+    "addrms_fwd_fp8_row": (3, 1, 1, 2, 0),
 }
 TRAFFIC_WORDS = {
     "rms_fwd_fp8": "x | y_q | w | rstd | scale, amax, scale_inv",
     "rms_fwd_fp8_t": "x | y_q, yT | w | rstd | scale, amax, scale_inv",
     "addrms_fwd_fp8": "x, residual, residual_out | y_q | w | rstd | scale, amax",
     "rms_fwd_fp8_row": "x | y_q | w | rstd, scale_inv (M) | -",
+    "addrms_fwd_fp8_row": "x, residual, residual_out | y_q | w | rstd, scale_inv (M) | -",
 }
 
 torch = None  # imported in main(), after --site
@@ -112,6 +116,7 @@ def check_byte_model():
         "rms_fwd_fp8_t": 12_601_356 + q,
         "addrms_fwd_fp8": 3 * xs + q + w + 8 + st,
         "rms_fwd_fp8_row": xs + q + w + 2 * st,
+        "addrms_fwd_fp8_row": 3 * xs + q + w + 2 * st,
     }
     for op, b in want.items():
         got = op_bytes(op, m, n, 2)
@@ -157,8 +162,13 @@ def make_fns(q_dtype, fmax):
         y_q = (y * scale_r).clamp(-fmax, fmax).to(q_dtype)
         return y_q, scale_r.reciprocal(), rstd
 
+    def addrms_fwd_fp8_row(x, r, w):
+        h = x + r
+        y_q, scale_inv, rstd = rms_fwd_fp8_row(h, w)
+        return y_q, h, scale_inv, rstd
+
     return {"rms_fwd_fp8": rms_fwd_fp8, "rms_fwd_fp8_t": rms_fwd_fp8_t, "addrms_fwd_fp8": addrms_fwd_fp8,
-            "rms_fwd_fp8_row": rms_fwd_fp8_row}
+            "rms_fwd_fp8_row": rms_fwd_fp8_row, "addrms_fwd_fp8_row": addrms_fwd_fp8_row}
 
 
 def make_impls(names, q_dtype, fmax):
@@ -201,6 +211,8 @@ def make_inputs(op, m, n, dtype, fmax, device, gen):
         return (x, rn(m, n), w, scale)
     if op == "rms_fwd_fp8_row":
         return (x, w)
+    if op == "addrms_fwd_fp8_row":
+        return (x, rn(m, n), w)
     return (x, w, scale)
 
 
@@ -222,6 +234,11 @@ def check(op, outs, args, fmt, fmax):
         x, w = args
         y_q, scale_inv, rstd_out = outs
         h_in = x.to(ref_dt)
+    elif op == "addrms_fwd_fp8_row":
+        x, r, w = args
+        y_q, h, scale_inv, rstd_out = outs
+        h_ref = x.to(ref_dt) + r.to(ref_dt)
+        h_in = h_ref.to(x.dtype).to(ref_dt)
     else:
         x, w, scale = args
         if op == "rms_fwd_fp8_t":
@@ -246,11 +263,13 @@ def check(op, outs, args, fmt, fmax):
         errs[name], tol[name] = err, limit
 
     add("rstd", rel(rstd_out, rstd.reshape(-1)), 1e-2)
-    if op == "rms_fwd_fp8_row":
+    if op in ("rms_fwd_fp8_row", "addrms_fwd_fp8_row"):
         amax_r = y.abs().amax(dim=-1)
         inv = scale_inv.to(ref_dt).reshape(-1)
         add("scale_inv", rel(inv, amax_r.clamp(min=ROW_AMAX_FLOOR) / fmax), 1e-2)
         add("y", rel(y_q.to(ref_dt) * inv.reshape(-1, 1), y), FORMAT_ULP[fmt])
+        if op == "addrms_fwd_fp8_row":
+            add("h", rel(h, h_ref), 1e-2)
     else:
         s = scale.to(ref_dt).reshape(())
         add("y", rel(y_q.to(ref_dt) / s, y), FORMAT_ULP[fmt])

@@ -33,6 +33,9 @@ pub enum Op {
     AddRmsFwdFp8,
     /// RMSNorm forward, `y` quantised per row (dynamic scaling); `scale_inv` per row.
     RmsFwdFp8Row,
+    /// Residual add + RMSNorm, `y` quantised per row (the fused add + norm + per-token
+    /// quantisation of inference engines); `scale_inv` per row.
+    AddRmsFwdFp8Row,
 }
 
 /// The operands of one call, as counts of M×N matrices, N-vectors, M-vectors of f32 and f32
@@ -74,7 +77,7 @@ pub struct Fp8Outputs {
 
 impl Op {
     /// Every op, in report order.
-    pub const ALL: [Op; 10] = [
+    pub const ALL: [Op; 11] = [
         Op::RmsFwd,
         Op::RmsBwd,
         Op::AddRmsFwd,
@@ -85,11 +88,12 @@ impl Op {
         Op::RmsFwdFp8T,
         Op::AddRmsFwdFp8,
         Op::RmsFwdFp8Row,
+        Op::AddRmsFwdFp8Row,
     ];
     /// The ops a run measures when none is named.
     pub const DEFAULT: [Op; 6] = [Op::RmsFwd, Op::RmsBwd, Op::AddRmsFwd, Op::AddRmsBwd, Op::LnFwd, Op::LnBwd];
     /// The FP8 forwards (`--ops fp8`, `--fp8`), measured only when asked for, on their own grid.
-    pub const FP8: [Op; 4] = [Op::RmsFwdFp8, Op::RmsFwdFp8T, Op::AddRmsFwdFp8, Op::RmsFwdFp8Row];
+    pub const FP8: [Op; 5] = [Op::RmsFwdFp8, Op::RmsFwdFp8T, Op::AddRmsFwdFp8, Op::RmsFwdFp8Row, Op::AddRmsFwdFp8Row];
 
     pub const fn name(self) -> &'static str {
         match self {
@@ -103,6 +107,7 @@ impl Op {
             Op::RmsFwdFp8T => "rms_fwd_fp8_t",
             Op::AddRmsFwdFp8 => "addrms_fwd_fp8",
             Op::RmsFwdFp8Row => "rms_fwd_fp8_row",
+            Op::AddRmsFwdFp8Row => "addrms_fwd_fp8_row",
         }
     }
 
@@ -135,6 +140,10 @@ impl Op {
                 "y_q = fp8(rmsnorm(x)·w · scale_r), scale_r = max_finite / amax_r per row (dynamic) — reads x, w; writes y_q \
                  (1 B/element), scale_inv (M f32), rstd"
             }
+            Op::AddRmsFwdFp8Row => {
+                "h = x + residual; y_q = fp8(rmsnorm(h)·w · scale_r), scale_r per row (dynamic) — reads x, residual, w; \
+                 writes h (x's dtype), y_q (1 B/element), scale_inv (M f32), rstd"
+            }
         }
     }
 
@@ -150,7 +159,7 @@ impl Op {
     }
 
     pub const fn has_residual(self) -> bool {
-        matches!(self, Op::AddRmsFwd | Op::AddRmsBwd | Op::AddRmsFwdFp8)
+        matches!(self, Op::AddRmsFwd | Op::AddRmsBwd | Op::AddRmsFwdFp8 | Op::AddRmsFwdFp8Row)
     }
 
     pub const fn is_fp8(self) -> bool {
@@ -164,7 +173,7 @@ impl Op {
             Op::RmsFwdFp8 => Some(per_tensor),
             Op::RmsFwdFp8T => Some(Fp8Outputs { transposed: true, ..per_tensor }),
             Op::AddRmsFwdFp8 => Some(Fp8Outputs { scale_inv: false, ..per_tensor }),
-            Op::RmsFwdFp8Row => Some(Fp8Outputs { per_row: true, amax: false, scale_inv: true, transposed: false }),
+            Op::RmsFwdFp8Row | Op::AddRmsFwdFp8Row => Some(Fp8Outputs { per_row: true, amax: false, scale_inv: true, transposed: false }),
             _ => None,
         }
     }
@@ -174,7 +183,7 @@ impl Op {
     pub const fn base(self) -> Op {
         match self {
             Op::RmsFwdFp8 | Op::RmsFwdFp8T | Op::RmsFwdFp8Row => Op::RmsFwd,
-            Op::AddRmsFwdFp8 => Op::AddRmsFwd,
+            Op::AddRmsFwdFp8 | Op::AddRmsFwdFp8Row => Op::AddRmsFwd,
             op => op,
         }
     }
@@ -209,6 +218,8 @@ impl Op {
             Op::AddRmsFwdFp8 => Traffic { mats: 3, fp8_mats: 1, vecs: 1, stats: 1, scalars: 2 },
             // x | y_q | w | rstd, scale_inv (per row)
             Op::RmsFwdFp8Row => Traffic { mats: 1, fp8_mats: 1, vecs: 1, stats: 2, scalars: 0 },
+            // x, residual, residual_out | y_q | w | rstd, scale_inv (per row)
+            Op::AddRmsFwdFp8Row => Traffic { mats: 3, fp8_mats: 1, vecs: 1, stats: 2, scalars: 0 },
         }
     }
 
@@ -397,6 +408,7 @@ mod tests {
         assert_eq!(Op::AddRmsFwdFp8.bytes(m, n, DType::BF16), 3 * xs + q + w + 4 + 4 + st);
         // x, w read; y_q, scale_inv (M f32), rstd written; no scale, no amax
         assert_eq!(Op::RmsFwdFp8Row.bytes(m, n, DType::BF16), xs + q + w + 2 * st);
+        assert_eq!(Op::AddRmsFwdFp8Row.bytes(m, n, DType::BF16), 3 * xs + q + w + 2 * st);
         // the FP8 output is one byte per element whatever x's dtype: f32 x moves 4 + 1 per element
         assert_eq!(Op::RmsFwdFp8.bytes(m, n, DType::F32) - Op::RmsFwdFp8.bytes(m, n, DType::BF16), 2 * (m * n) as u64 + 2 * n as u64);
         // the quantised y replaces the bf16 y of rms_fwd: one byte less per element, plus the scalars

@@ -65,6 +65,7 @@ fn main() -> std::process::ExitCode {
         kernel_tour_general_paths,
         twin_backward_matches_general,
         fp8_twin_matches_register,
+        fp8_batch_invariance,
         fp8_twin_wide_matches_register,
         fp8_twin_tile_matches_separate,
         pair_forward_matches_register,
@@ -110,9 +111,15 @@ fn kernel_tour_general_paths() {
 /// sizes, persistent grids whose CTAs walk several row groups (3000 × 1024: 4 rows per CTA;
 /// 2000 × 2048 LayerNorm: 256-thread CTAs), 256-thread groups (8192), partial chunks (N = 1000),
 /// strided rows, e5m2, the fnuz formats (both sides the plain kernel: the twin converts by
-/// instruction only), a NaN row, and every scaling mode.
+/// instruction only), a NaN row, and every scaling mode. Per row, RMSNorm's twin computes y as
+/// (x·(w + offset))·rstd and finds the row's max with its sum of squares (QF in nk_reg.cuh), the
+/// plain kernel as (x·rstd)·(w + offset) with a pass of its own: those cases check each side
+/// against the oracle (and the planner never picks between them by M: `fp8_batch_invariance`),
+/// with a weight offset, no weight, and infinite inputs (rstd = 0: every y of the row 0 or NaN).
+/// RMSNorm with a bias: the twin per tensor (bitwise); per row the plain kernel on both sides.
 fn fp8_twin_matches_register() {
-    use normkit_conformance::check::{check_fp8_bitwise, Fp8Case, Fp8Scale};
+    use normkit_conformance::check::{check_fp8, check_fp8_bitwise, Fp8Case, Fp8Scale};
+    use normkit_conformance::Ran;
     use normkit_conformance::{FwdCase, Inject, Views};
     use normkit_core::{DTypes, NormDesc};
     use DType::*;
@@ -124,7 +131,7 @@ fn fp8_twin_matches_register() {
     let lnres = ln.with_residual(true);
     let bf = |y| DTypes { y, ..DTypes::uniform(BF16) };
     let hf = |y| DTypes { y, ..DTypes::uniform(F16) };
-    let cases: [(NormDesc, DTypes, usize, usize, Fp8Scale, Views); 12] = [
+    let cases: [(NormDesc, DTypes, usize, usize, Fp8Scale, Views); 16] = [
         (rms, bf(F8E4M3), 1, 4096, Fp8Scale::Device(16.0), Views::Contiguous),
         (rms, bf(F8E4M3), 8, 4096, Fp8Scale::PerRow, Views::Contiguous),
         (res, bf(F8E4M3), 8, 4096, Fp8Scale::Host(24.0), Views::Contiguous),
@@ -137,6 +144,10 @@ fn fp8_twin_matches_register() {
         (lnres, bf(F8E4M3), 5, 1000, Fp8Scale::Device(100.0), Views::Contiguous),
         (rms, bf(F8E4M3Fnuz), 17, 2048, Fp8Scale::Host(1e30), Views::Contiguous),
         (res, bf(F8E4M3), 70, 4096, Fp8Scale::PerRow, Views::Strided { odd: false }),
+        (rms.with_bias(true), bf(F8E4M3), 300, 4096, Fp8Scale::Device(12.0), Views::Contiguous),
+        (rms.with_weight_offset(1.0), hf(F8E4M3), 40, 2048, Fp8Scale::PerRow, Views::Contiguous),
+        (rms.without_weight(), bf(F8E5M2), 9, 4096, Fp8Scale::PerRow, Views::Strided { odd: false }),
+        (rms, bf(F8E4M3), 1300, 4096, Fp8Scale::PerRow, Views::Contiguous),
     ];
     for (i, (desc, dtypes, m, n, scale, views)) in cases.into_iter().enumerate() {
         let mut base = FwdCase::new(desc, dtypes, m, n, 0xf8_7000 + i as u64);
@@ -144,11 +155,78 @@ fn fp8_twin_matches_register() {
         if i % 4 == 1 {
             base.inject = vec![Inject { row: m / 2, col: n / 3, value: f32::NAN }];
         }
+        if i == 15 {
+            base.inject =
+                vec![Inject { row: 7, col: 5, value: f32::INFINITY }, Inject { row: m - 1, col: n - 1, value: f32::NEG_INFINITY }];
+        }
         let c = Fp8Case { base, scale, amax: i % 3 != 2, transposed: i % 2 == 0 };
         let t0 = std::time::Instant::now();
-        check_fp8_bitwise(&k, &plain, &c).unwrap_or_else(|e| panic!("{e}"));
+        if scale == Fp8Scale::PerRow && !desc.has_mean() && !desc.bias {
+            // The per-row RMSNorm twins (with or without yT tiles).
+            let twin_runs = || -> u64 {
+                ["bf16", "f16"]
+                    .iter()
+                    .flat_map(|d| ["", "t"].map(|t| format!("nk_fwd_regqdr{t}_{d}_rms{}", if desc.residual { "_res" } else { "" })))
+                    .map(|name| k.launches(&name))
+                    .sum()
+            };
+            let before = twin_runs();
+            match check_fp8(&k, &c) {
+                Ok(Ran::Passed) => {}
+                other => panic!("twin: {other:?}"),
+            }
+            if twin_runs() > before {
+                match check_fp8(&plain, &c) {
+                    Ok(Ran::Passed) => {}
+                    other => panic!("plain: {other:?}"),
+                }
+            } else {
+                // Views the register kernels do not take (16-byte rows): the row kernel on both
+                // sides, bitwise.
+                assert!(views != Views::Contiguous, "case {i}: the per-row RMSNorm twin did not run");
+                check_fp8_bitwise(&k, &plain, &c).unwrap_or_else(|e| panic!("{e}"));
+            }
+        } else {
+            check_fp8_bitwise(&k, &plain, &c).unwrap_or_else(|e| panic!("{e}"));
+        }
         // One line per case: a case that stalls is the one after the last line (NOTES v14.3).
         eprintln!("fp8_twin_matches_register: case {i} ({c}) in {:.2} s", t0.elapsed().as_secs_f64());
+    }
+}
+
+/// FP8 batch invariance (issue 16: it holds per tensor and per row): rows computed alone and
+/// among other rows in batches of several sizes give the same y_q, residual_out and per-row
+/// scale_inv bits while the planner changes kernel with M: per-row RMSNorm (its own twin at every
+/// M), with the residual, with a bias (the plain kernel), N = 3000 (partial chunks); per-row
+/// LayerNorm (the twin, then past 8 walks, 4224 rows of 4096 on an H100, the plain kernel); per
+/// tensor with yT (the separate transpose at few rows, the twin's tiles at 9000 rows).
+fn fp8_batch_invariance() {
+    use normkit_conformance::check::{check_fp8_batch_invariance, Fp8Case, Fp8Scale};
+    use normkit_conformance::{FwdCase, Ran};
+    use normkit_core::{DTypes, NormDesc};
+    use DType::*;
+    let k = backend();
+    let rms = NormDesc::rms(1e-6);
+    let ln = NormDesc::layer(1e-5);
+    let bf = |y| DTypes { y, ..DTypes::uniform(BF16) };
+    let few: &[usize] = &[17, 1000, 5000];
+    let cases: [(NormDesc, DTypes, usize, Fp8Scale, bool, &[usize]); 7] = [
+        (rms, bf(F8E4M3), 4096, Fp8Scale::PerRow, false, few),
+        (rms.with_residual(true), bf(F8E4M3), 4096, Fp8Scale::PerRow, false, few),
+        (rms.with_bias(true), bf(F8E4M3), 4096, Fp8Scale::PerRow, false, few),
+        (rms, DTypes { y: F8E5M2, ..DTypes::uniform(F16) }, 3000, Fp8Scale::PerRow, true, few),
+        (ln, bf(F8E4M3), 4096, Fp8Scale::PerRow, false, few),
+        (rms, bf(F8E4M3), 4096, Fp8Scale::Device(16.0), true, &[17, 9000]),
+        (rms, bf(F8E4M3), 4096, Fp8Scale::PerRow, true, &[17, 9000]),
+    ];
+    for (i, (desc, dtypes, n, scale, transposed, ms)) in cases.into_iter().enumerate() {
+        let base = Fp8Case { base: FwdCase::new(desc, dtypes, 1, n, 0xf8_b100 + i as u64), scale, amax: true, transposed };
+        let t0 = std::time::Instant::now();
+        match check_fp8_batch_invariance(&k, &base, &[11, 12, 13], ms) {
+            Ok(Ran::Passed) => {}
+            other => panic!("{other:?}"),
+        }
+        eprintln!("fp8_batch_invariance: case {i} ({base}) in {:.2} s", t0.elapsed().as_secs_f64());
     }
 }
 

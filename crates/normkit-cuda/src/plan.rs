@@ -520,19 +520,21 @@ fn forward_fp8(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall, q:
             // a programmatic dependent. Walks: row groups per CTA of its persistent grid.
             let dtype = kdt(dts.x)?;
             let twin_key = |tile| KernelKey::FwdRegQDecode { dtype, ln: c.ln, residual: c.residual, per_row: q.per_row, tile };
+            // Scaled per row, the RMSNorm twin finds each row's max |y| from max |x·(w + offset)|
+            // (nk_reg.cuh, QF), which a bias breaks: RMSNorm with a bias keeps the plain kernel.
             let twin = Some(twin_key(false))
                 .filter(|_| t.fp8.reg_twin && matches!(dts.y, DType::F8E4M3 | DType::F8E5M2))
+                .filter(|_| !(q.per_row && !c.ln && c.bias))
                 .and_then(kernels::lookup)
                 .filter(|tk| block <= tk.max_threads);
             let twin = match twin {
                 Some(tk) => {
                     let wave = u64::from(persistent_blocks(d, occ, tk, block, 0, work)?);
                     if q.per_row {
-                        // Per-row scaling: at every M for RMSNorm without the residual where each
-                        // thread holds whole rows of 4 chunks (Fp8Tuning::row_twin_full), else
-                        // while its CTAs walk at most Fp8Tuning::row_twin_walks.
-                        let full = t.fp8.row_twin_full && !c.ln && !c.residual && c.n.div_ceil(8) == 4 * rc.group as usize;
-                        (full || work <= wave.saturating_mul(t.fp8.row_twin_walks)).then_some(tk)
+                        // Per-row scaling: RMSNorm at every M (its twin's y and row max are its
+                        // own: a choice by M would break batch invariance), LayerNorm while its
+                        // CTAs walk at most Fp8Tuning::row_twin_walks.
+                        (!c.ln || work <= wave.saturating_mul(t.fp8.row_twin_walks)).then_some(tk)
                     } else {
                         // Per tensor: twice the rows per CTA past Fp8Tuning::wide_cta_walks (the
                         // group, and so every bit, unchanged).
@@ -2369,20 +2371,34 @@ mod tests {
         assert_eq!(name(&t, 4096, 8, false, true, true), ("nk_fwd_regqd_bf16_ln_res", 128, 1, pdl));
         assert_eq!(name(&t, 8192, 2048, false, true, false), ("nk_fwd_regqd_bf16_ln", 256, 1, pdl));
         assert_eq!(name(&t, 4096, 8, true, false, false), ("nk_fwd_regqdr_bf16_rms", 128, 1, pdl));
-        // With the residual (or LayerNorm): 4 CTAs of 128 threads on 132 SMs, 528 row groups per
-        // wave, 8 walks = 4224 rows.
-        assert_eq!(name(&t, 4096, 4224, true, false, true).0, "nk_fwd_regqdr_bf16_rms_res");
-        assert_eq!(name(&t, 4096, 4225, true, false, true), ("nk_fwd_regq_bf16_rms_res_a", 128, 1, Mode::Plain));
+        // LayerNorm per row: 4 CTAs of 128 threads on 132 SMs, 528 row groups per wave, 8 walks
+        // = 4224 rows.
+        assert_eq!(name(&t, 4096, 4224, true, true, true).0, "nk_fwd_regqdr_bf16_ln_res");
+        assert_eq!(name(&t, 4096, 4225, true, true, true), ("nk_fwd_regq_bf16_ln_res_a", 128, 1, Mode::Plain));
         assert_eq!(name(&t, 4096, 32768, true, true, false).0, "nk_fwd_regq_bf16_ln_a");
-        // RMSNorm alone at 4 whole chunks per thread: the twin at every M (row_twin_full); N =
-        // 3000 (3 chunks per thread of 128) keeps the walks' rule.
-        assert!(t.fp8.row_twin_full);
-        assert_eq!(name(&t, 4096, 32768, true, false, false).0, "nk_fwd_regqdr_bf16_rms");
-        assert_eq!(name(&t, 512, 1 << 20, true, false, false).0, "nk_fwd_regqdr_bf16_rms");
-        assert_eq!(name(&t, 3000, 32768, true, false, false).0, "nk_fwd_regq_bf16_rms_a");
-        let nofull = Tuning::for_sm90().with_env(|k| (k == "NORMKIT_CUDA_FP8_TWIN_FULL").then(|| "0".to_owned()));
-        assert_eq!(name(&nofull, 4096, 32768, true, false, false).0, "nk_fwd_regq_bf16_rms_a");
+        // RMSNorm per row: the twin at every M, with or without the residual, whole chunks or
+        // not (its y and row max are its own: batch invariance).
+        for (n, m, residual) in
+            [(4096, 32768, false), (512, 1 << 20, false), (3000, 32768, false), (4096, 4225, true), (3000, 1 << 20, true)]
+        {
+            let want = if residual { "nk_fwd_regqdr_bf16_rms_res" } else { "nk_fwd_regqdr_bf16_rms" };
+            assert_eq!(name(&t, n, m, true, false, residual).0, want, "{m}x{n}");
+        }
         assert_eq!(name(&t, 16384, 8, false, false, false).0, "nk_fwd_regq_bf16_rms_a");
+        // RMSNorm with a bias: the twin per tensor, the plain kernel per row at every M (the
+        // per-row twin finds the max from x·(w + offset)).
+        let biased = |per_row: bool, m: usize| {
+            let c = FwdCall {
+                dtypes: DTypes { y: DType::F8E4M3, ..DTypes::uniform(DType::BF16) },
+                fp8: Some(Fp8Info { per_row, transposed: false }),
+                bias: true,
+                ..fwd(DType::BF16, 4096, m)
+            };
+            forward(&t, &d, &OCC, &c).unwrap().steps().next().unwrap().kernel.name
+        };
+        assert_eq!(biased(false, 8), "nk_fwd_regqd_bf16_rms");
+        assert_eq!(biased(true, 8), "nk_fwd_regq_bf16_rms_a");
+        assert_eq!(biased(true, 32768), "nk_fwd_regq_bf16_rms_a");
         // Per tensor (Fp8Tuning::wide_cta_walks = 8; NORMKIT_CUDA_FP8_WIDE=off: never): past 8 walks (4224 row
         // groups) two rows per 256-thread CTA, the same group; 256-thread groups stay as they are.
         assert_eq!(t.fp8.wide_cta_walks, 8);
@@ -2404,7 +2420,7 @@ mod tests {
         assert_eq!(name(&off, 4096, 8, false, false, false), ("nk_fwd_regq_bf16_rms_a", 128, 1, Mode::Plain));
         let walks = Tuning::for_sm90().with_env(|k| (k == "NORMKIT_CUDA_FP8_TWIN").then(|| "100".to_owned()));
         assert!(walks.fp8.reg_twin && walks.fp8.row_twin_walks == 100);
-        assert_eq!(name(&walks, 4096, 32768, true, false, true).0, "nk_fwd_regqdr_bf16_rms_res");
+        assert_eq!(name(&walks, 4096, 32768, true, true, true).0, "nk_fwd_regqdr_bf16_ln_res");
     }
 
     /// yT where the quantised twin runs: through its own tiles (`nk_fwd_regqd{|r}t_*`, one step,
@@ -2457,11 +2473,11 @@ mod tests {
         assert_eq!(plan(&t32, 1024, 65536, false).1, 32);
         let off = env(&[("NORMKIT_CUDA_FP8_TWIN_TM", "0")]);
         assert_eq!(plan(&off, 4096, 32768, false).0, vec!["nk_fwd_regqd_bf16_rms", "nk_fwd_q_transpose"]);
-        // Per row: the twin at every M here (row_twin_full), with its tiles; without the twin
-        // there, the plain kernel and the separate transpose.
+        // Per row: the twin at every M, with its tiles; without the twin, the plain kernel and
+        // the separate transpose.
         assert_eq!(plan(&t, 4096, 32768, true).0, vec!["nk_fwd_regqdrt_bf16_rms"]);
-        let nofull = env(&[("NORMKIT_CUDA_FP8_TWIN_FULL", "0")]);
-        assert_eq!(plan(&nofull, 4096, 32768, true).0, vec!["nk_fwd_regq_bf16_rms_a", "nk_fwd_q_transpose"]);
+        let notwin = env(&[("NORMKIT_CUDA_FP8_TWIN", "0")]);
+        assert_eq!(plan(&notwin, 4096, 32768, true).0, vec!["nk_fwd_regq_bf16_rms_a", "nk_fwd_q_transpose"]);
     }
 
     /// bf16 RMSNorm backward with d_residual_out at N = 163840 (cluster, 512 threads): the

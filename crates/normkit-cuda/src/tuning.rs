@@ -40,8 +40,7 @@
 //! | `NORMKIT_CUDA_FP8_REG` | [`Fp8Tuning::reg`] | `0`: no quantised register forward (`nk_fwd_regq*`) |
 //! | `NORMKIT_CUDA_FP8_ROW_MAX` | [`Fp8Tuning::row_max_n`] | the largest N of the FP8 row kernels (longer rows: split) |
 //! | `NORMKIT_CUDA_FP8_GRID` | [`Fp8Tuning::reg_grid_rows`] | `rows`: the quantised register forward on a CTA per row group, not persistent |
-//! | `NORMKIT_CUDA_FP8_TWIN` | [`Fp8Tuning::reg_twin`], [`Fp8Tuning::row_twin_walks`] | `0`: the quantised register forward without its twin (`nk_fwd_regqd*`); a number: the per-row twin's most row groups per CTA |
-//! | `NORMKIT_CUDA_FP8_TWIN_FULL` | [`Fp8Tuning::row_twin_full`] | `0`: per-row scaling takes the twin only within its walks, RMSNorm included |
+//! | `NORMKIT_CUDA_FP8_TWIN` | [`Fp8Tuning::reg_twin`], [`Fp8Tuning::row_twin_walks`] | `0`: the quantised register forward without its twin (`nk_fwd_regqd*`); a number: the per-row LayerNorm twin's most row groups per CTA |
 //! | `NORMKIT_CUDA_FP8_WIDE` | [`Fp8Tuning::wide_cta_walks`] | a number: the per-tensor twin doubles its rows per CTA past that many walks (default 8); `off`: never |
 //! | `NORMKIT_CUDA_FP8_TWIN_TM` | [`Fp8Tuning::twin_tm`] | the twin's largest yT tile, rows (8, 16 or 32); `0`: the twin leaves yT to the separate transpose |
 //! | `NORMKIT_CUDA_FP8_TWIN_CL` | [`Fp8Tuning::twin_cluster`] | CTAs per cluster of the twin's yT tiles (1, 2, 4 or 8) |
@@ -60,7 +59,7 @@
 //! | `NORMKIT_CUDA_CSTAGE_GRID` | [`ClusterTuning::staged_grid_rows`] | `rows`: the staged forward on one cluster per row (else the resident clusters walk the rows) |
 
 /// The environment variables [`Tuning::with_env`] reads, in the order of the table above.
-pub const ENV_OVERRIDES: [&str; 40] = [
+pub const ENV_OVERRIDES: [&str; 39] = [
     "NORMKIT_CUDA_FWD_TABLE",
     "NORMKIT_CUDA_BWD_TABLE",
     "NORMKIT_CUDA_BWD4_TABLE",
@@ -85,7 +84,6 @@ pub const ENV_OVERRIDES: [&str; 40] = [
     "NORMKIT_CUDA_FP8_GRID",
     "NORMKIT_CUDA_FP8_TWIN",
     "NORMKIT_CUDA_FP8_WIDE",
-    "NORMKIT_CUDA_FP8_TWIN_FULL",
     "NORMKIT_CUDA_FP8_TWIN_TM",
     "NORMKIT_CUDA_FP8_TWIN_CL",
     "NORMKIT_CUDA_FP8_TWIN_TW",
@@ -320,20 +318,15 @@ pub struct Fp8Tuning {
     /// spills; weight and device scale loaded once per CTA; a programmatic dependent) wherever
     /// the group fits its bound (env `NORMKIT_CUDA_FP8_TWIN=0`: the plain kernel; same bits).
     pub reg_twin: bool,
-    /// Per-row scaling runs the twin only where each CTA of its persistent grid walks at most
+    /// Per-row LayerNorm runs the twin only where each CTA of its persistent grid walks at most
     /// this many row groups: beyond, the plain kernel's 8 CTAs per SM (64 registers, against the
     /// twin's 125) hide the per-row chain (two reductions) better. H100, NOTES v14: twin faster
     /// at 1.9 walks (1024×4096 −2%, 4096×1024 −4%) and 7.8 (2048×8192 −2%), slower at 15.5
-    /// (65536×512 +2%) and 62 (32768×4096 +4%).
+    /// (65536×512 +2%) and 62 (32768×4096 +4%). Per-row RMSNorm (without a bias) takes its twin
+    /// at every M: its y and max are its own (nk_reg.cuh, QF), so choosing by M would break batch
+    /// invariance, and it was the faster at every shape measured (NOTES v17: 32768×4096 166.0
+    /// → 144.8 µs against v16's rule, 16384×3072 80.0 → 71.8 against the plain kernel).
     pub row_twin_walks: u64,
-    /// Per-row scaling runs the twin at every M (whatever the walks) for RMSNorm without the
-    /// residual where every thread holds 4 whole chunks of a row (N = 32·group). H100, NOTES v16
-    /// (`tile/call6`, `call7`: the twin at every M against the plain kernel past 8 walks, since
-    /// the twin converts by instruction only): 32768×4096 173.0 → 165.9 µs, 8192×8192 93.0 →
-    /// 88.1, 65536×512 43.8 → 41.8, 32768×1024 44.2 → 42.0, 65536×2048 174.9 → 168.7,
-    /// 65536×4096 equal; N = 3000 (3 chunks of 4) 80.0 → 84.6, so not there. Env
-    /// `NORMKIT_CUDA_FP8_TWIN_FULL=0`: the walks' rule everywhere.
-    pub row_twin_full: bool,
     /// Per-tensor scaling: past this many walks the twin takes twice the table's rows per CTA
     /// (groups of at most 128 threads: the same group, the same bits). Default 8 (env
     /// `NORMKIT_CUDA_FP8_WIDE=N`; `off`: never): H100, NOTES v14 and v15, 32768×4096 rms 145 →
@@ -661,7 +654,6 @@ impl Tuning {
                 reg_grid_rows: false,
                 reg_twin: true,
                 row_twin_walks: 8,
-                row_twin_full: true,
                 wide_cta_walks: 8,
                 twin_tm: 16,
                 twin_cluster: 2,
@@ -753,7 +745,6 @@ impl Tuning {
         self.fp8.reg = on_unless_0("NORMKIT_CUDA_FP8_REG");
         self.fp8.reg_grid_rows = get("NORMKIT_CUDA_FP8_GRID").is_some_and(|v| v == "rows");
         self.fp8.reg_twin = on_unless_0("NORMKIT_CUDA_FP8_TWIN");
-        self.fp8.row_twin_full = on_unless_0("NORMKIT_CUDA_FP8_TWIN_FULL");
         if let Some(w) = get("NORMKIT_CUDA_FP8_TWIN").and_then(|v| v.trim().parse::<u64>().ok()).filter(|&w| w > 0) {
             self.fp8.row_twin_walks = w;
         }

@@ -263,3 +263,60 @@ pub fn check_fp8_bitwise<A: NormKernel, B: NormKernel>(a: &A, b: &B, c: &Fp8Case
     same("scale_inv", Some(&oa.scale_inv), Some(&ob.scale_inv))?;
     same("yT", oa.y_t.as_ref().map(|t| &t.0), ob.y_t.as_ref().map(|t| &t.0))
 }
+
+/// Batch invariance of an FP8 forward: each of `targets` (row identities) computed alone (M = 1,
+/// checked against the oracle), then inside contiguous batches of each size in `batch_ms` at the
+/// first, middle and last positions among other rows: the row's `y_q` and `residual_out` and,
+/// scaled per row, its `scale_inv` must be bitwise identical to the row's alone (a planner that
+/// picks kernels by M must pick ones with the same arithmetic). Per tensor, `amax` is the
+/// batch's, so it is not compared; `yT` is the transpose of `y_q` (checked by [`check_fp8`]).
+pub fn check_fp8_batch_invariance<K: NormKernel>(k: &K, base: &Fp8Case, targets: &[u64], batch_ms: &[usize]) -> Check {
+    let ctx = |e: String| format!("FP8 batch invariance, {base}\n    {e}");
+    if let Some(reason) = supported(k, Direction::Forward, &base.base.desc, &base.base.dtypes).map_err(ctx)? {
+        return Ok(Ran::Skipped(reason));
+    }
+    let per_row = base.scale == Fp8Scale::PerRow;
+    let row_of = |out: &Fp8Out, i: usize| {
+        let mut v = super::invariants::fwd_row_bits(&out.fwd, i);
+        if per_row {
+            v.push(bits_at(&out.scale_inv, 1 + i));
+        }
+        v
+    };
+    let single = Fp8Case { base: FwdCase { m: 1, views: Views::Contiguous, ..base.base.clone() }, ..base.clone() };
+    let mut alone = Vec::new();
+    for &t in targets {
+        let data = FwdData::with_rows(&single.base, &[t]);
+        let out = run_fp8(k, &single, &data).map_err(ctx)?;
+        check_fp8_values(&single, &data, &out).map_err(|e| ctx(format!("row {t} alone: {e}")))?;
+        alone.push(row_of(&out, 0));
+    }
+    for (bi, &bm) in batch_ms.iter().enumerate() {
+        let case = Fp8Case { base: FwdCase { m: bm, views: Views::Contiguous, ..base.base.clone() }, ..base.clone() };
+        let mut ids: Vec<u64> = (0..bm as u64).map(|i| 2_000_000 + 10_000 * bi as u64 + 7 * i).collect();
+        let positions = [0, bm / 2, bm - 1];
+        for (p, &t) in positions.iter().cycle().zip(targets) {
+            ids[*p] = t;
+        }
+        let data = FwdData::with_rows(&case.base, &ids);
+        let out = run_fp8(k, &case, &data).map_err(ctx)?;
+        for (p, &t) in positions.iter().cycle().zip(targets) {
+            // With M < 3 some positions coincide; only the last target placed there is checked.
+            if ids[*p] != t {
+                continue;
+            }
+            let ti = targets.iter().position(|&x| x == t).expect("target");
+            let got = row_of(&out, *p);
+            if got != alone[ti] {
+                let j = got.iter().zip(&alone[ti]).position(|(a, b)| a != b).unwrap_or(0);
+                return Err(ctx(format!(
+                    "row {t} at position {p} of a batch of M={bm} differs from the same row computed alone: element {j} of (y_q, residual_out{}) has bits {:#x} vs {:#x}",
+                    if per_row { ", scale_inv" } else { "" },
+                    got[j],
+                    alone[ti][j]
+                )));
+            }
+        }
+    }
+    Ok(Ran::Passed)
+}

@@ -17,7 +17,7 @@ mod zero_rows;
 
 pub use backward::{check_backward, run_backward, BwdData, BwdOut};
 pub use forward::{check_forward, run_forward, FwdData, FwdOut};
-pub use fp8::{check_fp8, check_fp8_bitwise, Fp8Case, Fp8Scale};
+pub use fp8::{check_fp8, check_fp8_batch_invariance, check_fp8_bitwise, Fp8Case, Fp8Scale};
 pub use invariants::{check_batch_invariance, check_determinism};
 pub use zero_rows::{check_zero_rows, zero_row_cases, ZERO_ROW_EPS};
 
