@@ -210,7 +210,9 @@ fn fp8_batch_invariance() {
     let ln = NormDesc::layer(1e-5);
     let bf = |y| DTypes { y, ..DTypes::uniform(BF16) };
     let few: &[usize] = &[17, 1000, 5000];
-    let cases: [(NormDesc, DTypes, usize, Fp8Scale, bool, &[usize]); 7] = [
+    // (descriptor, dtypes, N, scaling, yT, batch sizes)
+    type Case<'a> = (NormDesc, DTypes, usize, Fp8Scale, bool, &'a [usize]);
+    let cases: [Case; 7] = [
         (rms, bf(F8E4M3), 4096, Fp8Scale::PerRow, false, few),
         (rms.with_residual(true), bf(F8E4M3), 4096, Fp8Scale::PerRow, false, few),
         (rms.with_bias(true), bf(F8E4M3), 4096, Fp8Scale::PerRow, false, few),
