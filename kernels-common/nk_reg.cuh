@@ -127,18 +127,22 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
     // other bits), and gives it no bias (y would be p·rstd + b; a pass for the max compiled in
     // beside the fused one cost 26 registers): RMSNorm with a bias keeps the plain kernel.
     constexpr bool QF = QP && QROW && !LN;
-    // The reduction order of the 16-bit forwards (not the quantised ones nor f32's, whose order
-    // is their own: a single accumulator): thread t of the group G sums its even chunks (0, 2,
+    // The reduction order of the 16-bit forwards (f32's is its own, a single accumulator; so is
+    // that of the quantised ones except RMSNorm with the residual, the only quantised kernels
+    // with pairs: two accumulators cost the per-row RMSNorm twin 1-3% at many rows and changed
+    // the code of kernels the benchmark does not measure, NOTES v18): thread t of the group G sums its even chunks (0, 2,
     // ..) and its odd chunks (1, 3, ..) in two accumulators, in chunk order, and adds them (even +
-    // odd) before the group sum — two independent dependency chains per thread. PAIR (SPEC + 256 + 1024, `nk_fwd_regp_*`) runs
+    // odd) before the group sum — two independent dependency chains per thread. PAIR (SPEC + 256
+    // + 1024, `nk_fwd_regp_*`; with Q, `nk_fwd_regqp{|r}_*`) runs
     // group G's rows with 2G threads of KMAX = 2 chunks launched as group 2G: thread t < G owns
     // G-thread t's even chunks, thread G + t its odd ones, so each holds one of the two
     // accumulators; the pair adds them through shared memory (addition commutes: both halves get
     // the same bits) and each half runs the group sum of G. The same bits as the group G kernels.
     // Every step's rounding is explicit (add_chunk_rn, add_centred_rn): contracted, the odd
     // accumulator's −0 start let the compiler fold it and pick another product for the FMA.
-    constexpr bool TWO = !Q && NARROW;
-    constexpr bool PAIR = EW && !Q && (SPEC & 1024) != 0;
+    constexpr bool TWO = NARROW && (!Q || (!LN && RES));
+    constexpr bool PAIR = EW && (SPEC & 1024) != 0;
+    static_assert(!(PAIR && TF) && (!PAIR || TWO), "pairs: two accumulators, no yT tiles");
     constexpr int NS = RES ? 2 : 1, SW = NARROW ? 1 : 2;
     if constexpr (EW) {
         if (p0.flags & NK_F_TRIGGER) nk_grid_dep_launch();
@@ -149,6 +153,8 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
     // 32 threads sums without a barrier, so the next reduction's writes must not land in the
     // buffer a slower partner may still read (the pair kernels' launch bound is 256 threads).
     NK_SHARED float pairx[2][PAIR ? 256 : 1];
+    // QF pairs: the halves' row maxima beside their sums.
+    NK_SHARED float pairm[2][PAIR && QF ? 256 : 1];
     const int qfmt = p0.dt_y;
     float qscale = 0.f, amax_t = 0.f;
     if constexpr (Q && !QP) qscale = q_tensor_scale(p0);
@@ -412,9 +418,18 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
             }
             var = nk_div_rn(row_sum(a2), nf);
         } else if constexpr (QF) {
-            // The sum in row_sum's order (the twin's single accumulator), the max beside it.
+            // The sum in row_sum's order, the max beside it (a pair exchanges both).
             float s2[2] = {acc[0], mxp};
-            group_sum_nb<2, 0, EW, true>(s2, G, scratch[par]);
+            if constexpr (PAIR) {
+                pairx[par][tid] = acc[0];
+                pairm[par][tid] = mxp;
+                nk_sync();
+                s2[0] = acc[0] + pairx[par][tid ^ (G >> 1)];
+                s2[1] = nk_fmax(mxp, pairm[par][tid ^ (G >> 1)]);
+            } else {
+                s2[0] = acc[0] + acc[1];
+            }
+            group_sum_nb<2, 0, EW, true>(s2, PAIR ? G >> 1 : G, scratch[par]);
             var = nk_div_rn(s2[0], nf);
             mxp = s2[1];
         } else {

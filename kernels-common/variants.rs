@@ -402,6 +402,20 @@ pub enum KernelKey {
         /// The fused residual add.
         residual: bool,
     },
+    /// `nk_fwd_regqp{|r}_{dt}_{rms|ln}{|_res}`: the quantised twin in pairs (CUDA, SPEC plus 128
+    /// plus 256 plus 1024, + 512 per row): as `FwdRegPair` for `FwdRegQDecode`, a row of group G
+    /// run by 2G threads of 2 chunks, the bits of `FwdRegQDecode` (no yT tiles). CUDA compiles it
+    /// for RMSNorm with the residual only (the quantised kernels that sum in two accumulators).
+    FwdRegQPair {
+        /// Every tensor's dtype but y's (16-bit).
+        dtype: Dt,
+        /// LayerNorm (else RMSNorm).
+        ln: bool,
+        /// The fused residual add.
+        residual: bool,
+        /// Per-row scaling (SPEC + 512), else per tensor.
+        per_row: bool,
+    },
     /// `nk_fwd_regqd{|r}_{dt}_{rms|ln}{|_res}`: the quantised twin with the decode twin's form (CUDA,
     /// SPEC plus 128 plus 256): 4 chunks, 16-byte accesses, launch bound 256 threads (no spills),
     /// the weight (and bias) chunks and the device scale loaded once per CTA of the persistent
@@ -535,7 +549,7 @@ impl KernelKey {
             KernelKey::FwdQSplitAmax { .. } => Family::FwdQSplitAmax,
             KernelKey::FwdQSplitApply { .. } => Family::FwdQSplitApply,
             KernelKey::FwdQTranspose => Family::FwdQTranspose,
-            KernelKey::FwdRegQ { .. } | KernelKey::FwdRegQDecode { .. } => Family::FwdRegQ,
+            KernelKey::FwdRegQ { .. } | KernelKey::FwdRegQDecode { .. } | KernelKey::FwdRegQPair { .. } => Family::FwdRegQ,
             KernelKey::FwdRegDecode { .. } | KernelKey::FwdRegPair { .. } => Family::FwdReg,
             KernelKey::BwdSmall { .. } => Family::BwdReg,
         }
@@ -563,6 +577,7 @@ impl KernelKey {
             | KernelKey::FwdRegDecode { .. }
             | KernelKey::FwdRegPair { .. }
             | KernelKey::FwdRegQDecode { .. }
+            | KernelKey::FwdRegQPair { .. }
             | KernelKey::BwdSmall { .. } => true,
             KernelKey::FwdSplitReduce
             | KernelKey::BwdSplitReduce
@@ -617,6 +632,9 @@ impl KernelKey {
             KernelKey::FwdRegPair { dtype, ln, residual } => Spec::Int(base(dtype, ln, residual) + 256 + 1024),
             KernelKey::FwdRegQDecode { dtype, ln, residual, per_row, tile } => {
                 Spec::Int(base(dtype, ln, residual) + 128 + 256 + 512 * per_row as u32 + 2048 * tile as u32)
+            }
+            KernelKey::FwdRegQPair { dtype, ln, residual, per_row } => {
+                Spec::Int(base(dtype, ln, residual) + 128 + 256 + 512 * per_row as u32 + 1024)
             }
             KernelKey::BwdSmall { dtype, ln, residual, chunks } => Spec::Int(
                 base(dtype, ln, residual)
@@ -707,6 +725,9 @@ impl KernelKey {
                 rms_ln(ln),
                 res(residual)
             ),
+            KernelKey::FwdRegQPair { dtype, ln, residual, per_row } => {
+                format!("nk_fwd_regqp{}_{}_{}{}", if per_row { "r" } else { "" }, dtype.tag(), rms_ln(ln), res(residual))
+            }
             KernelKey::BwdSmall { dtype, ln, residual, chunks } => {
                 let ks = match chunks {
                     BwdChunks::K1 => "1",

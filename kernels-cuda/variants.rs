@@ -14,12 +14,13 @@
 use super::variants::{v, BwdChunks, Dt::*, FwdChunks, KernelKey, KernelKey::*, RowsGroup, Variant};
 
 /// Kernels compiled in a translation unit of their own (kernels-cuda/norm.cu built with
-/// `NK_UNIT_FP8T` into `normkit_fp8t.fatbin`, a second module): the FP8 twin's yT tiles. In
+/// `NK_UNIT_FP8T` into `normkit_fp8t.fatbin`, a second module): the FP8 twin's yT tiles and its
+/// pairs. In
 /// norm.cu's unit their code changed nvcc's output for 24 unrelated kernels (the staged cluster
 /// forward lost up to 22%, H100, kernels-cuda/NOTES.md v16); apart, every other kernel keeps its
 /// machine code.
 pub fn own_unit(k: KernelKey) -> bool {
-    matches!(k, FwdRegQDecode { tile: true, .. })
+    matches!(k, FwdRegQDecode { tile: true, .. } | FwdRegQPair { .. })
 }
 
 /// Warp width of this platform (must equal NK_WARP of platform.cuh): the finalize kernel takes
@@ -411,4 +412,12 @@ pub const VARIANTS: &[Variant] = &[
     v(FwdRegPair { dtype: F16, ln: false, residual: true }, 256, 1),
     v(FwdRegPair { dtype: F16, ln: true, residual: false }, 256, 1),
     v(FwdRegPair { dtype: F16, ln: true, residual: true }, 256, 1),
+    // The quantised twin in pairs (SPEC + 128 + 256 + 1024, + 512 per row), RMSNorm with the
+    // residual only (the quantised kernels with two accumulators): the bits of FwdRegQDecode with
+    // twice the warps per row; for the few rows of Fp8Tuning::pair_rows. In the FP8 unit
+    // (own_unit), so the main unit's code stays as it was.
+    v(FwdRegQPair { dtype: Bf16, ln: false, residual: true, per_row: false }, 256, 1),
+    v(FwdRegQPair { dtype: Bf16, ln: false, residual: true, per_row: true }, 256, 1),
+    v(FwdRegQPair { dtype: F16, ln: false, residual: true, per_row: false }, 256, 1),
+    v(FwdRegQPair { dtype: F16, ln: false, residual: true, per_row: true }, 256, 1),
 ];

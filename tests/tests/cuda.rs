@@ -125,6 +125,14 @@ fn fp8_twin_matches_register() {
     use DType::*;
     let k = backend();
     let plain = with(&|t| t.fp8.reg_twin = false);
+    // The twin in pairs wherever it fits (`nk_fwd_regqp{|r}_*`): bitwise the twin.
+    let pairs = with(&|t| {
+        t.fp8.pair_rows = (1, u64::MAX);
+        t.fp8.pair_every_op = true;
+    });
+    let pair_runs =
+        || -> u64 { normkit::cuda::kernel_names().into_iter().filter(|n| n.starts_with("nk_fwd_regqp")).map(|n| pairs.launches(n)).sum() };
+    let pairs_before = pair_runs();
     let rms = NormDesc::rms(1e-6);
     let res = rms.with_residual(true);
     let ln = NormDesc::layer(1e-5);
@@ -162,11 +170,12 @@ fn fp8_twin_matches_register() {
         let c = Fp8Case { base, scale, amax: i % 3 != 2, transposed: i % 2 == 0 };
         let t0 = std::time::Instant::now();
         if scale == Fp8Scale::PerRow && !desc.has_mean() && !desc.bias {
-            // The per-row RMSNorm twins (with or without yT tiles).
+            // The per-row RMSNorm twins (with or without yT tiles, or in pairs: the default up
+            // to 512 rows with the residual).
             let twin_runs = || -> u64 {
                 ["bf16", "f16"]
                     .iter()
-                    .flat_map(|d| ["", "t"].map(|t| format!("nk_fwd_regqdr{t}_{d}_rms{}", if desc.residual { "_res" } else { "" })))
+                    .flat_map(|d| ["d", "dt", "p"].map(|t| format!("nk_fwd_regq{t}r_{d}_rms{}", if desc.residual { "_res" } else { "" })))
                     .map(|name| k.launches(&name))
                     .sum()
             };
@@ -189,15 +198,18 @@ fn fp8_twin_matches_register() {
         } else {
             check_fp8_bitwise(&k, &plain, &c).unwrap_or_else(|e| panic!("{e}"));
         }
+        check_fp8_bitwise(&k, &pairs, &c).unwrap_or_else(|e| panic!("pairs: {e}"));
         // One line per case: a case that stalls is the one after the last line (NOTES v14.3).
         eprintln!("fp8_twin_matches_register: case {i} ({c}) in {:.2} s", t0.elapsed().as_secs_f64());
     }
+    assert!(pair_runs() > pairs_before, "the quantised twin in pairs never ran");
 }
 
 /// FP8 batch invariance (issue 16: it holds per tensor and per row): rows computed alone and
 /// among other rows in batches of several sizes give the same y_q, residual_out and per-row
 /// scale_inv bits while the planner changes kernel with M: per-row RMSNorm (its own twin at every
-/// M), with the residual, with a bias (the plain kernel), N = 3000 (partial chunks); per-row
+/// M), with the residual (in pairs up to 512 rows, so a row alone runs the pair), with a bias
+/// (the plain kernel), N = 3000 (partial chunks); per-row
 /// LayerNorm (the twin, then past 8 walks, 4224 rows of 4096 on an H100, the plain kernel); per
 /// tensor with yT (the separate transpose at few rows, the twin's tiles at 9000 rows).
 fn fp8_batch_invariance() {

@@ -589,6 +589,24 @@ fn forward_fp8(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall, q:
                     return Ok(l);
                 }
             }
+            // The twin in pairs (`nk_fwd_regqp{|r}_*`, compiled for RMSNorm with the residual) for
+            // calls of Fp8Tuning::pair_rows rows: group G's row on 2G threads of 2 chunks (the
+            // same bits), the same rows per CTA.
+            let pair_op = f.pair_every_op || (!c.ln && c.residual);
+            let twin = match twin {
+                Some(tk) if pair_op && (f.pair_rows.0..=f.pair_rows.1).contains(&m) => {
+                    let key = KernelKey::FwdRegQPair { dtype, ln: c.ln, residual: c.residual, per_row: q.per_row };
+                    match kernels::lookup(key).filter(|pk| 2 * block <= pk.max_threads) {
+                        Some(pk) => {
+                            fields.group *= 2;
+                            block *= 2;
+                            Some(pk)
+                        }
+                        None => Some(tk),
+                    }
+                }
+                other => other,
+            };
             let k = twin.unwrap_or(k);
             let blocks = if t.fp8.reg_grid_rows { work.min(MAX_GRID) as u32 } else { persistent_blocks(d, occ, k, block, 0, work)? };
             let step = match twin {
@@ -2298,10 +2316,16 @@ mod tests {
                                     // The quantised register kernels' rows per CTA may follow M
                                     // (Fp8Tuning::wide_cta_walks): a group's reduction, and so
                                     // every bit, does not depend on them.
-                                    let reg = matches!(main.key, KernelKey::FwdRegQ { .. } | KernelKey::FwdRegQDecode { .. });
+                                    let reg = matches!(
+                                        main.key,
+                                        KernelKey::FwdRegQ { .. } | KernelKey::FwdRegQDecode { .. } | KernelKey::FwdRegQPair { .. }
+                                    );
                                     // Nor does the twin's yT tile (the per-row twin runs at few rows only).
                                     let (rpc, tm) = if reg { (0, 0) } else { (l.fields.rpc, l.fields.tm) };
-                                    let shape = (l.family, l.fields.group, rpc, tm, l.fields.nsplit, l.workspace.q.is_some());
+                                    // Pairs run group G's reduction on 2G threads (launched as group 2G).
+                                    let pair = matches!(main.key, KernelKey::FwdRegQPair { .. });
+                                    let group = if pair { l.fields.group / 2 } else { l.fields.group };
+                                    let shape = (l.family, group, rpc, tm, l.fields.nsplit, l.workspace.q.is_some());
                                     assert_eq!(*first.get_or_insert(shape), shape, "{}", what());
                                     paths.insert((l.family, main.name));
                                 }
@@ -2370,7 +2394,14 @@ mod tests {
         assert_eq!(name(&t, 4096, 32768, false, false, false), ("nk_fwd_regqd_bf16_rms", 128, 2, pdl));
         assert_eq!(name(&t, 4096, 8, false, true, true), ("nk_fwd_regqd_bf16_ln_res", 128, 1, pdl));
         assert_eq!(name(&t, 8192, 2048, false, true, false), ("nk_fwd_regqd_bf16_ln", 256, 1, pdl));
+        // Up to 512 rows RMSNorm with the residual runs the twin in pairs (Fp8Tuning::pair_rows):
+        // group 256 for the 128-thread group's row; the other ops keep the twin.
+        assert_eq!(name(&t, 4096, 8, true, false, true), ("nk_fwd_regqpr_bf16_rms_res", 256, 1, pdl));
+        assert_eq!(name(&t, 4096, 512, false, false, true), ("nk_fwd_regqp_bf16_rms_res", 256, 1, pdl));
+        assert_eq!(name(&t, 4096, 513, true, false, true), ("nk_fwd_regqdr_bf16_rms_res", 128, 1, pdl));
         assert_eq!(name(&t, 4096, 8, true, false, false), ("nk_fwd_regqdr_bf16_rms", 128, 1, pdl));
+        assert_eq!(name(&t, 4096, 8, false, false, false), ("nk_fwd_regqd_bf16_rms", 128, 1, pdl));
+        assert_eq!(name(&t, 4096, 8, true, true, false).0, "nk_fwd_regqdr_bf16_ln");
         // LayerNorm per row: 4 CTAs of 128 threads on 132 SMs, 528 row groups per wave, 8 walks
         // = 4224 rows.
         assert_eq!(name(&t, 4096, 4224, true, true, true).0, "nk_fwd_regqdr_bf16_ln_res");
@@ -2421,6 +2452,22 @@ mod tests {
         let walks = Tuning::for_sm90().with_env(|k| (k == "NORMKIT_CUDA_FP8_TWIN").then(|| "100".to_owned()));
         assert!(walks.fp8.reg_twin && walks.fp8.row_twin_walks == 100);
         assert_eq!(name(&walks, 4096, 32768, true, true, true).0, "nk_fwd_regqdr_bf16_ln_res");
+        // The twin in pairs for the rows of Fp8Tuning::pair_rows: group 2G on twice the threads,
+        // where that fits 256 threads (N = 8192's group of 256 does not).
+        let pairs = Tuning::for_sm90().with_env(|k| (k == "NORMKIT_CUDA_FP8_PAIR").then(|| "1:128".to_owned()));
+        assert_eq!(pairs.fp8.pair_rows, (1, 128));
+        assert_eq!(name(&pairs, 4096, 8, true, false, true), ("nk_fwd_regqpr_bf16_rms_res", 256, 1, pdl));
+        assert_eq!(name(&pairs, 4096, 128, false, false, true), ("nk_fwd_regqp_bf16_rms_res", 256, 1, pdl));
+        assert_eq!(name(&pairs, 4096, 128, false, true, true), ("nk_fwd_regqd_bf16_ln_res", 128, 1, pdl));
+        assert_eq!(name(&pairs, 4096, 129, true, false, true).0, "nk_fwd_regqdr_bf16_rms_res");
+        assert_eq!(name(&pairs, 8192, 8, true, false, true).0, "nk_fwd_regqdr_bf16_rms_res");
+        assert_eq!(name(&pairs, 1024, 100, true, false, true), ("nk_fwd_regqpr_bf16_rms_res", 64, 4, pdl));
+        // `all`: every M (where a pair kernel exists: RMSNorm with the residual); `0`: never.
+        let all = Tuning::for_sm90().with_env(|k| (k == "NORMKIT_CUDA_FP8_PAIR").then(|| "all".to_owned()));
+        assert_eq!(name(&all, 4096, 1000, false, false, true), ("nk_fwd_regqp_bf16_rms_res", 256, 1, pdl));
+        assert_eq!(name(&all, 4096, 1000, false, true, true).0, "nk_fwd_regqd_bf16_ln_res");
+        let none = Tuning::for_sm90().with_env(|k| (k == "NORMKIT_CUDA_FP8_PAIR").then(|| "0".to_owned()));
+        assert_eq!(name(&none, 4096, 8, true, false, true).0, "nk_fwd_regqdr_bf16_rms_res");
     }
 
     /// yT where the quantised twin runs: through its own tiles (`nk_fwd_regqd{|r}t_*`, one step,

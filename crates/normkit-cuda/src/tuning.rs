@@ -41,6 +41,7 @@
 //! | `NORMKIT_CUDA_FP8_ROW_MAX` | [`Fp8Tuning::row_max_n`] | the largest N of the FP8 row kernels (longer rows: split) |
 //! | `NORMKIT_CUDA_FP8_GRID` | [`Fp8Tuning::reg_grid_rows`] | `rows`: the quantised register forward on a CTA per row group, not persistent |
 //! | `NORMKIT_CUDA_FP8_TWIN` | [`Fp8Tuning::reg_twin`], [`Fp8Tuning::row_twin_walks`] | `0`: the quantised register forward without its twin (`nk_fwd_regqd*`); a number: the per-row LayerNorm twin's most row groups per CTA |
+//! | `NORMKIT_CUDA_FP8_PAIR` | [`Fp8Tuning::pair_rows`], [`Fp8Tuning::pair_every_op`] | `0`: the quantised twin never in pairs; `all`: in pairs at every M, every op; `LO:HI`: for calls of LO..=HI rows |
 //! | `NORMKIT_CUDA_FP8_WIDE` | [`Fp8Tuning::wide_cta_walks`] | a number: the per-tensor twin doubles its rows per CTA past that many walks (default 8); `off`: never |
 //! | `NORMKIT_CUDA_FP8_TWIN_TM` | [`Fp8Tuning::twin_tm`] | the twin's largest yT tile, rows (8, 16 or 32); `0`: the twin leaves yT to the separate transpose |
 //! | `NORMKIT_CUDA_FP8_TWIN_CL` | [`Fp8Tuning::twin_cluster`] | CTAs per cluster of the twin's yT tiles (1, 2, 4 or 8) |
@@ -59,7 +60,7 @@
 //! | `NORMKIT_CUDA_CSTAGE_GRID` | [`ClusterTuning::staged_grid_rows`] | `rows`: the staged forward on one cluster per row (else the resident clusters walk the rows) |
 
 /// The environment variables [`Tuning::with_env`] reads, in the order of the table above.
-pub const ENV_OVERRIDES: [&str; 39] = [
+pub const ENV_OVERRIDES: [&str; 40] = [
     "NORMKIT_CUDA_FWD_TABLE",
     "NORMKIT_CUDA_BWD_TABLE",
     "NORMKIT_CUDA_BWD4_TABLE",
@@ -84,6 +85,7 @@ pub const ENV_OVERRIDES: [&str; 39] = [
     "NORMKIT_CUDA_FP8_GRID",
     "NORMKIT_CUDA_FP8_TWIN",
     "NORMKIT_CUDA_FP8_WIDE",
+    "NORMKIT_CUDA_FP8_PAIR",
     "NORMKIT_CUDA_FP8_TWIN_TM",
     "NORMKIT_CUDA_FP8_TWIN_CL",
     "NORMKIT_CUDA_FP8_TWIN_TW",
@@ -334,6 +336,17 @@ pub struct Fp8Tuning {
     /// bench/results/nvidia-h100-2026-11-27/pair/call3 (the stall NOTES v14.3 suspected was the
     /// test's CPU oracle, not the kernel: NOTES v15).
     pub wide_cta_walks: u64,
+    /// Calls of `pair_rows.0..=pair_rows.1` rows run the quantised twin in pairs
+    /// (`nk_fwd_regqp{|r}_*`: group G's row on 2G threads of 2 chunks, the same bits) where the
+    /// doubled CTA fits its 256 threads and no yT tile is taken; (1, 0): never. Default 1..=512
+    /// for RMSNorm with the residual, per tensor or per row (the pair kernels compiled; the other
+    /// quantised kernels keep a single accumulator, NOTES v18). H100, `rowmax/call4/summary-
+    /// pairs.md` (pairs against none, one build, N = 4096): with the residual per row 1–512 rows
+    /// −5 to −11%, per tensor 8 and 128 rows −5 / −8%; 2048 rows +8 to +16%. Env
+    /// `NORMKIT_CUDA_FP8_PAIR` (`0`, `all`, `LO:HI`).
+    pub pair_rows: (u64, u64),
+    /// Pairs for every op that has pair kernels, at every M; env `NORMKIT_CUDA_FP8_PAIR=all`.
+    pub pair_every_op: bool,
     /// The quantised twin writes yT through its own shared-memory tile of up to this many rows
     /// (`nk_fwd_regqd{|r}t_*`: a power of two ≥ 8, at least the CTA's rows, within
     /// [`Fp8Tuning::tile_smem`]); 0: the twin writes y_q only and the separate transpose follows.
@@ -655,6 +668,8 @@ impl Tuning {
                 reg_twin: true,
                 row_twin_walks: 8,
                 wide_cta_walks: 8,
+                pair_rows: (1, 512),
+                pair_every_op: false,
                 twin_tm: 16,
                 twin_cluster: 2,
                 twin_tile_fill: 150,
@@ -747,6 +762,16 @@ impl Tuning {
         self.fp8.reg_twin = on_unless_0("NORMKIT_CUDA_FP8_TWIN");
         if let Some(w) = get("NORMKIT_CUDA_FP8_TWIN").and_then(|v| v.trim().parse::<u64>().ok()).filter(|&w| w > 0) {
             self.fp8.row_twin_walks = w;
+        }
+        match get("NORMKIT_CUDA_FP8_PAIR").as_deref().map(str::trim) {
+            Some("0") => self.fp8.pair_rows = (1, 0),
+            Some("all") => (self.fp8.pair_rows, self.fp8.pair_every_op) = ((1, u64::MAX), true),
+            Some(v) => {
+                if let Some((lo, hi)) = v.split_once(':').and_then(|(a, b)| Some((a.trim().parse().ok()?, b.trim().parse().ok()?))) {
+                    self.fp8.pair_rows = (lo, hi);
+                }
+            }
+            None => {}
         }
         match get("NORMKIT_CUDA_FP8_WIDE").as_deref().map(str::trim) {
             Some("off") => self.fp8.wide_cta_walks = u64::MAX,

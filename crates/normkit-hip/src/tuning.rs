@@ -180,7 +180,8 @@ pub const fn designed_waves(key: KernelKey) -> u32 {
         FwdQSplitApply { .. } => 4,
         FwdQTranspose => 3,
         // Not compiled for AMD (kernels-hip/variants.rs has none of them; the quantised twins of
-        // the register forward, FwdRegQ and FwdRegQDecode, and the decode-sized twins, FwdRegPair included, not yet).
+        // the register forward, FwdRegQ, FwdRegQDecode and FwdRegQPair, and the decode-sized twins, FwdRegPair included,
+        // not yet).
         BwdFinalizeCols
         | FwdCluster { .. }
         | FwdClusterStaged { .. }
@@ -188,6 +189,7 @@ pub const fn designed_waves(key: KernelKey) -> u32 {
         | BwdRows { .. }
         | FwdRegQ { .. }
         | FwdRegQDecode { .. }
+        | FwdRegQPair { .. }
         | FwdRegDecode { .. }
         | FwdRegPair { .. }
         | BwdSmall { .. } => 1,
