@@ -288,17 +288,25 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
         float acc[2] = {start0, -0.f};
         // QF: the thread's max |x·(w + offset)| (0: the identity for magnitudes).
         float mxp = 0.f;
-        // The row's sum: the thread's even + odd, then the group sum of G (PAIR: G / 2).
+        // The row's sum: the thread's even + odd, then the group sum of G (PAIR: G / 2). QF: mxp
+        // travels beside it (a pair exchanges both; group_sum_nb's MAX1) and holds the row's max
+        // after.
         auto row_sum = [&](float (&a)[2]) -> float {
-            float s[1] = {a[0]};
+            constexpr int NV = QF ? 2 : 1;
+            float s[NV];
+            s[0] = a[0];
+            if constexpr (QF) s[NV - 1] = mxp;
             if constexpr (PAIR) {
                 pairx[par][tid] = a[0];
+                if constexpr (QF) pairm[par][tid] = mxp;
                 nk_sync();
                 s[0] = a[0] + pairx[par][tid ^ (G >> 1)];
+                if constexpr (QF) s[NV - 1] = nk_fmax(mxp, pairm[par][tid ^ (G >> 1)]);
             } else if constexpr (TWO) {
                 s[0] = a[0] + a[1];
             }
-            group_sum_nb<1, 0, EW>(s, PAIR ? G >> 1 : G, scratch[par]);
+            group_sum_nb<NV, 0, EW, QF>(s, PAIR ? G >> 1 : G, scratch[par]);
+            if constexpr (QF) mxp = s[NV - 1];
             return s[0];
         };
         if (active) {
@@ -417,21 +425,6 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
                 }
             }
             var = nk_div_rn(row_sum(a2), nf);
-        } else if constexpr (QF) {
-            // The sum in row_sum's order, the max beside it (a pair exchanges both).
-            float s2[2] = {acc[0], mxp};
-            if constexpr (PAIR) {
-                pairx[par][tid] = acc[0];
-                pairm[par][tid] = mxp;
-                nk_sync();
-                s2[0] = acc[0] + pairx[par][tid ^ (G >> 1)];
-                s2[1] = nk_fmax(mxp, pairm[par][tid ^ (G >> 1)]);
-            } else {
-                s2[0] = acc[0] + acc[1];
-            }
-            group_sum_nb<2, 0, EW, true>(s2, PAIR ? G >> 1 : G, scratch[par]);
-            var = nk_div_rn(s2[0], nf);
-            mxp = s2[1];
         } else {
             var = nk_div_rn(row_sum(acc), nf);
         }
