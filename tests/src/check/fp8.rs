@@ -293,20 +293,12 @@ pub fn check_fp8_batch_invariance<K: NormKernel>(k: &K, base: &Fp8Case, targets:
     }
     for (bi, &bm) in batch_ms.iter().enumerate() {
         let case = Fp8Case { base: FwdCase { m: bm, views: Views::Contiguous, ..base.base.clone() }, ..base.clone() };
-        let mut ids: Vec<u64> = (0..bm as u64).map(|i| 2_000_000 + 10_000 * bi as u64 + 7 * i).collect();
-        let positions = [0, bm / 2, bm - 1];
-        for (p, &t) in positions.iter().cycle().zip(targets) {
-            ids[*p] = t;
-        }
+        let (ids, stayed) = super::invariants::place_targets(bm, 2_000_000 + 10_000 * bi as u64, targets);
         let data = FwdData::with_rows(&case.base, &ids);
         let out = run_fp8(k, &case, &data).map_err(ctx)?;
-        for (p, &t) in positions.iter().cycle().zip(targets) {
-            // With M < 3 some positions coincide; only the last target placed there is checked.
-            if ids[*p] != t {
-                continue;
-            }
-            let ti = targets.iter().position(|&x| x == t).expect("target");
-            let got = row_of(&out, *p);
+        for (p, ti) in stayed {
+            let t = targets[ti];
+            let got = row_of(&out, p);
             if got != alone[ti] {
                 let j = got.iter().zip(&alone[ti]).position(|(a, b)| a != b).unwrap_or(0);
                 return Err(ctx(format!(

@@ -43,6 +43,27 @@ pub(super) fn fwd_output_name(out: &FwdOut, j: usize) -> String {
     format!("output element {j}")
 }
 
+/// The rows of a batch of `bm` for a batch-invariance check: fresh identities `first_id + 7·i`
+/// (so the surroundings differ every time) with `targets` placed at the first, middle and last
+/// positions, cycling. With M < 3 some positions coincide and the last target placed there
+/// stays. Returns the identities and, for each placed target that stayed, (its position, its
+/// index in `targets`).
+pub(super) fn place_targets(bm: usize, first_id: u64, targets: &[u64]) -> (Vec<u64>, Vec<(usize, usize)>) {
+    let mut ids: Vec<u64> = (0..bm as u64).map(|i| first_id + 7 * i).collect();
+    let positions = [0, bm / 2, bm - 1];
+    for (&p, &t) in positions.iter().cycle().zip(targets) {
+        ids[p] = t;
+    }
+    let stayed = positions
+        .iter()
+        .cycle()
+        .zip(targets.iter().enumerate())
+        .filter(|&(&p, (_, &t))| ids[p] == t)
+        .map(|(&p, (ti, _))| (p, ti))
+        .collect();
+    (ids, stayed)
+}
+
 /// Batch invariance: each of `targets` (row identities) is computed alone (M = 1), then inside
 /// batches of each size in `batch_ms` at the first, middle and last positions surrounded by other
 /// rows (and once more in a strided batch); every output of the row must be bitwise identical.
@@ -66,21 +87,12 @@ pub fn check_batch_invariance<K: NormKernel>(k: &K, base: &FwdCase, targets: &[u
                 continue;
             }
             let case = FwdCase { m: bm, views, ..base.clone() };
-            // Neighbours: fresh identities per batch (so the surroundings differ every time).
-            let mut ids: Vec<u64> = (0..bm as u64).map(|i| 1_000_000 + 10_000 * bi as u64 + 7 * i + vi as u64).collect();
-            let positions: Vec<usize> = [0, bm / 2, bm - 1].into_iter().collect();
-            for (p, &t) in positions.iter().cycle().zip(targets) {
-                ids[*p] = t;
-            }
-            // With M < 3 some positions coincide; keep the last target placed there.
+            let (ids, stayed) = place_targets(bm, 1_000_000 + 10_000 * bi as u64 + vi as u64, targets);
             let data = FwdData::with_rows(&case, &ids);
             let out = run_forward(k, &case, &data).map_err(ctx)?;
-            for (p, &t) in positions.iter().cycle().zip(targets).collect::<Vec<_>>() {
-                if ids[*p] != t {
-                    continue;
-                }
-                let ti = targets.iter().position(|&x| x == t).expect("target");
-                let got = fwd_row_bits(&out, *p);
+            for (p, ti) in stayed {
+                let t = targets[ti];
+                let got = fwd_row_bits(&out, p);
                 if got != alone[ti] {
                     let j = got.iter().zip(&alone[ti]).position(|(a, b)| a != b).unwrap_or(0);
                     return Err(ctx(format!(
