@@ -306,6 +306,20 @@ pub enum KernelKey {
         /// 16-byte accesses and bulk copies (else the element-wise twin).
         aligned: bool,
     },
+    /// `nk_fwd_csq{|r}_{dt}_{rms|ln}{|_res}` (sm_90+, 16-bit, 16-byte layouts only): the staged
+    /// cluster forward with an FP8 output (`fwd_cluster` with SPEC + 64 + 128), per tensor or per
+    /// row (chosen at run time): long rows' x read once.
+    FwdClusterStagedQ {
+        /// Every tensor's dtype but y's.
+        dtype: Dt,
+        /// LayerNorm (else RMSNorm).
+        ln: bool,
+        /// The fused residual add.
+        residual: bool,
+        /// `csqr` (SPEC + 256, RMSNorm only): per-row scaling without a bias, the row's max
+        /// found with its sum of squares (y = (x·(w + offset))·rstd).
+        per_row: bool,
+    },
     /// `nk_bwd_cl{|s}{|p}_{dt}_{rms|ln}{|_res}` (sm_90+, 16-byte layouts only).
     BwdCluster {
         /// Every tensor's dtype.
@@ -542,7 +556,7 @@ impl KernelKey {
             KernelKey::BwdFinalizeCols => Family::BwdFinalizeCols,
             KernelKey::FwdReg { .. } => Family::FwdReg,
             KernelKey::BwdReg { .. } => Family::BwdReg,
-            KernelKey::FwdCluster { .. } | KernelKey::FwdClusterStaged { .. } => Family::FwdCluster,
+            KernelKey::FwdCluster { .. } | KernelKey::FwdClusterStaged { .. } | KernelKey::FwdClusterStagedQ { .. } => Family::FwdCluster,
             KernelKey::BwdCluster { .. } => Family::BwdCluster,
             KernelKey::BwdRows { .. } => Family::BwdRows,
             KernelKey::FwdQRow { .. } => Family::FwdQRow,
@@ -578,6 +592,7 @@ impl KernelKey {
             | KernelKey::FwdRegPair { .. }
             | KernelKey::FwdRegQDecode { .. }
             | KernelKey::FwdRegQPair { .. }
+            | KernelKey::FwdClusterStagedQ { .. }
             | KernelKey::BwdSmall { .. } => true,
             KernelKey::FwdSplitReduce
             | KernelKey::BwdSplitReduce
@@ -656,6 +671,9 @@ impl KernelKey {
             ),
             KernelKey::FwdCluster { dtype, ln, residual, .. } => Spec::Int(base(dtype, ln, residual)),
             KernelKey::FwdClusterStaged { dtype, ln, residual, .. } => Spec::Int(base(dtype, ln, residual) + 64),
+            KernelKey::FwdClusterStagedQ { dtype, ln, residual, per_row } => {
+                Spec::Int(base(dtype, ln, residual) + 64 + 128 + 256 * per_row as u32)
+            }
             KernelKey::FwdRegQ { dtype, ln, residual, chunks, .. } => Spec::Int(
                 base(dtype, ln, residual)
                     + match chunks {
@@ -749,6 +767,9 @@ impl KernelKey {
             }
             KernelKey::FwdClusterStaged { dtype, ln, residual, aligned } => {
                 format!("nk_fwd_cs_{}_{}{}_{}", dtype.tag(), rms_ln(ln), res(residual), if aligned { "a" } else { "u" })
+            }
+            KernelKey::FwdClusterStagedQ { dtype, ln, residual, per_row } => {
+                format!("nk_fwd_csq{}_{}_{}{}", if per_row { "r" } else { "" }, dtype.tag(), rms_ln(ln), res(residual))
             }
             KernelKey::BwdCluster { dtype, ln, residual, shared_acc, prefetch } => format!(
                 "nk_bwd_cl{}{}_{}_{}{}",

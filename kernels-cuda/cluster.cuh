@@ -131,19 +131,24 @@ NK_DEVICE float2 cl_row_stats(const NkFwdParams& p, const float* slot, int64_t s
 
 // One chunk of the forward output, Gemma casting, every tensor in `dt`: y = x̂·(w + offset) + b
 // from the chunk h as stored, its weight and bias chunks; an absent weight (× 1) or bias (+ −0)
-// is exact: skipped. Stored at element e of yrow.
-template <bool ALIGNED, bool NARROW, bool LN>
-NK_DEVICE void cl_store_y(void* yrow, int dt, int64_t e, int64_t n, const Raw& h, const Raw& wr, const Raw& br, bool has_w, bool has_b, float mean,
-                          float rstd, float offset) {
-    float v[CH], y[CH];
+// is exact: skipped. In fp32 (the staged FP8 forward scales and quantises it). QF (per-row FP8
+// RMSNorm without a bias): y = (x·(w + offset))·rstd instead, as nk_reg.cuh's QF twin computes it.
+template <bool NARROW, bool LN>
+NK_DEVICE void cl_y(int dt, const Raw& h, const Raw& wr, const Raw& br, bool has_w, bool has_b, float mean, float rstd, float offset,
+                    float (&y)[CH], bool qf = false) {
+    float v[CH];
     unpack<NARROW>(dt, h, v);
 #pragma unroll
-    for (int j = 0; j < CH; ++j) y[j] = nk_mul_rn(LN ? nk_sub_rn(v[j], mean) : v[j], rstd);
+    for (int j = 0; j < CH; ++j) y[j] = qf ? v[j] : nk_mul_rn(LN ? nk_sub_rn(v[j], mean) : v[j], rstd);
     if (has_w) {
         float w[CH];
         unpack<NARROW>(dt, wr, w);
 #pragma unroll
         for (int j = 0; j < CH; ++j) y[j] = nk_mul_rn(y[j], nk_add_rn(w[j], offset));
+    }
+    if (qf) {
+#pragma unroll
+        for (int j = 0; j < CH; ++j) y[j] = nk_mul_rn(y[j], rstd);
     }
     if (has_b) {
         float b[CH];
@@ -151,11 +156,22 @@ NK_DEVICE void cl_store_y(void* yrow, int dt, int64_t e, int64_t n, const Raw& h
 #pragma unroll
         for (int j = 0; j < CH; ++j) y[j] = nk_add_rn(y[j], b[j]);
     }
+}
+
+// cl_y's chunk stored at element e of yrow in `dt`.
+template <bool ALIGNED, bool NARROW, bool LN>
+NK_DEVICE void cl_store_y(void* yrow, int dt, int64_t e, int64_t n, const Raw& h, const Raw& wr, const Raw& br, bool has_w, bool has_b, float mean,
+                          float rstd, float offset) {
+    float y[CH];
+    cl_y<NARROW, LN>(dt, h, wr, br, has_w, has_b, mean, rstd, offset, y);
     store<ALIGNED, NARROW>(yrow, dt, e, n, y);
 }
 
-// SPEC bit of the staged forward (fwd_cstage, `nk_fwd_cs_*`).
+// SPEC bits of the staged forward (fwd_cstage, `nk_fwd_cs_*`) and of its FP8 output
+// (`nk_fwd_csq_*`).
 constexpr int CS_STAGED = 64;
+constexpr int CS_Q = 128;
+constexpr int CS_QF = 256;
 // The staged forward's pipeline: a stage is NK_CS_KS16 (16-bit) / NK_CS_KS32 (f32) chunks per
 // thread, one mbarrier per stage; a CTA's slice has at most NK_CS_MAX_STAGES stages (the host
 // sizes it). The constants come from kernels-cuda/variants.rs, which the planner reads too.
@@ -339,6 +355,20 @@ NK_DEVICE void fwd_cluster(const NkFwdParams& p0) {
 // ranks in rank order (Chan for LayerNorm, each slice's own two-pass (mean, M2) read back from
 // shared memory). It depends on N, C and T only: never on M or the layout.
 // Dynamic shared memory: (1 + RES)·nst·sc·CB bytes, nst = ⌈kc/sc⌉, CB = 16 (16-bit) or 32 (f32).
+// Q (SPEC + 128, `nk_fwd_csq_*`): y quantised to FP8 as the other FP8 kernels do it (nk_fp8.cuh:
+// y in fp32, · scale, saturated, round to nearest even), stored one byte per element; amax
+// through q_amax_commit. Per row (p.q & NK_Q_ROW, chosen at run time): after the statistics a
+// pass over the staged slice finds the slice's max |y| (the same y the output pass computes), a
+// CTA max, one more cluster barrier, and every CTA takes the max of the C ranks' maxima through
+// DSMEM (a max: exact in any order), so every CTA scales the row alike. The slots are read before
+// the output pass refills any stage, so the pipeline is unchanged. Per-row RMSNorm without a bias
+// (QF, as nk_reg.cuh's per-row twin): y = (x·(w + offset))·rstd, so max |y| = max |x·(w +
+// offset)|·rstd exactly (rounding is monotone, rstd ≥ 0 one number per row); pass 1 takes that
+// max beside the sum of squares (the weight loaded there too), it travels in the partials'
+// second word (unused by RMSNorm) through the row's one cluster barrier: no pass over y for its
+// max and no second barrier. Compiled apart (SPEC + 256, `nk_fwd_csqr_*`: in the kernels that
+// choose the mode at run time its registers spilled in the stage loops), launched per row only
+// and never with a bias (the host's rule).
 template <bool ALIGNED, int SPEC>
 NK_DEVICE void fwd_cstage(const NkFwdParams& p0) {
     constexpr int DT = SPEC & 3;
@@ -346,10 +376,15 @@ NK_DEVICE void fwd_cstage(const NkFwdParams& p0) {
     constexpr bool NARROW = DT != NK_DT_F32;
     constexpr int CB = NARROW ? 16 : 32;  // bytes per chunk
     constexpr int KS = NARROW ? NK_CS_KS16 : NK_CS_KS32;
-    const NkFwdParams p = specialise<DT, NK_CAST_GEMMA>(p0);
+    constexpr bool Q = (SPEC & CS_Q) != 0;
+    constexpr bool QF = Q && !LN && (SPEC & CS_QF) != 0;
+    const NkFwdParams p = specialise<DT, NK_CAST_GEMMA, Q>(p0);
     NK_DYN_SMEM(smem);
     NK_SHARED float scratch[2][CL_MAX_WARPS];
     NK_SHARED __align__(8) float part[2][2];
+    // Per-row FP8 scaling: this CTA's max |y| of the row (written after the row's first cluster
+    // barrier, read by the peers after its second, before they reach the next row's first).
+    NK_SHARED __align__(8) float qmx[2];
     NK_SHARED __align__(8) uint64_t full[NK_CS_MAX_STAGES];
     const bool has_w = (p.flags & NK_F_WEIGHT) != 0, has_b = (p.flags & NK_F_BIAS) != 0;
     const bool stats = (p.flags & NK_F_STATS) != 0;
@@ -410,7 +445,9 @@ NK_DEVICE void fwd_cstage(const NkFwdParams& p0) {
     };
     // Pass 1 over stage s of the row in the slots: Σx² (RMSNorm) or Σx (LayerNorm); with the
     // residual, x + r rounded is written back over x's bytes and to residual_out.
-    auto pass1 = [&](int s, unsigned phase, void* rorow, float& acc) {
+    // FP8 per-row RMSNorm without a bias: the row's max from pass 1 (QF above).
+    constexpr bool qf = QF;
+    auto pass1 = [&](int s, unsigned phase, void* rorow, float& acc, float& mxa) {
         if (ALIGNED) nk_mbar_wait(&full[s], phase);
 #pragma unroll
         for (int k = 0; k < KS; ++k) {
@@ -429,6 +466,20 @@ NK_DEVICE void fwd_cstage(const NkFwdParams& p0) {
                 float v[CH];
                 unpack<NARROW>(DT, h, v);
                 add_chunk<ALIGNED>(acc, v, LN, e, n);
+                if (!LN && qf) {
+                    float w[CH];
+                    if (has_w) {
+                        Raw wr;
+                        load_chunk<ALIGNED, NARROW>(wp, DT, e, n, wr);
+                        unpack<NARROW>(DT, wr, w);
+                    }
+                    const int lim = chunk_len(e, n);
+#pragma unroll
+                    for (int j = 0; j < CH; ++j) {
+                        const float pj = has_w ? nk_mul_rn(v[j], nk_add_rn(w[j], offset)) : v[j];
+                        if (j < lim) mxa = nk_fmax(mxa, nk_fabs(pj));
+                    }
+                }
             }
         }
     };
@@ -439,14 +490,28 @@ NK_DEVICE void fwd_cstage(const NkFwdParams& p0) {
     // inside the previous row's output pass, `lag` stages behind its refills (the same stages in
     // the same order, so the same sums).
     float acc[1] = {0.f};
+    // FP8: the per-tensor scale (0 per row; CTA 0 writes 1/scale), this thread's max |y| and (QF)
+    // its max |x·(w + offset)| of the row in pass 1.
+    const bool per_row = Q && (p.q & NK_Q_ROW) != 0;
+    const float tscale = Q ? q_tensor_scale(p) : 0.f;
+    float amax_t = 0.f, mxa = 0.f;
     if ((int64_t)cl_id() < p.m) {
         if (!ALIGNED) stage_u(cl_id());
-        for (int s = 0; s < nsv; ++s) pass1(s, 0u, ro_row(cl_id()), acc[0]);
+        for (int s = 0; s < nsv; ++s) pass1(s, 0u, ro_row(cl_id()), acc[0], mxa);
     }
     for (int64_t row = cl_id(); row < p.m; row += stride_clusters, ph ^= 1u) {
         const int64_t next = row + stride_clusters;
+        if (!LN && qf) {
+            // The CTA's max beside the sum: each warp's in scratch[1] before cl_block_sum's barrier.
+#pragma unroll
+            for (int o = NK_WARP / 2; o > 0; o >>= 1) mxa = nk_fmax(mxa, nk_shfl_xor(mxa, o));
+            if (lane == 0) scratch[1][t / NK_WARP] = mxa;
+        }
         cl_block_sum<1>(acc, scratch[0]);
         float out0 = acc[0], out1 = 0.f;
+        if (!LN && qf) {
+            for (int i = 0; i < T / NK_WARP; ++i) out1 = nk_fmax(out1, scratch[1][i]);
+        }
         if (LN) {
             const float mr = cnt > 0.f ? nk_div_rn(acc[0], cnt) : 0.f;
             float a2[1] = {0.f};
@@ -488,18 +553,63 @@ NK_DEVICE void fwd_cstage(const NkFwdParams& p0) {
         cl_sync();
         // Lane i fetches rank i's partial; every lane combines them in rank order.
         const float2 st = cl_row_stats<LN>(p, &part[par][0], (int64_t)kc * CH, C, lane, nf);
+        // QF: the row's max |x·(w + offset)|, the max of the ranks' second words.
+        float pmax = 0.f;
+        if (!LN && qf) {
+            pmax = lane < C ? cl_load2(&part[par][0], (unsigned)lane).y : 0.f;
+#pragma unroll
+            for (int o = NK_WARP / 2; o > 0; o >>= 1) pmax = nk_fmax(pmax, nk_shfl_xor(pmax, o));
+        }
         par ^= 1;
         const float mean = st.x, rstd = st.y;
         if (stats && r == 0 && t == 0) {
             store_one(reinterpret_cast<void*>(p.rstd), NK_DT_F32, row, rstd);
             if (LN) store_one(reinterpret_cast<void*>(p.mean), NK_DT_F32, row, mean);
         }
+        float qs = tscale;
+        if (!LN && qf) {
+            // max_j fl(|p_j|·rstd) = fl(max_j |p_j|·rstd) for rstd ≥ 0; rstd = 0 or inf and NaN
+            // products fold as in nk_reg.cuh's QF twin.
+            qs = q_row_scale(p.dt_y, nk_fmax(0.f, nk_mul_rn(pmax, rstd)));
+            if (r == 0 && t == 0) store_one(reinterpret_cast<void*>(p.scale_inv), NK_DT_F32, row, nk_div_rn(1.f, qs));
+        } else if (Q && !QF && per_row) {
+            float mx = 0.f;
+            for (int s = 0; s < nsv; ++s) {
+#pragma unroll
+                for (int k = 0; k < KS; ++k) {
+                    const int q = s * sc + k * T + t;
+                    if (q < kv) {
+                        const int64_t e = (int64_t)(c_lo + q) * CH;
+                        Raw h, wr, br;
+                        slot_read<NARROW>(xs + (size_t)q * CB, DT, h);
+                        if (has_w) load_chunk<ALIGNED, NARROW>(wp, DT, e, n, wr);
+                        if (has_b) load_chunk<ALIGNED, NARROW>(bp, DT, e, n, br);
+                        float y[CH];
+                        cl_y<NARROW, LN>(DT, h, wr, br, has_w, has_b, mean, rstd, offset, y);
+                        const int lim = chunk_len(e, n);
+#pragma unroll
+                        for (int j = 0; j < CH; ++j)
+                            if (j < lim) mx = nk_fmax(mx, nk_fabs(y[j]));
+                    }
+                }
+            }
+            mx = block_max(mx, scratch[1]);
+            if (t == 0) qmx[0] = mx;
+            cl_sync();
+            float v = lane < C ? cl_load2(qmx, (unsigned)lane).x : 0.f;
+#pragma unroll
+            for (int o = NK_WARP / 2; o > 0; o >>= 1) v = nk_fmax(v, nk_shfl_xor(v, o));
+            qs = q_row_scale(p.dt_y, v);
+            if (r == 0 && t == 0) store_one(reinterpret_cast<void*>(p.scale_inv), NK_DT_F32, row, nk_div_rn(1.f, qs));
+        }
         // Pass 2: y, stage by stage; each stage refilled with the next row once every thread has
         // read it, and the next row's pass 1 `lag` stages behind.
         void* yrow = row_ptr_mut(p.y, row, p.sy, DT);
+        unsigned char* yq = reinterpret_cast<unsigned char*>(p.y + (uint64_t)(row * p.sy));
         const bool fuse = ALIGNED && next < p.m;
         void* ro_next = fuse ? ro_row(next) : nullptr;
         acc[0] = 0.f;
+        mxa = 0.f;
         auto out_stage = [&](int s, Raw (&w)[KS], Raw (&b)[KS], Raw (&wn)[KS], Raw (&bn)[KS]) {
             Raw h[KS];
 #pragma unroll
@@ -520,10 +630,24 @@ NK_DEVICE void fwd_cstage(const NkFwdParams& p0) {
                 const int q = s * sc + k * T + t;
                 if (q < kv) {
                     const int64_t e = (int64_t)(c_lo + q) * CH;
-                    cl_store_y<ALIGNED, NARROW, LN>(yrow, DT, e, n, h[k], w[k], b[k], has_w, has_b, mean, rstd, offset);
+                    if constexpr (Q) {
+                        float y[CH], qv[CH];
+                        cl_y<NARROW, LN>(DT, h[k], w[k], b[k], has_w, has_b, mean, rstd, offset, y, qf);
+                        const int lim = chunk_len(e, n);
+#pragma unroll
+                        for (int j = 0; j < CH; ++j) {
+                            if (j < lim) amax_t = nk_fmax(amax_t, nk_fabs(y[j]));
+                            qv[j] = nk_mul_rn(y[j], qs);
+                        }
+                        uint32_t w2[2];
+                        fp8_pack8(p.dt_y, qv, w2);
+                        store_q8<ALIGNED>(yq, e, n, w2);
+                    } else {
+                        cl_store_y<ALIGNED, NARROW, LN>(yrow, DT, e, n, h[k], w[k], b[k], has_w, has_b, mean, rstd, offset);
+                    }
                 }
             }
-            if (fuse && s >= lag) pass1(s - lag, ph ^ 1u, ro_next, acc[0]);
+            if (fuse && s >= lag) pass1(s - lag, ph ^ 1u, ro_next, acc[0], mxa);
         };
         for (int s = 0; s < nsv; s += 2) {
             out_stage(s, wa, ba, wb, bb);
@@ -532,10 +656,11 @@ NK_DEVICE void fwd_cstage(const NkFwdParams& p0) {
         if (next < p.m) {
             if (!ALIGNED) stage_u(next);
             const int lagged = fuse ? (nsv > lag ? nsv - lag : 0) : 0;
-            for (int s = lagged; s < nsv; ++s) pass1(s, ph ^ 1u, ro_row(next), acc[0]);
+            for (int s = lagged; s < nsv; ++s) pass1(s, ph ^ 1u, ro_row(next), acc[0], mxa);
         }
     }
     cl_sync();  // no CTA leaves while a peer may still read its partials
+    if constexpr (Q) q_amax_commit(p, amax_t, scratch[0]);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -14,13 +14,12 @@
 use super::variants::{v, BwdChunks, Dt::*, FwdChunks, KernelKey, KernelKey::*, RowsGroup, Variant};
 
 /// Kernels compiled in a translation unit of their own (kernels-cuda/norm.cu built with
-/// `NK_UNIT_FP8T` into `normkit_fp8t.fatbin`, a second module): the FP8 twin's yT tiles and its
-/// pairs. In
-/// norm.cu's unit their code changed nvcc's output for 24 unrelated kernels (the staged cluster
+/// `NK_UNIT_FP8T` into `normkit_fp8t.fatbin`, a second module): the FP8 twin's yT tiles, its
+/// pairs and the staged cluster forward's FP8 output. In norm.cu's unit their code changed nvcc's output for 24 unrelated kernels (the staged cluster
 /// forward lost up to 22%, H100, kernels-cuda/NOTES.md v16); apart, every other kernel keeps its
 /// machine code.
 pub fn own_unit(k: KernelKey) -> bool {
-    matches!(k, FwdRegQDecode { tile: true, .. } | FwdRegQPair { .. })
+    matches!(k, FwdRegQDecode { tile: true, .. } | FwdRegQPair { .. } | FwdClusterStagedQ { .. })
 }
 
 /// Warp width of this platform (must equal NK_WARP of platform.cuh): the finalize kernel takes
@@ -243,6 +242,26 @@ pub const VARIANTS: &[Variant] = &[
     v(FwdClusterStaged { dtype: Bf16, ln: true, residual: false, aligned: false }, 512, 1),
     v(FwdClusterStaged { dtype: Bf16, ln: true, residual: true, aligned: true }, 512, 1),
     v(FwdClusterStaged { dtype: Bf16, ln: true, residual: true, aligned: false }, 512, 1),
+    // Its FP8 output (SPEC + 64 + 128; in the FP8 unit, own_unit): 16-bit, 16-byte layouts, per
+    // tensor or per row at run time; the FP8 forward's path past the register kernels' rows.
+    // 256 × 3: 80 registers (16–24 bytes spilled around the per-row chain, none in the stage
+    // loops), so three CTAs of 64 KiB slices share an SM as the plain kernels' do; unbounded
+    // (512 × 1) they took 94–102 registers, two CTAs per SM.
+    v(FwdClusterStagedQ { dtype: F16, ln: false, residual: false, per_row: false }, 256, 3),
+    v(FwdClusterStagedQ { dtype: F16, ln: false, residual: true, per_row: false }, 256, 3),
+    v(FwdClusterStagedQ { dtype: F16, ln: true, residual: false, per_row: false }, 256, 3),
+    v(FwdClusterStagedQ { dtype: F16, ln: true, residual: true, per_row: false }, 256, 3),
+    v(FwdClusterStagedQ { dtype: Bf16, ln: false, residual: false, per_row: false }, 256, 3),
+    v(FwdClusterStagedQ { dtype: Bf16, ln: false, residual: true, per_row: false }, 256, 3),
+    v(FwdClusterStagedQ { dtype: Bf16, ln: true, residual: false, per_row: false }, 256, 3),
+    v(FwdClusterStagedQ { dtype: Bf16, ln: true, residual: true, per_row: false }, 256, 3),
+    // Per-row RMSNorm without a bias (SPEC + 256: the row's max with its sum of squares, no pass
+    // over y for it and one cluster barrier per row; compiled apart, since in the kernels above
+    // its code spilled in the stage loops): 80 registers, 12 bytes spilled.
+    v(FwdClusterStagedQ { dtype: F16, ln: false, residual: false, per_row: true }, 256, 3),
+    v(FwdClusterStagedQ { dtype: F16, ln: false, residual: true, per_row: true }, 256, 3),
+    v(FwdClusterStagedQ { dtype: Bf16, ln: false, residual: false, per_row: true }, 256, 3),
+    v(FwdClusterStagedQ { dtype: Bf16, ln: false, residual: true, per_row: true }, 256, 3),
     v(BwdCluster { dtype: F32, ln: false, residual: false, shared_acc: false, prefetch: false }, 256, 2),
     v(BwdCluster { dtype: F32, ln: false, residual: true, shared_acc: false, prefetch: false }, 256, 2),
     v(BwdCluster { dtype: F32, ln: true, residual: false, shared_acc: false, prefetch: false }, 256, 2),

@@ -68,6 +68,7 @@ fn main() -> std::process::ExitCode {
         fp8_batch_invariance,
         fp8_twin_wide_matches_register,
         fp8_twin_tile_matches_separate,
+        fp8_staged_matches_oracle,
         pair_forward_matches_register,
         cluster::cluster_matches_cpu,
         cluster::cluster_bitwise_invariance,
@@ -211,7 +212,9 @@ fn fp8_twin_matches_register() {
 /// M), with the residual (in pairs up to 512 rows, so a row alone runs the pair), with a bias
 /// (the plain kernel), N = 3000 (partial chunks); per-row
 /// LayerNorm (the twin, then past 8 walks, 4224 rows of 4096 on an H100, the plain kernel); per
-/// tensor with yT (the separate transpose at few rows, the twin's tiles at 9000 rows).
+/// tensor with yT (the separate transpose at few rows, the twin's tiles at 9000 rows); per row
+/// at N = 65536 (the staged cluster forward, `nk_fwd_csq_*`: one cluster per row at 17 rows,
+/// resident clusters walking the rows at 400).
 fn fp8_batch_invariance() {
     use normkit_conformance::check::{check_fp8_batch_invariance, Fp8Case, Fp8Scale};
     use normkit_conformance::{FwdCase, Ran};
@@ -224,7 +227,7 @@ fn fp8_batch_invariance() {
     let few: &[usize] = &[17, 1000, 5000];
     // (descriptor, dtypes, N, scaling, yT, batch sizes)
     type Case<'a> = (NormDesc, DTypes, usize, Fp8Scale, bool, &'a [usize]);
-    let cases: [Case; 7] = [
+    let cases: [Case; 9] = [
         (rms, bf(F8E4M3), 4096, Fp8Scale::PerRow, false, few),
         (rms.with_residual(true), bf(F8E4M3), 4096, Fp8Scale::PerRow, false, few),
         (rms.with_bias(true), bf(F8E4M3), 4096, Fp8Scale::PerRow, false, few),
@@ -232,6 +235,8 @@ fn fp8_batch_invariance() {
         (ln, bf(F8E4M3), 4096, Fp8Scale::PerRow, false, few),
         (rms, bf(F8E4M3), 4096, Fp8Scale::Device(16.0), true, &[17, 9000]),
         (rms, bf(F8E4M3), 4096, Fp8Scale::PerRow, true, &[17, 9000]),
+        (rms.with_residual(true), bf(F8E4M3), 65536, Fp8Scale::PerRow, false, &[17, 400]),
+        (ln, bf(F8E4M3), 65536, Fp8Scale::PerRow, true, &[17, 400]),
     ];
     for (i, (desc, dtypes, n, scale, transposed, ms)) in cases.into_iter().enumerate() {
         let base = Fp8Case { base: FwdCase::new(desc, dtypes, 1, n, 0xf8_b100 + i as u64), scale, amax: true, transposed };
@@ -241,6 +246,70 @@ fn fp8_batch_invariance() {
             other => panic!("{other:?}"),
         }
         eprintln!("fp8_batch_invariance: case {i} ({base}) in {:.2} s", t0.elapsed().as_secs_f64());
+    }
+}
+
+/// The staged cluster forward with an FP8 output (`nk_fwd_csq{|r}_*`, rows past the register
+/// kernels' 32768) against the oracle: every output poisoned beforehand (check_fp8), the kernel
+/// launched on each case, and the same outputs bitwise on a second backend (run to run: the amax
+/// is an integer max). Shapes: more rows than resident clusters (300 × 65536: clusters walk
+/// rows, the next row streamed in during the output pass), clusters of 2, 4, 8 and 16 CTAs
+/// (65536, the residual, 131072 with it, 262144), partial last stages and uneven slices (N =
+/// 40000, 40008), RMSNorm with and without a weight or with an offset or a bias (per row: the
+/// kernel with a pass over y for the row's max; without a bias `nk_fwd_csqr_*`), LayerNorm with its bias,
+/// the residual, every scaling mode, e5m2 and a fnuz format (software conversion), one row, yT
+/// (the separate transpose after it), a NaN and infinite inputs. (Element-wise views take the
+/// split path: the fp8 tour.)
+fn fp8_staged_matches_oracle() {
+    use normkit_conformance::check::{check_fp8, check_fp8_bitwise, Fp8Case, Fp8Scale};
+    use normkit_conformance::Ran;
+    use normkit_conformance::{FwdCase, Inject};
+    use normkit_core::{DTypes, NormDesc};
+    use DType::*;
+    let k = backend();
+    let again = backend();
+    let staged_runs =
+        || -> u64 { normkit::cuda::kernel_names().into_iter().filter(|n| n.starts_with("nk_fwd_csq")).map(|n| k.launches(n)).sum() };
+    let rms = NormDesc::rms(1e-6);
+    let res = rms.with_residual(true);
+    let ln = NormDesc::layer(1e-5);
+    let bf = |y| DTypes { y, ..DTypes::uniform(BF16) };
+    let hf = |y| DTypes { y, ..DTypes::uniform(F16) };
+    let cases: [(NormDesc, DTypes, usize, usize, Fp8Scale); 10] = [
+        (rms, bf(F8E4M3), 300, 65536, Fp8Scale::Device(16.0)),
+        (res, bf(F8E4M3), 5, 65536, Fp8Scale::PerRow),
+        (ln, hf(F8E5M2), 7, 40000, Fp8Scale::PerRow),
+        (ln.with_residual(true), bf(F8E4M3), 3, 131072, Fp8Scale::Host(32.0)),
+        (rms.with_weight_offset(1.0), bf(F8E4M3), 9, 262144, Fp8Scale::PerRow),
+        (rms.without_weight(), hf(F8E4M3), 400, 40008, Fp8Scale::Device(8.0)),
+        (rms, bf(F8E4M3Fnuz), 4, 65536, Fp8Scale::Host(64.0)),
+        (rms, bf(F8E4M3), 1, 65536, Fp8Scale::PerRow),
+        (res, hf(F8E4M3), 250, 40000, Fp8Scale::PerRow),
+        (rms.with_bias(true), bf(F8E4M3), 37, 65536, Fp8Scale::PerRow),
+    ];
+    for (i, (desc, dtypes, m, n, scale)) in cases.into_iter().enumerate() {
+        let mut base = FwdCase::new(desc, dtypes, m, n, 0xf8_c500 + i as u64);
+        match i {
+            1 | 5 => base.inject = vec![Inject { row: m / 2, col: n / 3, value: f32::NAN }],
+            4 => {
+                base.inject =
+                    vec![Inject { row: 2, col: 5, value: f32::INFINITY }, Inject { row: m - 1, col: n - 1, value: f32::NEG_INFINITY }]
+            }
+            _ => {}
+        }
+        let c = Fp8Case { base, scale, amax: i % 3 != 2, transposed: i % 2 == 0 };
+        let t0 = std::time::Instant::now();
+        let before = staged_runs();
+        if i % 3 == 0 {
+            check_fp8_bitwise(&k, &again, &c).unwrap_or_else(|e| panic!("{e}"));
+        } else {
+            match check_fp8(&k, &c) {
+                Ok(Ran::Passed) => {}
+                other => panic!("{c}: {other:?}"),
+            }
+        }
+        assert!(staged_runs() > before, "case {i} ({c}): the staged FP8 kernel did not run");
+        eprintln!("fp8_staged_matches_oracle: case {i} ({c}) in {:.2} s", t0.elapsed().as_secs_f64());
     }
 }
 

@@ -131,6 +131,8 @@ pub enum Family {
     FwdQuant,
     /// Quantised forward, split rows (stats, reduce, [amax,] apply).
     FwdQuantSplit,
+    /// Quantised forward, the staged cluster kernels (`nk_fwd_csq_*`): long rows read once.
+    FwdQuantStaged,
 }
 
 /// How one kernel is launched.
@@ -661,6 +663,12 @@ fn forward_fp8(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall, q:
         }
         return Ok(l);
     }
+    if let Some(mut l) = forward_fp8_staged(t, d, occ, c, q)? {
+        if q.transposed {
+            l.push(Step::plain(transpose, (transpose_blocks(d, c), 1), transpose.max_threads, 0));
+        }
+        return Ok(l);
+    }
     // Split rows.
     let s = c.n.div_ceil(SPLIT_CHUNK);
     let tiles = m.checked_mul(s as u64).ok_or(NormError::Overflow { operand: Operand::X })?;
@@ -691,6 +699,40 @@ fn forward_fp8(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall, q:
         l.push(Step::plain(transpose, (transpose_blocks(d, c), 1), transpose.max_threads, 0));
     }
     Ok(l)
+}
+
+/// Rows past the register kernels: the staged cluster forward with an FP8 output
+/// (`nk_fwd_csq_*`, `Fp8Tuning::staged`) where every tensor but y is x's 16-bit dtype, Gemma
+/// casting, 16-byte layouts (sm_90+), and the row's slices fit a cluster of at most 16 CTAs;
+/// chosen by N, the dtypes and the flags only. Per tensor or per row (the kernel reads the mode;
+/// per-row RMSNorm without a bias has kernels of its own, `nk_fwd_csqr_*`: y = (x·(w +
+/// offset))·rstd, the row's max with its sum of squares); yT (if any) by the separate transpose
+/// after it.
+fn forward_fp8_staged(
+    t: &Tuning,
+    d: &DeviceFacts,
+    occ: &dyn Occupancy,
+    c: &FwdCall,
+    q: normkit_gpu_host::Fp8Info,
+) -> Result<Option<Launch>> {
+    let dts = &c.dtypes;
+    let dt = dts.x;
+    let affine = c.weight || c.bias;
+    let uniform = dt != DType::F32 && (!c.residual || dts.residual == dt) && (!affine || dts.weight == dt);
+    if !(t.fp8.staged && t.cluster.on && uniform && c.gemma && c.aligned && d.cc_major >= 9 && c.m > 0) {
+        return Ok(None);
+    }
+    let Some(rc) = staged_shape(t, dt, c.n, c.residual) else { return Ok(None) };
+    // Per-row RMSNorm without a bias: the kernel that finds the row's max with its sum of squares.
+    let per_row = q.per_row && !c.ln && !c.bias;
+    let Some(k) = kernels::lookup(KernelKey::FwdClusterStagedQ { dtype: kdt(dt)?, ln: c.ln, residual: c.residual, per_row }) else {
+        return Ok(None);
+    };
+    // Resident clusters walk the rows: each CTA's amax fold is one atomic per CTA, not per row.
+    let Some((step, fields)) = staged_step(t, d, occ, k, rc, c, false)? else { return Ok(None) };
+    let mut l = Launch::new(Family::FwdQuantStaged, FP8_WS, fields);
+    l.push(step);
+    Ok(Some(l))
 }
 
 /// The most rows of an FP8 shared-memory tile for N = `n`: `from`, halved while at least `floor`,
@@ -828,6 +870,13 @@ pub fn forward_staged_config(t: &Tuning, dt: DType, n: usize, ln: bool, residual
     if !cl.on || !cl.staged || n < if ln { cl.staged_min_n_ln } else { cl.staged_min_n } {
         return None;
     }
+    staged_shape(t, dt, n, residual)
+}
+
+/// The staged cluster shape for rows of N (any N): `ClusterTuning::staged_shape` if set, else the
+/// fewest CTAs (a power of two, at most 16) whose slices fit `staged_slice` bytes.
+fn staged_shape(t: &Tuning, dt: DType, n: usize, residual: bool) -> Option<ClusterConfig> {
+    let cl = &t.cluster;
     if let Some((c, t)) = cl.staged_shape {
         return Some(ClusterConfig { max_n: n, c, t });
     }
@@ -847,6 +896,26 @@ fn forward_staged(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall)
     let Some(dt) = cluster_dtype(d, c) else { return Ok(None) };
     let Some(rc) = forward_staged_config(t, dt, c.n, c.ln, c.residual) else { return Ok(None) };
     let k = require(KernelKey::FwdClusterStaged { dtype: kdt(dt)?, ln: c.ln, residual: c.residual, aligned: c.aligned })?;
+    let Some((step, fields)) = staged_step(t, d, occ, k, rc, c, t.cluster.staged_grid_rows)? else { return Ok(None) };
+    let mut l = Launch::new(Family::FwdClusterStaged, Workspace::default(), fields);
+    l.push(step);
+    Ok(Some(l))
+}
+
+/// The launch of staged cluster kernel `k` (plain or FP8) for `c`'s rows in the shape `rc`:
+/// `None` where the shape does not fit the kernel (its thread bound, 16 CTAs, its dynamic shared
+/// memory) or no such cluster can be resident; else resident clusters walking the rows (or, with
+/// `grid_rows`, one cluster per row) and the step's fields (threads, cluster size, lag).
+fn staged_step(
+    t: &Tuning,
+    d: &DeviceFacts,
+    occ: &dyn Occupancy,
+    k: Kernel,
+    rc: ClusterConfig,
+    c: &FwdCall,
+    grid_rows: bool,
+) -> Result<Option<(Step, Fields)>> {
+    let dt = c.dtypes.x;
     if rc.t > k.max_threads || rc.c == 0 || rc.c > 16 {
         return Ok(None);
     }
@@ -858,13 +927,11 @@ fn forward_staged(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall)
     if cap == 0 {
         return Ok(None);
     }
-    let clusters = if t.cluster.staged_grid_rows { (c.m as u64).min(MAX_GRID / rc.c as u64) } else { (c.m as u64).min(cap as u64) };
+    let clusters = if grid_rows { (c.m as u64).min(MAX_GRID / rc.c as u64) } else { (c.m as u64).min(cap as u64) };
     let grid = cluster_grid(clusters as u32, rc.c)?;
     let lag = staged_lag(t, dt, c.n, rc.c, rc.t);
     let fields = Fields { group: rc.t as i32, rpc: rc.c as i32, lag, ..Fields::default() };
-    let mut l = Launch::new(Family::FwdClusterStaged, Workspace::default(), fields);
-    l.push(Step { kernel: k, grid: (grid, 1), block: rc.t, smem: smem as u32, mode: Mode::Cluster(rc.c), group: None });
-    Ok(Some(l))
+    Ok(Some((Step { kernel: k, grid: (grid, 1), block: rc.t, smem: smem as u32, mode: Mode::Cluster(rc.c), group: None }, fields)))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1235,6 +1302,11 @@ mod tests {
         let dyn_smem_max = kernels::ALL
             .iter()
             .map(|k| match k.key.family() {
+                _ if !crate::startup::opts_in_dyn_smem(k)
+                    && !matches!(k.key.family(), kernels::Family::FwdRow | kernels::Family::BwdRow) =>
+                {
+                    48 * 1024
+                }
                 kernels::Family::FwdRow | kernels::Family::BwdRow => row_limit,
                 kernels::Family::FwdReg => OPTIN - 256,
                 kernels::Family::BwdReg => OPTIN - 512,
@@ -2336,6 +2408,7 @@ mod tests {
             }
         }
         assert!(paths.iter().any(|p| p.0 == Family::FwdQuantSplit) && paths.len() > 10, "{paths:?}");
+        assert!(paths.iter().any(|p| p.0 == Family::FwdQuantStaged), "{paths:?}");
     }
 
     /// The forward's twin in pairs (Tuning::fwd_pair): RMSNorm with the fused residual wherever
@@ -2525,6 +2598,75 @@ mod tests {
         assert_eq!(plan(&t, 4096, 32768, true).0, vec!["nk_fwd_regqdrt_bf16_rms"]);
         let notwin = env(&[("NORMKIT_CUDA_FP8_TWIN", "0")]);
         assert_eq!(plan(&notwin, 4096, 32768, true).0, vec!["nk_fwd_regq_bf16_rms_a", "nk_fwd_q_transpose"]);
+    }
+
+    /// FP8 rows past the register kernels (N > 32768 for 16-bit x): the staged cluster forward
+    /// with an FP8 output (`nk_fwd_csq_*`), clusters of the fewest CTAs whose slices fit 64 KiB,
+    /// 256 threads, resident clusters walking the rows, per tensor and per row alike (the mode is
+    /// the kernel's), yT by the separate transpose; the split path where it does not apply.
+    #[test]
+    fn fp8_staged_by_shape() {
+        use DType::*;
+        use Family::*;
+        let t = Tuning::for_sm90();
+        let q = |per_row, transposed| Some(Fp8Info { per_row, transposed });
+        let bf = DTypes { y: F8E4M3, ..DTypes::uniform(BF16) };
+        let fp8 = |n: usize, m: usize, per_row: bool| FwdCall { dtypes: bf, fp8: q(per_row, false), ..fwd(BF16, n, m) };
+        let fs = |threads: i32, c: i32, lag: i32| Fields { group: threads, rpc: c, lag, ..Fields::default() };
+        // 65536 bf16: 128 KiB rows → 2 CTAs of 64 KiB (8 stages of 512 chunks, lag 4); FakeOcc:
+        // 3 CTAs of 64 KiB per SM → 198 clusters resident; 2048 rows walk them.
+        // Per row, RMSNorm without a bias: its own kernel (the row's max with the sum of squares).
+        for (per_row, name) in [(false, "nk_fwd_csq_bf16_rms"), (true, "nk_fwd_csqr_bf16_rms")] {
+            check(
+                "Q1 bf16 65536",
+                plan_fwd(&t, fp8(65536, 2048, per_row)),
+                FwdQuantStaged,
+                &[(name, (396, 1), 256, 65536, cl(2), None)],
+                FP8_WS,
+                fs(256, 2, 4),
+            );
+        }
+        // With a bias, per row: the kernel that finds the row's max in a pass over y.
+        let biased = FwdCall { bias: true, ..fp8(65536, 8, true) };
+        assert_eq!(plan_fwd(&t, biased).steps().next().unwrap().kernel.name, "nk_fwd_csq_bf16_rms");
+        // Few rows: a cluster per row. The residual stages r too: 4 CTAs.
+        check(
+            "Q2 residual 65536",
+            plan_fwd(&t, FwdCall { residual: true, ..fp8(65536, 3, true) }),
+            FwdQuantStaged,
+            &[("nk_fwd_csqr_bf16_rms_res", (12, 1), 256, 65536, cl(4), None)],
+            FP8_WS,
+            fs(256, 4, 2),
+        );
+        // LayerNorm (with its bias), f16, N = 40000: 80000-byte rows → 2 CTAs of 2500 chunks, 5
+        // stages (the last one partial), lag 3; yT by the separate transpose.
+        let hf = DTypes { y: F8E5M2, ..DTypes::uniform(F16) };
+        let c = FwdCall { dtypes: hf, ln: true, bias: true, fp8: q(false, true), ..fwd(F16, 40000, 5) };
+        check(
+            "Q3 f16 ln 40000 yT",
+            plan_fwd(&t, c),
+            FwdQuantStaged,
+            &[("nk_fwd_csq_f16_ln", (10, 1), 256, 5 * 8192, cl(2), None), ("nk_fwd_q_transpose", (157, 1), 256, 0, P, None)],
+            FP8_WS,
+            fs(256, 2, 3),
+        );
+        // 262144: 8 CTAs.
+        assert_eq!(plan_fwd(&t, fp8(262144, 4, true)).steps().next().unwrap().mode, cl(8));
+        // Not staged: within the register kernels' rows, 1M (128 KiB slices on 16 CTAs), f32 x,
+        // a weight of another dtype, element-wise layouts, other casting, no clusters, off.
+        assert_eq!(plan_fwd(&t, fp8(32768, 4, false)).family, FwdQuant);
+        assert_eq!(plan_fwd(&t, fp8(1 << 20, 4, false)).family, FwdQuantSplit);
+        let f32x = DTypes { y: F8E4M3, ..DTypes::uniform(F32) };
+        assert_eq!(plan_fwd(&t, FwdCall { dtypes: f32x, ..fp8(65536, 4, false) }).family, FwdQuantSplit);
+        let f32w = DTypes { y: F8E4M3, ..DTypes::f32_weight(BF16) };
+        assert_eq!(plan_fwd(&t, FwdCall { dtypes: f32w, ..fp8(65536, 4, false) }).family, FwdQuantSplit);
+        assert_eq!(plan_fwd(&t, FwdCall { aligned: false, ..fp8(65536, 4, false) }).family, FwdQuantSplit);
+        assert_eq!(plan_fwd(&t, FwdCall { gemma: false, ..fp8(65536, 4, false) }).family, FwdQuantSplit);
+        let l = forward(&t, &h100(), &FakeOcc { sms: 132, clusters: false }, &fp8(65536, 4, false)).unwrap();
+        assert_eq!(l.family, FwdQuantSplit);
+        let off = Tuning::for_sm90().with_env(|k| (k == "NORMKIT_CUDA_FP8_STAGED").then(|| "0".to_owned()));
+        assert!(!off.fp8.staged);
+        assert_eq!(plan_fwd(&off, fp8(65536, 4, true)).family, FwdQuantSplit);
     }
 
     /// bf16 RMSNorm backward with d_residual_out at N = 163840 (cluster, 512 threads): the

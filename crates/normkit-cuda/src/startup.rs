@@ -23,6 +23,15 @@ static FATBIN_FP8T: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/normkit_fp
 pub(crate) const BACKEND: &str = "cuda";
 
 /// Maps a driver error to [`NormError::Device`], naming what was being done.
+/// The kernels that take shared memory past the default 48 KiB (their own opt-in limit less
+/// their static shared memory, set at start-up): the register kernels (prefetch buffers, the
+/// backward's group reduction, the FP8 transposed tile), the row-batch backward, the FP8 row
+/// kernels and the staged cluster forward, FP8 output included (a CTA's slice of the row). The
+/// planner's tests build their device facts from it too.
+pub(crate) fn opts_in_dyn_smem(k: &Kernel) -> bool {
+    ["nk_fwd_reg", "nk_bwd_reg", "nk_bwd_rows", "nk_fwd_q_row", "nk_fwd_cs_", "nk_fwd_csq"].iter().any(|p| k.name.starts_with(p))
+}
+
 pub(crate) fn dev_err(during: &'static str) -> impl FnOnce(cu::DriverError) -> NormError {
     move |e| NormError::Device { backend: BACKEND, during, source: Box::new(e) }
 }
@@ -117,18 +126,13 @@ impl Device {
                 .map_err(dev_err("kernel attribute"))?;
         }
         // The register kernels (prefetch buffers, the backward's group reduction, the FP8 transposed
-        // tile) and the staged cluster forward (a CTA's slice of the row): each its own opt-in
-        // limit less its static shared memory.
+        // tile) and the staged cluster forward, FP8 output included (a CTA's slice of the row):
+        // each its own opt-in limit less its static shared memory.
         let mut dyn_smem_max = vec![48 * 1024; kernels::ALL.len()];
         for k in kernels::ALL.iter() {
             if ROW_KERNELS.iter().any(|r| r.index == k.index) {
                 dyn_smem_max[k.index] = smem_limit as usize;
-            } else if k.name.starts_with("nk_fwd_reg")
-                || k.name.starts_with("nk_bwd_reg")
-                || k.name.starts_with("nk_bwd_rows")
-                || k.name.starts_with("nk_fwd_q_row")
-                || k.name.starts_with("nk_fwd_cs_")
-            {
+            } else if opts_in_dyn_smem(k) {
                 let f = &funcs[k.index];
                 let st =
                     f.get_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES).map_err(dev_err("kernel attribute"))?;

@@ -47,6 +47,7 @@
 //! | `NORMKIT_CUDA_FP8_TWIN_CL` | [`Fp8Tuning::twin_cluster`] | CTAs per cluster of the twin's yT tiles (1, 2, 4 or 8) |
 //! | `NORMKIT_CUDA_FP8_TWIN_TW` | [`Fp8Tuning::twin_tile_fill`] | the fewest supertiles for the twin's yT tiles, in % of the resident clusters (`0`: tiles at every M) |
 //! | `NORMKIT_CUDA_FP8_TWIN_N` | [`Fp8Tuning::twin_tile_n`] | `LO:HI`: the N range of the twin's yT tiles |
+//! | `NORMKIT_CUDA_FP8_STAGED` | [`Fp8Tuning::staged`] | `0`: rows past the register kernels take the split path, not the staged cluster forward (`nk_fwd_csq_*`) |
 //! | `NORMKIT_CUDA_ROWS` | [`RowsTuning::on`], [`RowsTuning::rpc`] | `off` / `0`: no row-batch backward; a number: its groups per CTA |
 //! | `NORMKIT_CUDA_CLUSTER` | [`ClusterTuning::on`] | `0`: no cluster kernels |
 //! | `NORMKIT_CUDA_CLUSTER_CT` | [`ClusterTuning::shape`] | `C,T`: clusters of C CTAs of T threads at every N of the tables |
@@ -60,7 +61,7 @@
 //! | `NORMKIT_CUDA_CSTAGE_GRID` | [`ClusterTuning::staged_grid_rows`] | `rows`: the staged forward on one cluster per row (else the resident clusters walk the rows) |
 
 /// The environment variables [`Tuning::with_env`] reads, in the order of the table above.
-pub const ENV_OVERRIDES: [&str; 40] = [
+pub const ENV_OVERRIDES: [&str; 41] = [
     "NORMKIT_CUDA_FWD_TABLE",
     "NORMKIT_CUDA_BWD_TABLE",
     "NORMKIT_CUDA_BWD4_TABLE",
@@ -90,6 +91,7 @@ pub const ENV_OVERRIDES: [&str; 40] = [
     "NORMKIT_CUDA_FP8_TWIN_CL",
     "NORMKIT_CUDA_FP8_TWIN_TW",
     "NORMKIT_CUDA_FP8_TWIN_N",
+    "NORMKIT_CUDA_FP8_STAGED",
     "NORMKIT_CUDA_ROWS",
     "NORMKIT_CUDA_CLUSTER",
     "NORMKIT_CUDA_CLUSTER_CT",
@@ -371,6 +373,13 @@ pub struct Fp8Tuning {
     /// 33.3 µs at 2048 rows, 82.1 against 67.7 at 4096; N = 512 75.8 against 67.3 at 65536
     /// rows; N = 1024 11.9 against 12.0 at 4096 rows.
     pub twin_tile_n: (usize, usize),
+    /// Rows past the register kernels' reach (N > 32768 for 16-bit x) run the staged cluster
+    /// forward with an FP8 output (`nk_fwd_csq_*`: the row's slices staged in shared memory
+    /// across a cluster, x read once) where every tensor but y is x's 16-bit dtype, Gemma
+    /// casting, 16-byte layouts and 16 CTAs hold the row in slices of
+    /// [`ClusterTuning::staged_slice`]; else the split path (x read twice, three times per row).
+    /// Env `NORMKIT_CUDA_FP8_STAGED=0`: the split path. The measurement is in NOTES v19.
+    pub staged: bool,
 }
 
 /// Where the 16-bit register forward (4 chunks per thread, 16-byte layouts) runs its twin
@@ -674,6 +683,7 @@ impl Tuning {
                 twin_cluster: 2,
                 twin_tile_fill: 150,
                 twin_tile_n: (2048, 4096),
+                staged: true,
             },
             rows: RowsTuning { on: true, rpc: None, min_n: 512, max_n: 2048, cta_threads: 256 },
             cluster: ClusterTuning {
@@ -760,6 +770,7 @@ impl Tuning {
         self.fp8.reg = on_unless_0("NORMKIT_CUDA_FP8_REG");
         self.fp8.reg_grid_rows = get("NORMKIT_CUDA_FP8_GRID").is_some_and(|v| v == "rows");
         self.fp8.reg_twin = on_unless_0("NORMKIT_CUDA_FP8_TWIN");
+        self.fp8.staged = on_unless_0("NORMKIT_CUDA_FP8_STAGED");
         if let Some(w) = get("NORMKIT_CUDA_FP8_TWIN").and_then(|v| v.trim().parse::<u64>().ok()).filter(|&w| w > 0) {
             self.fp8.row_twin_walks = w;
         }

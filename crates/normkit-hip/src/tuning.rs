@@ -185,6 +185,7 @@ pub const fn designed_waves(key: KernelKey) -> u32 {
         BwdFinalizeCols
         | FwdCluster { .. }
         | FwdClusterStaged { .. }
+        | FwdClusterStagedQ { .. }
         | BwdCluster { .. }
         | BwdRows { .. }
         | FwdRegQ { .. }
