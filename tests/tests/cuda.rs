@@ -18,6 +18,26 @@ fn with(f: &dyn Fn(&mut normkit::cuda::Tuning)) -> CudaBackend {
     g.with_tuning(t)
 }
 
+/// Launches so far on `k` of the kernels whose names start with one of `prefixes`.
+fn launches_of(k: &CudaBackend, prefixes: &[&str]) -> u64 {
+    normkit::cuda::kernel_names().into_iter().filter(|n| prefixes.iter().any(|p| n.starts_with(p))).map(|n| k.launches(n)).sum()
+}
+
+/// The FP8 tests' descriptors: RMSNorm (eps 1e-6), with the residual, LayerNorm (eps 1e-5), with
+/// the residual.
+fn fp8_descs() -> [normkit_core::NormDesc; 4] {
+    let (rms, ln) = (normkit_core::NormDesc::rms(1e-6), normkit_core::NormDesc::layer(1e-5));
+    [rms, rms.with_residual(true), ln, ln.with_residual(true)]
+}
+
+/// Every tensor bf16 (f16 for `hf`) but an FP8 `y`.
+fn bf(y: DType) -> normkit_core::DTypes {
+    normkit_core::DTypes { y, ..normkit_core::DTypes::uniform(DType::BF16) }
+}
+fn hf(y: DType) -> normkit_core::DTypes {
+    normkit_core::DTypes { y, ..normkit_core::DTypes::uniform(DType::F16) }
+}
+
 /// `(m, n, stride, dtype)` of the kernel tour (`normkit_conformance::device::kernel_tour`):
 /// vector row path, scalar row path (odd N), strided, split path; the
 /// register-resident kernels' tables: backward 4 chunks per thread (16-bit N = 3000, 4096,
@@ -131,15 +151,9 @@ fn fp8_twin_matches_register() {
         t.fp8.pair_rows = (1, u64::MAX);
         t.fp8.pair_every_op = true;
     });
-    let pair_runs =
-        || -> u64 { normkit::cuda::kernel_names().into_iter().filter(|n| n.starts_with("nk_fwd_regqp")).map(|n| pairs.launches(n)).sum() };
+    let pair_runs = || launches_of(&pairs, &["nk_fwd_regqp"]);
     let pairs_before = pair_runs();
-    let rms = NormDesc::rms(1e-6);
-    let res = rms.with_residual(true);
-    let ln = NormDesc::layer(1e-5);
-    let lnres = ln.with_residual(true);
-    let bf = |y| DTypes { y, ..DTypes::uniform(BF16) };
-    let hf = |y| DTypes { y, ..DTypes::uniform(F16) };
+    let [rms, res, ln, lnres] = fp8_descs();
     let cases: [(NormDesc, DTypes, usize, usize, Fp8Scale, Views); 16] = [
         (rms, bf(F8E4M3), 1, 4096, Fp8Scale::Device(16.0), Views::Contiguous),
         (rms, bf(F8E4M3), 8, 4096, Fp8Scale::PerRow, Views::Contiguous),
@@ -221,21 +235,19 @@ fn fp8_batch_invariance() {
     use normkit_core::{DTypes, NormDesc};
     use DType::*;
     let k = backend();
-    let rms = NormDesc::rms(1e-6);
-    let ln = NormDesc::layer(1e-5);
-    let bf = |y| DTypes { y, ..DTypes::uniform(BF16) };
+    let [rms, res, ln, _] = fp8_descs();
     let few: &[usize] = &[17, 1000, 5000];
     // (descriptor, dtypes, N, scaling, yT, batch sizes)
     type Case<'a> = (NormDesc, DTypes, usize, Fp8Scale, bool, &'a [usize]);
     let cases: [Case; 9] = [
         (rms, bf(F8E4M3), 4096, Fp8Scale::PerRow, false, few),
-        (rms.with_residual(true), bf(F8E4M3), 4096, Fp8Scale::PerRow, false, few),
+        (res, bf(F8E4M3), 4096, Fp8Scale::PerRow, false, few),
         (rms.with_bias(true), bf(F8E4M3), 4096, Fp8Scale::PerRow, false, few),
         (rms, DTypes { y: F8E5M2, ..DTypes::uniform(F16) }, 3000, Fp8Scale::PerRow, true, few),
         (ln, bf(F8E4M3), 4096, Fp8Scale::PerRow, false, few),
         (rms, bf(F8E4M3), 4096, Fp8Scale::Device(16.0), true, &[17, 9000]),
         (rms, bf(F8E4M3), 4096, Fp8Scale::PerRow, true, &[17, 9000]),
-        (rms.with_residual(true), bf(F8E4M3), 65536, Fp8Scale::PerRow, false, &[17, 400]),
+        (res, bf(F8E4M3), 65536, Fp8Scale::PerRow, false, &[17, 400]),
         (ln, bf(F8E4M3), 65536, Fp8Scale::PerRow, true, &[17, 400]),
     ];
     for (i, (desc, dtypes, n, scale, transposed, ms)) in cases.into_iter().enumerate() {
@@ -268,18 +280,13 @@ fn fp8_staged_matches_oracle() {
     use DType::*;
     let k = backend();
     let again = backend();
-    let staged_runs =
-        || -> u64 { normkit::cuda::kernel_names().into_iter().filter(|n| n.starts_with("nk_fwd_csq")).map(|n| k.launches(n)).sum() };
-    let rms = NormDesc::rms(1e-6);
-    let res = rms.with_residual(true);
-    let ln = NormDesc::layer(1e-5);
-    let bf = |y| DTypes { y, ..DTypes::uniform(BF16) };
-    let hf = |y| DTypes { y, ..DTypes::uniform(F16) };
+    let staged_runs = || launches_of(&k, &["nk_fwd_csq"]);
+    let [rms, res, ln, lnres] = fp8_descs();
     let cases: [(NormDesc, DTypes, usize, usize, Fp8Scale); 10] = [
         (rms, bf(F8E4M3), 300, 65536, Fp8Scale::Device(16.0)),
         (res, bf(F8E4M3), 5, 65536, Fp8Scale::PerRow),
         (ln, hf(F8E5M2), 7, 40000, Fp8Scale::PerRow),
-        (ln.with_residual(true), bf(F8E4M3), 3, 131072, Fp8Scale::Host(32.0)),
+        (lnres, bf(F8E4M3), 3, 131072, Fp8Scale::Host(32.0)),
         (rms.with_weight_offset(1.0), bf(F8E4M3), 9, 262144, Fp8Scale::PerRow),
         (rms.without_weight(), hf(F8E4M3), 400, 40008, Fp8Scale::Device(8.0)),
         (rms, bf(F8E4M3Fnuz), 4, 65536, Fp8Scale::Host(64.0)),
@@ -383,14 +390,12 @@ fn pair_forward_matches_register() {
 fn fp8_twin_wide_matches_register() {
     use normkit_conformance::check::{check_fp8_bitwise, Fp8Case, Fp8Scale};
     use normkit_conformance::FwdCase;
-    use normkit_core::{DTypes, NormDesc};
+    use normkit_core::NormDesc;
     use DType::*;
     let wide = with(&|t| t.fp8.wide_cta_walks = 0);
     let plain = with(&|t| t.fp8.reg_twin = false);
-    let rms = NormDesc::rms(1e-6);
-    let res = rms.with_residual(true);
-    let ln = NormDesc::layer(1e-5);
-    let bf = DTypes { y: F8E4M3, ..DTypes::uniform(BF16) };
+    let [rms, res, ln, _] = fp8_descs();
+    let bf = bf(F8E4M3);
     let cases: [(NormDesc, usize, usize, Fp8Scale, bool, bool); 10] = [
         (rms, 3, 4096, Fp8Scale::Device(16.0), true, false),
         (res, 37, 4096, Fp8Scale::Host(24.0), true, true),
@@ -429,19 +434,8 @@ fn fp8_twin_tile_matches_separate() {
     use DType::*;
     let separate = with(&|t| t.fp8.twin_tm = 0);
     // Launches of the tile kernels (nk_fwd_regqdt_*, nk_fwd_regqdrt_*) so far on `k`.
-    let tile_launches = |k: &CudaBackend| -> u64 {
-        normkit::cuda::kernel_names()
-            .into_iter()
-            .filter(|n| n.starts_with("nk_fwd_regqdt_") || n.starts_with("nk_fwd_regqdrt_"))
-            .map(|n| k.launches(n))
-            .sum()
-    };
-    let rms = NormDesc::rms(1e-6);
-    let res = rms.with_residual(true);
-    let ln = NormDesc::layer(1e-5);
-    let lnres = ln.with_residual(true);
-    let bf = |y| DTypes { y, ..DTypes::uniform(BF16) };
-    let hf = |y| DTypes { y, ..DTypes::uniform(F16) };
+    let tile_launches = |k: &CudaBackend| launches_of(k, &["nk_fwd_regqdt_", "nk_fwd_regqdrt_"]);
+    let [rms, res, ln, lnres] = fp8_descs();
     let cases: [(NormDesc, DTypes, usize, usize, Fp8Scale, Views); 10] = [
         (rms, bf(F8E4M3), 1, 4096, Fp8Scale::Device(16.0), Views::Contiguous),
         (rms, bf(F8E4M3), 2400, 4096, Fp8Scale::Device(16.0), Views::Contiguous),
