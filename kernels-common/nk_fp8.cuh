@@ -108,6 +108,12 @@ NK_DEVICE void store_q8(unsigned char* row, int64_t e, int64_t n, const uint32_t
     }
 }
 
+// The warp's max of v (butterfly): every lane gets it.
+NK_DEVICE float warp_max(float v) {
+    for (int o = NK_WARP / 2; o > 0; o >>= 1) v = nk_fmax(v, nk_shfl_xor(v, o));
+    return v;
+}
+
 // Max over each group of G consecutive threads (as group_sum_nb: alternate two scratch buffers).
 NK_DEVICE void group_max_nb(float& v, int G, float* scratch) {
     const int width = G < NK_WARP ? G : NK_WARP;
@@ -126,7 +132,7 @@ NK_DEVICE void group_max_nb(float& v, int G, float* scratch) {
 // The CTA's max of v (every thread calls it; `scratch` holds blockDim / NK_WARP floats); thread 0
 // gets the result. Ends with a barrier, so `scratch` may be reused.
 NK_DEVICE float block_max(float v, float* scratch) {
-    for (int o = NK_WARP / 2; o > 0; o >>= 1) v = nk_fmax(v, nk_shfl_xor(v, o));
+    v = warp_max(v);
     const int tid = nk_tid(), nw = nk_bdim() / NK_WARP;
     nk_sync();
     if (tid % NK_WARP == 0) scratch[tid / NK_WARP] = v;

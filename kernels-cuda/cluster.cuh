@@ -50,6 +50,17 @@ NK_DEVICE float2 cl_load2(const float* local, unsigned rank) {
     return v;
 }
 
+// The max over the C ranks of the float at `pair` (its second word with `second`) as each rank
+// holds it, read through DSMEM by lane i = rank i; every lane gets it (a max: any order).
+NK_DEVICE float cl_ranks_max(const float* pair, bool second, int C, int lane) {
+    float v = 0.f;
+    if (lane < C) {
+        const float2 q = cl_load2(pair, (unsigned)lane);
+        v = second ? q.y : q.x;
+    }
+    return warp_max(v);
+}
+
 // Hides a chunk's registers from the compiler, so that a later unpack of it is recomputed (a few
 // integer operations) instead of the compiler keeping every unpacked float of the row alive
 // across the reduction (which spilled at KMAX = 8).
@@ -445,8 +456,6 @@ NK_DEVICE void fwd_cstage(const NkFwdParams& p0) {
     };
     // Pass 1 over stage s of the row in the slots: Σx² (RMSNorm) or Σx (LayerNorm); with the
     // residual, x + r rounded is written back over x's bytes and to residual_out.
-    // FP8 per-row RMSNorm without a bias: the row's max from pass 1 (QF above).
-    constexpr bool qf = QF;
     auto pass1 = [&](int s, unsigned phase, void* rorow, float& acc, float& mxa) {
         if (ALIGNED) nk_mbar_wait(&full[s], phase);
 #pragma unroll
@@ -466,7 +475,8 @@ NK_DEVICE void fwd_cstage(const NkFwdParams& p0) {
                 float v[CH];
                 unpack<NARROW>(DT, h, v);
                 add_chunk<ALIGNED>(acc, v, LN, e, n);
-                if (!LN && qf) {
+                if constexpr (QF) {
+                    // FP8 per-row RMSNorm without a bias: the row's max |x·(w + offset)|.
                     float w[CH];
                     if (has_w) {
                         Raw wr;
@@ -501,15 +511,14 @@ NK_DEVICE void fwd_cstage(const NkFwdParams& p0) {
     }
     for (int64_t row = cl_id(); row < p.m; row += stride_clusters, ph ^= 1u) {
         const int64_t next = row + stride_clusters;
-        if (!LN && qf) {
+        if constexpr (QF) {
             // The CTA's max beside the sum: each warp's in scratch[1] before cl_block_sum's barrier.
-#pragma unroll
-            for (int o = NK_WARP / 2; o > 0; o >>= 1) mxa = nk_fmax(mxa, nk_shfl_xor(mxa, o));
+            mxa = warp_max(mxa);
             if (lane == 0) scratch[1][t / NK_WARP] = mxa;
         }
         cl_block_sum<1>(acc, scratch[0]);
         float out0 = acc[0], out1 = 0.f;
-        if (!LN && qf) {
+        if constexpr (QF) {
             for (int i = 0; i < T / NK_WARP; ++i) out1 = nk_fmax(out1, scratch[1][i]);
         }
         if (LN) {
@@ -555,11 +564,7 @@ NK_DEVICE void fwd_cstage(const NkFwdParams& p0) {
         const float2 st = cl_row_stats<LN>(p, &part[par][0], (int64_t)kc * CH, C, lane, nf);
         // QF: the row's max |x·(w + offset)|, the max of the ranks' second words.
         float pmax = 0.f;
-        if (!LN && qf) {
-            pmax = lane < C ? cl_load2(&part[par][0], (unsigned)lane).y : 0.f;
-#pragma unroll
-            for (int o = NK_WARP / 2; o > 0; o >>= 1) pmax = nk_fmax(pmax, nk_shfl_xor(pmax, o));
-        }
+        if constexpr (QF) pmax = cl_ranks_max(&part[par][0], true, C, lane);
         par ^= 1;
         const float mean = st.x, rstd = st.y;
         if (stats && r == 0 && t == 0) {
@@ -567,12 +572,12 @@ NK_DEVICE void fwd_cstage(const NkFwdParams& p0) {
             if (LN) store_one(reinterpret_cast<void*>(p.mean), NK_DT_F32, row, mean);
         }
         float qs = tscale;
-        if (!LN && qf) {
+        if constexpr (QF) {
             // max_j fl(|p_j|·rstd) = fl(max_j |p_j|·rstd) for rstd ≥ 0; rstd = 0 or inf and NaN
             // products fold as in nk_reg.cuh's QF twin.
             qs = q_row_scale(p.dt_y, nk_fmax(0.f, nk_mul_rn(pmax, rstd)));
             if (r == 0 && t == 0) store_one(reinterpret_cast<void*>(p.scale_inv), NK_DT_F32, row, nk_div_rn(1.f, qs));
-        } else if (Q && !QF && per_row) {
+        } else if (Q && per_row) {
             float mx = 0.f;
             for (int s = 0; s < nsv; ++s) {
 #pragma unroll
@@ -596,10 +601,7 @@ NK_DEVICE void fwd_cstage(const NkFwdParams& p0) {
             mx = block_max(mx, scratch[1]);
             if (t == 0) qmx[0] = mx;
             cl_sync();
-            float v = lane < C ? cl_load2(qmx, (unsigned)lane).x : 0.f;
-#pragma unroll
-            for (int o = NK_WARP / 2; o > 0; o >>= 1) v = nk_fmax(v, nk_shfl_xor(v, o));
-            qs = q_row_scale(p.dt_y, v);
+            qs = q_row_scale(p.dt_y, cl_ranks_max(qmx, false, C, lane));
             if (r == 0 && t == 0) store_one(reinterpret_cast<void*>(p.scale_inv), NK_DT_F32, row, nk_div_rn(1.f, qs));
         }
         // Pass 2: y, stage by stage; each stage refilled with the next row once every thread has
@@ -632,7 +634,7 @@ NK_DEVICE void fwd_cstage(const NkFwdParams& p0) {
                     const int64_t e = (int64_t)(c_lo + q) * CH;
                     if constexpr (Q) {
                         float y[CH], qv[CH];
-                        cl_y<NARROW, LN>(DT, h[k], w[k], b[k], has_w, has_b, mean, rstd, offset, y, qf);
+                        cl_y<NARROW, LN>(DT, h[k], w[k], b[k], has_w, has_b, mean, rstd, offset, y, QF);
                         const int lim = chunk_len(e, n);
 #pragma unroll
                         for (int j = 0; j < CH; ++j) {

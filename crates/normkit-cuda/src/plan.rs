@@ -663,7 +663,7 @@ fn forward_fp8(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall, q:
         }
         return Ok(l);
     }
-    if let Some(mut l) = forward_fp8_staged(t, d, occ, c, q)? {
+    if let Some(mut l) = forward_fp8_staged(t, d, occ, c, q, uniform)? {
         if q.transposed {
             l.push(Step::plain(transpose, (transpose_blocks(d, c), 1), transpose.max_threads, 0));
         }
@@ -707,18 +707,16 @@ fn forward_fp8(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall, q:
 /// chosen by N, the dtypes and the flags only. Per tensor or per row (the kernel reads the mode;
 /// per-row RMSNorm without a bias has kernels of its own, `nk_fwd_csqr_*`: y = (x·(w +
 /// offset))·rstd, the row's max with its sum of squares); yT (if any) by the separate transpose
-/// after it.
+/// after it. `uniform`: forward_fp8's every tensor but y in x's 16-bit dtype.
 fn forward_fp8_staged(
     t: &Tuning,
     d: &DeviceFacts,
     occ: &dyn Occupancy,
     c: &FwdCall,
     q: normkit_gpu_host::Fp8Info,
+    uniform: bool,
 ) -> Result<Option<Launch>> {
-    let dts = &c.dtypes;
-    let dt = dts.x;
-    let affine = c.weight || c.bias;
-    let uniform = dt != DType::F32 && (!c.residual || dts.residual == dt) && (!affine || dts.weight == dt);
+    let dt = c.dtypes.x;
     if !(t.fp8.staged && t.cluster.on && uniform && c.gemma && c.aligned && d.cc_major >= 9 && c.m > 0) {
         return Ok(None);
     }

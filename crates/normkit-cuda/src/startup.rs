@@ -22,7 +22,6 @@ static FATBIN_FP8T: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/normkit_fp
 /// The backend's name in errors.
 pub(crate) const BACKEND: &str = "cuda";
 
-/// Maps a driver error to [`NormError::Device`], naming what was being done.
 /// The kernels that take shared memory past the default 48 KiB (their own opt-in limit less
 /// their static shared memory, set at start-up): the register kernels (prefetch buffers, the
 /// backward's group reduction, the FP8 transposed tile), the row-batch backward, the FP8 row
@@ -32,6 +31,7 @@ pub(crate) fn opts_in_dyn_smem(k: &Kernel) -> bool {
     ["nk_fwd_reg", "nk_bwd_reg", "nk_bwd_rows", "nk_fwd_q_row", "nk_fwd_cs_", "nk_fwd_csq"].iter().any(|p| k.name.starts_with(p))
 }
 
+/// Maps a driver error to [`NormError::Device`], naming what was being done.
 pub(crate) fn dev_err(during: &'static str) -> impl FnOnce(cu::DriverError) -> NormError {
     move |e| NormError::Device { backend: BACKEND, during, source: Box::new(e) }
 }
@@ -125,9 +125,7 @@ impl Device {
                 .set_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem_limit)
                 .map_err(dev_err("kernel attribute"))?;
         }
-        // The register kernels (prefetch buffers, the backward's group reduction, the FP8 transposed
-        // tile) and the staged cluster forward, FP8 output included (a CTA's slice of the row):
-        // each its own opt-in limit less its static shared memory.
+        // The kernels of opts_in_dyn_smem: each its own opt-in limit less its static shared memory.
         let mut dyn_smem_max = vec![48 * 1024; kernels::ALL.len()];
         for k in kernels::ALL.iter() {
             if ROW_KERNELS.iter().any(|r| r.index == k.index) {
