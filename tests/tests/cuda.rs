@@ -84,6 +84,7 @@ fn main() -> std::process::ExitCode {
     trials.extend(normkit_conformance::trials![
         kernel_tour_general_paths,
         twin_backward_matches_general,
+        twin_backward_walks,
         fp8_twin_matches_register,
         fp8_batch_invariance,
         fp8_twin_wide_matches_register,
@@ -482,7 +483,7 @@ fn fp8_twin_tile_matches_separate() {
     }
 }
 
-/// The backward's twin (`nk_bwd_sm*`, by default for 1–8 rows: one row writes dW/dB itself,
+/// The backward's twin (`nk_bwd_sm*`, by default up to 1024 rows: one CTA writes dW/dB itself,
 /// more leave a partial row each to the finalize) against the register kernel and its finalize
 /// (`bwd_small_max_m` = 0, the row-batch path off so N ≤ 2048 takes the register table too) on
 /// the same inputs: dx, dW and dB bitwise equal — the same chunk math, group and reduction order,
@@ -521,6 +522,75 @@ fn twin_backward_matches_general() {
             assert!(!ln || a.2.bits_eq(&b.2), "{ctx}: dB differs between the twin and the register path");
             assert!(a.1.to_f32_vec().iter().all(|v| v.is_finite()), "{ctx}: dW not written");
             assert!(!ln || a.2.to_f32_vec().iter().all(|v| v.is_finite()), "{ctx}: dB not written");
+        }
+    }
+}
+
+/// The backward's twin walking R rows per CTA (`Tuning::bwd_small_walk`): at M = R × SMs, bitwise
+/// against the register kernel on one CTA per SM (`bwd_ctas_per_sm` = 1: the same strided rows
+/// per CTA, as many partial rows, the same finalize); at M ≤ R (one CTA writes dW/dB itself, no
+/// finalize) against the CPU backend, with dx, dW and dB poisoned before; and repeatable.
+fn twin_backward_walks() {
+    use cluster::{bwd, fwd, inputs};
+    use normkit_core::Layout;
+    let k = backend();
+    let sms = k.sm_count() as usize;
+    let walking = |r: u32| {
+        with(&|t| {
+            t.bwd_small_max_m = usize::MAX;
+            t.bwd_small_f32_max_m = usize::MAX;
+            t.bwd_small_walk = vec![(usize::MAX, r)];
+            t.rows.on = false;
+        })
+    };
+    let general = with(&|t| {
+        t.bwd_small_max_m = 0;
+        t.bwd_ctas_per_sm = Some(1);
+        t.rows.on = false;
+    });
+    let cpu = normkit_core::cpu::CpuBackend::new();
+    // (rows per CTA, m, n, dtype); m = 0 stands for R × SMs. The bitwise cases take rows whose
+    // register table has one row per CTA (N > 2048, f32 N = 4096): where a CTA holds several row
+    // groups, its partial row adds them by group, not in the twin's order.
+    let cases = [
+        (2u32, 0usize, 4096usize, DType::BF16),
+        (4, 0, 3000, DType::F16),
+        (3, 0, 4096, DType::F32),
+        (8, 7, 1024, DType::BF16),
+        (8, 5, 4096, DType::BF16),
+        (8, 8, 3000, DType::F16),
+        (4, 3, 4096, DType::F32),
+        (16, 16, 8192, DType::BF16),
+    ];
+    for &(r, m, n, dt) in &cases {
+        let m = if m == 0 { r as usize * sms } else { m };
+        let twin = walking(r);
+        for (ln, res) in [(false, false), (true, false), (false, true), (true, true)] {
+            let ctx = format!("walk {r} m={m} n={n} {dt} ln={ln} res={res}");
+            let len = m * n;
+            let i = inputs(len, n, dt, 0x3a1c + (m * n) as u64);
+            let l = Layout::contiguous(m, n);
+            let f = fwd(&cpu, ln, res, l, m, dt, len, &i);
+            let x = if res { f.1.clone() } else { i.x.clone() };
+            let before = launches_of(&twin, &["nk_bwd_sm"]);
+            let a = bwd(&twin, ln, res, l, dt, len, n, &x, &f.3, &f.2, &i);
+            assert_eq!(launches_of(&twin, &["nk_bwd_sm"]), before + 1, "{ctx}: the twin did not run");
+            if m > r as usize {
+                let b = bwd(&general, ln, res, l, dt, len, n, &x, &f.3, &f.2, &i);
+                assert!(a.0.bits_eq(&b.0), "{ctx}: dx differs from the register path");
+                assert!(a.1.bits_eq(&b.1), "{ctx}: dW differs from the register path");
+                assert!(!ln || a.2.bits_eq(&b.2), "{ctx}: dB differs from the register path");
+            } else {
+                let c = bwd(&cpu, ln, res, l, dt, len, n, &x, &f.3, &f.2, &i);
+                let rows: Vec<(usize, usize)> = (0..m).map(|i| (i * n, n)).collect();
+                rows::check(&ctx, "dx", &a.0, &c.0, &rows, dt, n);
+                rows::check(&ctx, "dw", &a.1, &c.1, &[(0, n)], dt, m);
+                if ln {
+                    rows::check(&ctx, "db", &a.2, &c.2, &[(0, n)], dt, m);
+                }
+            }
+            let again = bwd(&twin, ln, res, l, dt, len, n, &x, &f.3, &f.2, &i);
+            assert!(a.0.bits_eq(&again.0) && a.1.bits_eq(&again.1) && a.2.bits_eq(&again.2), "{ctx}: not repeatable");
         }
     }
 }
@@ -841,7 +911,7 @@ mod rows {
 
     /// |gpu − cpu| within two units of the output dtype's rounding, plus what an fp32 sum of `terms`
     /// products of O(1) values can lose (the GPU sums in another order than the oracle).
-    fn check(ctx: &str, what: &str, a: &HostBuf, b: &HostBuf, rows: &[(usize, usize)], dt: DType, terms: usize) {
+    pub(super) fn check(ctx: &str, what: &str, a: &HostBuf, b: &HostBuf, rows: &[(usize, usize)], dt: DType, terms: usize) {
         let (a, b) = (a.to_f32_vec(), b.to_f32_vec());
         let u = dt.unit_roundoff() as f32;
         for &(start, n) in rows {

@@ -1160,14 +1160,15 @@ fn bwd_reg_table(t: &Tuning, dt: DType, m: usize, n: usize) -> Option<(tuning::R
     Some((rc, chunks))
 }
 
-/// A few rows (M ≤ [`Tuning::bwd_small_max_m`], 128 by default; sm_90+, the register path's layouts):
-/// the register kernel's twin (`nk_bwd_sm*`), M CTAs of a row each with the register table's
-/// group, a programmatic dependent that triggers its successor at entry. One row: the CTA writes
-/// dW/dB itself, no workspace, no finalize. More: each CTA's row is a partial dW/dB row and the
-/// finalize, a programmatic dependent too, adds them in row order (the register path's bits).
+/// A few rows (M ≤ [`Tuning::bwd_small_max_m`], 1024 by default; sm_90+, the register path's
+/// layouts): the register kernel's twin (`nk_bwd_sm*`) with the register table's group, a
+/// programmatic dependent that triggers its successor at entry; ⌈M / R⌉ CTAs walking R rows each
+/// ([`Tuning::bwd_small_walk`]). One CTA (M ≤ R): it writes dW/dB itself, no workspace, no
+/// finalize. More: each CTA's rows are a partial dW/dB row and the finalize, a programmatic
+/// dependent too, adds them in CTA order (the register path's bits on as many CTAs).
 fn backward_small(t: &Tuning, d: &DeviceFacts, c: &BwdCall, uniform: bool) -> Result<Option<Launch>> {
     let m = c.m;
-    if !uniform || m == 0 || m > t.bwd_small_max_m || d.cc_major < 9 {
+    if !uniform || m == 0 || m > t.bwd_small_max_m || d.cc_major < 9 || (c.dtypes.x == DType::F32 && m > t.bwd_small_f32_max_m) {
         return Ok(None);
     }
     // Where the row-batch backward applies (backward_rows), it keeps the larger batches.
@@ -1184,11 +1185,21 @@ fn backward_small(t: &Tuning, d: &DeviceFacts, c: &BwdCall, uniform: bool) -> Re
     if rc.group > k.max_threads {
         return Ok(None);
     }
-    let parts = if m > 1 && c.nacc() > 0 { m } else { 0 };
+    // Rows per CTA (Tuning::bwd_small_walk): CTA b walks rows b, b + P, .. of the grid's P and
+    // leaves their sum, in row order, as partial row b.
+    // R = 0: ⌈M / SMs⌉, about one CTA per SM.
+    let walk = match t.bwd_small_walk.iter().find(|&&(max_m, _)| m <= max_m) {
+        Some(&(_, 0)) => m.div_ceil(d.sms.max(1) as usize),
+        Some(&(_, r)) => r as usize,
+        None => 1,
+    };
+    let blocks = m.div_ceil(walk);
+    // One CTA (M ≤ R): it writes dW/dB itself, 0 + its sum, the finalize's bits for one part.
+    let parts = if blocks > 1 && c.nacc() > 0 { blocks } else { 0 };
     let part_bytes = parts.checked_mul(c.n * 4).ok_or_else(too_big)?;
     let ws = if parts > 0 { parts_workspace(c, part_bytes, align256(part_bytes) * c.nacc()) } else { Workspace::default() };
     let mut fields = Fields { group: rc.group as i32, rpc: 1, nparts: parts as i64, ..Fields::default() };
-    let step = trigger_step(t, &mut fields, k, to_u32(m as u64, "grid")?, rc.group);
+    let step = trigger_step(t, &mut fields, k, to_u32(blocks as u64, "grid")?, rc.group);
     let mut l = Launch::new(Family::BwdSmall, ws, fields);
     l.push(step);
     if parts > 0 {
@@ -1870,19 +1881,35 @@ mod tests {
         );
         check(
             "B0 small ln + d_residual_out",
+            plan_bwd(&t, BwdCall { d_residual: true, ..ln_bwd(bwd(F16, 2048, 4)) }),
+            BwdSmall,
+            &[("nk_bwd_sm_f16_ln_res", (4, 1), 128, 0, D, None), ("nk_bwd_finalize_cols", (8, 1), 256, 0, D, None)],
+            ws(65536, None, 0, 32768),
+            Fields { trigger: true, ..f(128, 1, 0, 4, 0) },
+        );
+        // Two or three rows: one CTA walks them and writes dW/dB itself (Tuning::bwd_small_walk).
+        check(
+            "B0 small, 3 rows in one CTA",
             plan_bwd(&t, BwdCall { d_residual: true, ..ln_bwd(bwd(F16, 2048, 3)) }),
             BwdSmall,
-            &[("nk_bwd_sm_f16_ln_res", (3, 1), 128, 0, D, None), ("nk_bwd_finalize_cols", (8, 1), 256, 0, D, None)],
-            ws(49152, None, 0, 24576),
-            Fields { trigger: true, ..f(128, 1, 0, 3, 0) },
+            &[("nk_bwd_sm_f16_ln_res", (1, 1), 128, 0, D, None)],
+            none,
+            Fields { trigger: true, ..f(128, 1, 0, 0, 0) },
         );
+        // Past the SMs (132), ⌈M / SMs⌉ rows a CTA: 512 rows → 4 → 128 CTAs; 1024 → 8 → 128.
+        for (m, ctas) in [(132, 132), (133, 67), (512, 128), (1024, 128)] {
+            let l = plan_bwd(&t, bwd(BF16, 4096, m));
+            assert_eq!((l.family, l.steps().next().unwrap().grid.0, l.fields.nparts), (BwdSmall, ctas, ctas as i64), "{m} rows");
+        }
+        assert_eq!(plan_bwd(&t, bwd(BF16, 4096, 1025)).family, BwdRegister);
+        assert_eq!((plan_bwd(&t, bwd(F32, 4096, 256)).family, plan_bwd(&t, bwd(F32, 4096, 257)).family), (BwdSmall, BwdRegister));
         check(
             "B0 small f32, no PDL",
-            plan_bwd(&no_pdl, bwd(F32, 4096, 2)),
+            plan_bwd(&no_pdl, bwd(F32, 4096, 4)),
             BwdSmall,
-            &[("nk_bwd_sm_f32_rms", (2, 1), 256, 0, P, None), ("nk_bwd_finalize_cols", (16, 1), 256, 0, P, None)],
-            ws(32768, None, 0, 32768),
-            f(256, 1, 0, 2, 0),
+            &[("nk_bwd_sm_f32_rms", (4, 1), 256, 0, P, None), ("nk_bwd_finalize_cols", (16, 1), 256, 0, P, None)],
+            ws(65536, None, 0, 65536),
+            f(256, 1, 0, 4, 0),
         );
         // No dW or dB wanted: no partial rows, no finalize.
         check(
@@ -1893,13 +1920,39 @@ mod tests {
             none,
             Fields { trigger: true, ..f(256, 1, 0, 0, 0) },
         );
-        // 129 rows, 65 rows where the row-batch path applies, N = 16384 (512-thread groups), f32
+        // Rows per CTA (Tuning::bwd_small_walk): ⌈M / R⌉ CTAs, as many partial rows; one CTA
+        // (M ≤ R) writes dW itself.
+        let walk = Tuning { bwd_small_walk: vec![(8, 8), (64, 2), (usize::MAX, 4)], ..Tuning::for_sm90() };
+        check(
+            "B0 small, 2 rows per CTA",
+            plan_bwd(&walk, bwd(BF16, 4096, 31)),
+            BwdSmall,
+            &[("nk_bwd_sm_bf16_rms", (16, 1), 256, 0, D, None), ("nk_bwd_finalize_cols", (16, 1), 256, 0, D, None)],
+            ws(16 * 4096 * 4, None, 0, 16 * 4096 * 4),
+            Fields { trigger: true, ..f(256, 1, 0, 16, 0) },
+        );
+        check(
+            "B0 small, one CTA walks 8 rows",
+            plan_bwd(&walk, bwd(BF16, 4096, 8)),
+            BwdSmall,
+            &[("nk_bwd_sm_bf16_rms", (1, 1), 256, 0, D, None)],
+            none,
+            Fields { trigger: true, ..f(256, 1, 0, 0, 0) },
+        );
+        assert_eq!(plan_bwd(&walk, bwd(BF16, 4096, 128)).steps().next().unwrap().grid, (32, 1));
+        let env = |v: &str| Tuning::for_sm90().with_env(|k| (k == "NORMKIT_CUDA_BWD_SMALL_WALK").then(|| v.to_string())).bwd_small_walk;
+        assert_eq!(
+            (env("4"), env("64:2, 8:1"), env("x")),
+            (vec![(usize::MAX, 4)], vec![(8, 1), (64, 2)], Tuning::for_sm90().bwd_small_walk)
+        );
+        assert_eq!(env("2:2,1024:0"), vec![(2, 2), (1024, 0)]);
+        // 1025 rows, 65 rows where the row-batch path applies, N = 16384 (512-thread groups), f32
         // past N = 4096, unaligned, or NORMKIT_CUDA_BWD_SMALL=0: the general paths.
         assert_eq!(plan_bwd(&t, bwd(BF16, 2048, 64)).family, BwdSmall);
         assert_eq!(plan_bwd(&t, bwd(F32, 2048, 128)).family, BwdSmall);
         let off = Tuning { bwd_small_max_m: 0, ..Tuning::for_sm90() };
         for (t, c) in [
-            (&t, bwd(BF16, 4096, 129)),
+            (&t, bwd(BF16, 4096, 1025)),
             (&t, bwd(BF16, 2048, 65)),
             (&t, bwd(F16, 1024, 128)),
             (&t, bwd(BF16, 16384, 4)),
@@ -2061,13 +2114,15 @@ mod tests {
         assert_eq!(key(plan_bwd(&t, bwd(BF16, 8192, 8))).2, 256);
         // CTAs per SM by rows per SM (Tuning::bwd_reg4_caps), 16-bit rows past N = 2048 with
         // dW or dB: 256 rows one per SM, 1024 two, 32768 three; dx only, or the env's cap: as set.
+        // (Up to 1024 rows the twin takes these calls by default; without it:)
         let grid = |t: &Tuning, c: BwdCall| plan_bwd(t, c).steps().next().unwrap().grid.0;
-        assert_eq!(grid(&t, bwd(BF16, 4096, 256)), 132);
-        assert_eq!(grid(&t, ln_bwd(bwd(BF16, 8192, 528))), 132);
-        assert_eq!(grid(&t, bwd(BF16, 4096, 1024)), 264);
+        let reg = Tuning { bwd_small_max_m: 0, ..Tuning::for_sm90() };
+        assert_eq!(grid(&reg, bwd(BF16, 4096, 256)), 132);
+        assert_eq!(grid(&reg, ln_bwd(bwd(BF16, 8192, 528))), 132);
+        assert_eq!(grid(&reg, bwd(BF16, 4096, 1024)), 264);
         assert_eq!(grid(&t, bwd(F16, 4096, 32768)), 396);
         assert_eq!(grid(&t, BwdCall { dw: false, ..bwd(BF16, 4096, 32768) }), 528);
-        assert_eq!(grid(&Tuning { bwd_ctas_per_sm: Some(4), ..Tuning::for_sm90() }, bwd(BF16, 4096, 256)), 256);
+        assert_eq!(grid(&Tuning { bwd_ctas_per_sm: Some(4), ..reg }, bwd(BF16, 4096, 256)), 256);
         check(
             "B15 nacc=0",
             plan_bwd(&t, BwdCall { dw: false, ..bwd(BF16, 4096, 4096) }),
@@ -2271,12 +2326,13 @@ mod tests {
                                                                     KernelKey::BwdFinalizeCols | KernelKey::BwdFinalizeWide
                                                                 )
                                                             });
-                                                            // The backward's twin: one row finishes dW/dB itself, without
-                                                            // workspace; more rows leave M partial rows to the finalize.
+                                                            // The backward's twin: one CTA finishes dW/dB itself, without
+                                                            // workspace; more leave a partial row each to the finalize.
                                                             if l.family == Family::BwdSmall {
-                                                                let parts = m > 1 && (dw || db);
+                                                                let ctas = l.steps().next().unwrap().grid.0 as i64;
+                                                                let parts = ctas > 1 && (dw || db);
                                                                 assert_eq!(finalize, parts, "{}", what());
-                                                                assert_eq!(l.fields.nparts, if parts { m as i64 } else { 0 }, "{}", what());
+                                                                assert_eq!(l.fields.nparts, if parts { ctas } else { 0 }, "{}", what());
                                                                 assert_eq!(l.workspace.bytes == 0, !parts, "{}", what());
                                                                 let mode = if t.pdl { Mode::Pdl } else { Mode::Plain };
                                                                 assert!(

@@ -33,7 +33,8 @@
 //! | `NORMKIT_CUDA_PDL` | [`Tuning::pdl`] | `0`: no programmatic dependent launches |
 //! | `NORMKIT_CUDA_FWD_DECODE` | [`Tuning::fwd_decode_max_ctas`] | the largest register-forward grid that runs the twin, instead of [`TwinTuning`]'s rules (`0`: none) |
 //! | `NORMKIT_CUDA_FWD_PAIR` | [`Tuning::fwd_pair`] | `0`: the forward's twin never in pairs; `all`: in pairs wherever it runs (every op, every grid); `LO:HI`: only for calls of LO..=HI rows |
-//! | `NORMKIT_CUDA_BWD_SMALL` | [`Tuning::bwd_small_max_m`] | the most rows of the backward's twin (`nk_bwd_sm*`; default 128; `0`: never) |
+//! | `NORMKIT_CUDA_BWD_SMALL` | [`Tuning::bwd_small_max_m`] | the most rows of the backward's twin (`nk_bwd_sm*`; default 1024; `0`: never) |
+//! | `NORMKIT_CUDA_BWD_SMALL_WALK` | [`Tuning::bwd_small_walk`] | rows per CTA of the backward's twin: `R` at every M, or `M:R,...` by M |
 //! | `NORMKIT_CUDA_FP8_T` | [`Fp8Tuning::transpose`] | `separate` (default), `fused` or `strided`: how the FP8 `yT` is written |
 //! | `NORMKIT_CUDA_FP8_TM` | [`Fp8Tuning::max_tm`] | the largest fused-transpose tile, rows (4..=64, a power of two) |
 //! | `NORMKIT_CUDA_FP8_CTA` | [`Fp8Tuning::cta_threads`] | threads per CTA of the FP8 row kernel (32..=512) |
@@ -61,7 +62,7 @@
 //! | `NORMKIT_CUDA_CSTAGE_GRID` | [`ClusterTuning::staged_grid_rows`] | `rows`: the staged forward on one cluster per row (else the resident clusters walk the rows) |
 
 /// The environment variables [`Tuning::with_env`] reads, in the order of the table above.
-pub const ENV_OVERRIDES: [&str; 41] = [
+pub const ENV_OVERRIDES: [&str; 42] = [
     "NORMKIT_CUDA_FWD_TABLE",
     "NORMKIT_CUDA_BWD_TABLE",
     "NORMKIT_CUDA_BWD4_TABLE",
@@ -78,6 +79,7 @@ pub const ENV_OVERRIDES: [&str; 41] = [
     "NORMKIT_CUDA_FWD_DECODE",
     "NORMKIT_CUDA_FWD_PAIR",
     "NORMKIT_CUDA_BWD_SMALL",
+    "NORMKIT_CUDA_BWD_SMALL_WALK",
     "NORMKIT_CUDA_FP8_T",
     "NORMKIT_CUDA_FP8_TM",
     "NORMKIT_CUDA_FP8_CTA",
@@ -536,16 +538,32 @@ pub struct Tuning {
     /// Where the forward's twin runs in pairs.
     pub fwd_pair: PairTuning,
     /// Backward calls of at most this many rows take the register kernel's twin (`nk_bwd_sm*`, a
-    /// programmatic dependent, a CTA per row; one row writes dW/dB itself, more leave partial
-    /// rows to the finalize). Default 128: H100, NOTES v11, against the register (or row-batch)
-    /// kernel and its finalize, 2–128 rows 3–27% faster (8×4096 rms_bwd 4.48 → 3.77 µs, 128×4096
-    /// 7.84 → 7.17, 16×1024 ln_bwd 4.70 → 3.45) but for rms_bwd 64×4096 (+0.5%). Env
+    /// programmatic dependent; [`Tuning::bwd_small_walk`] rows per CTA; one CTA writes dW/dB
+    /// itself, more leave partial rows to the finalize). H100, NOTES v11, against the register
+    /// (or row-batch) kernel and its finalize, 2–128 rows 3–27% faster (8×4096 rms_bwd 4.48 →
+    /// 3.77 µs, 128×4096 7.84 → 7.17, 16×1024 ln_bwd 4.70 → 3.45) but for rms_bwd 64×4096
+    /// (+0.5%); 129–1024 rows walking a row per CTA were slower than the register kernel (up to
+    /// +130% at 1024×4096), walking ⌈M / SMs⌉ rows 5–20% faster (NOTES v20). Default 1024. Env
     /// `NORMKIT_CUDA_BWD_SMALL` (0: never).
     pub bwd_small_max_m: usize,
     /// ... but where the row-batch backward applies (16-bit, 512 < N ≤ 2048), at most this many:
     /// 128×2048 rms_bwd row-batch 4.77 µs against the twin's 5.27 (ln 5.75 / 6.35), while at
     /// 64×2048 the twin led (4.71 → 3.81) (H100, NOTES v11).
     pub bwd_small_rows_max_m: usize,
+    /// The backward's twin: rows each CTA walks, by M — the first entry whose `max_m` ≥ M gives
+    /// R (0: ⌈M / SMs⌉), and the grid is ⌈M / R⌉ CTAs, CTA b taking rows b, b + grid, .. into one
+    /// partial dW/dB row (the register kernels' persistent grid); one CTA writes dW/dB itself.
+    /// No entry: a CTA per row. Default: one CTA to 3 rows, then one CTA per SM (H100, one
+    /// build, walks by environment, A..E E..A, bf16, bench/results/nvidia-h100-2026-11-28/walk,
+    /// call 1 (rms / ln / add + rms µs): 2×4096 3.66 / 4.62 / 3.69 → 2.51 / 3.05 / 2.61 (no
+    /// finalize); call 3: 3×4096 3.85 / 4.86 / 3.99 → 3.51 / 4.31 / 3.77, but 4×4096 +9 / +4 /
+    /// +11%; 256×4096 at 2 rows a CTA −20 / −14 / −17% against the register kernel, 512×4096 at
+    /// 4 −19 / −17 / −16%, 1024×4096 at 8 −10 / −15 / −6%, 512×8192 at 4 −5 / −12 / −11%).
+    /// Env `NORMKIT_CUDA_BWD_SMALL_WALK` (`R`: at every M; `M:R,...`: the table; R = 0 as here).
+    pub bwd_small_walk: Vec<(usize, u32)>,
+    /// ... for f32 rows, at most this many rows (the walking twin at 1024×4096 f32: rms_bwd
+    /// +8.6%, ln_bwd −4.7%; at 256×4096 −16 / −25 / −16%; H100, walk/call4). Default 256.
+    pub bwd_small_f32_max_m: usize,
     /// The quantised (FP8) forward.
     pub fp8: Fp8Tuning,
     /// Row-batch backward.
@@ -663,8 +681,10 @@ impl Tuning {
             fwd_decode_max_ctas: None,
             fwd_twin: TwinTuning::SM90,
             fwd_pair: PairTuning::SM90,
-            bwd_small_max_m: 128,
+            bwd_small_max_m: 1024,
             bwd_small_rows_max_m: 64,
+            bwd_small_walk: vec![(3, 3), (usize::MAX, 0)],
+            bwd_small_f32_max_m: 256,
             fp8: Fp8Tuning {
                 cta_threads: 128,
                 transpose: Fp8Transpose::Separate,
@@ -767,6 +787,24 @@ impl Tuning {
             None => {}
         }
         self.bwd_small_max_m = get("NORMKIT_CUDA_BWD_SMALL").and_then(|v| v.parse().ok()).unwrap_or(self.bwd_small_max_m);
+        if let Some(v) = get("NORMKIT_CUDA_BWD_SMALL_WALK") {
+            let v = v.trim();
+            if let Ok(r) = v.parse::<u32>() {
+                self.bwd_small_walk = vec![(usize::MAX, r)];
+            } else {
+                let table: Option<Vec<(usize, u32)>> = v
+                    .split(',')
+                    .map(|e| {
+                        let (m, r) = e.split_once(':')?;
+                        Some((m.trim().parse().ok()?, r.trim().parse::<u32>().ok()?))
+                    })
+                    .collect();
+                if let Some(mut t) = table {
+                    t.sort_unstable();
+                    self.bwd_small_walk = t;
+                }
+            }
+        }
         self.fp8.reg = on_unless_0("NORMKIT_CUDA_FP8_REG");
         self.fp8.reg_grid_rows = get("NORMKIT_CUDA_FP8_GRID").is_some_and(|v| v == "rows");
         self.fp8.reg_twin = on_unless_0("NORMKIT_CUDA_FP8_TWIN");
@@ -953,7 +991,7 @@ mod tests {
         let t = Tuning::for_sm90().with_env(env(&[("NORMKIT_CUDA_FWD_DECODE", "0"), ("NORMKIT_CUDA_BWD_SMALL", "3")]));
         assert_eq!((t.fwd_decode_max_ctas, t.bwd_small_max_m), (Some(0), 3));
         let t = Tuning::for_sm90().with_env(env(&[("NORMKIT_CUDA_FWD_DECODE", "x"), ("NORMKIT_CUDA_BWD_SMALL", "-1")]));
-        assert_eq!((t.fwd_decode_max_ctas, t.bwd_small_max_m), (None, 128), "malformed values keep the defaults");
+        assert_eq!((t.fwd_decode_max_ctas, t.bwd_small_max_m), (None, 1024), "malformed values keep the defaults");
         assert!(ENV_OVERRIDES.contains(&"NORMKIT_CUDA_FWD_DECODE") && ENV_OVERRIDES.contains(&"NORMKIT_CUDA_BWD_SMALL"));
     }
 
