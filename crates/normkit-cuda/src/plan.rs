@@ -496,7 +496,9 @@ fn forward_fp8(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall, q:
     let m = c.m as u64;
     let f = &t.fp8;
     let strided = q.transposed && f.transpose == tuning::Fp8Transpose::Strided;
-    let transpose = require(KernelKey::FwdQTranspose)?;
+    // yT by the separate transpose (after whichever kernel writes y).
+    let tk = require(KernelKey::FwdQTranspose)?;
+    let transpose = Step::plain(tk, (transpose_blocks(d, c), 1), tk.max_threads, 0);
     if m == 0 {
         // Nothing to quantise, but a per-tensor `scale_inv` is still written (and `amax`, zeroed
         // by the launch, stays 0): one CTA of a row kernel that visits no row.
@@ -618,7 +620,7 @@ fn forward_fp8(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall, q:
             let mut l = Launch::new(Family::FwdQuant, FP8_WS, fields);
             l.push(step);
             if q.transposed {
-                l.push(Step::plain(transpose, (transpose_blocks(d, c), 1), transpose.max_threads, 0));
+                l.push(transpose);
             }
             return Ok(l);
         }
@@ -659,13 +661,13 @@ fn forward_fp8(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall, q:
         let mut l = Launch::new(Family::FwdQuant, FP8_WS, fields);
         l.push(Step::plain(k, (blocks, 1), block, smem as u32));
         if q.transposed && tm == 0 && !strided && m > 0 {
-            l.push(Step::plain(transpose, (transpose_blocks(d, c), 1), transpose.max_threads, 0));
+            l.push(transpose);
         }
         return Ok(l);
     }
     if let Some(mut l) = forward_fp8_staged(t, d, occ, c, q, uniform)? {
         if q.transposed {
-            l.push(Step::plain(transpose, (transpose_blocks(d, c), 1), transpose.max_threads, 0));
+            l.push(transpose);
         }
         return Ok(l);
     }
@@ -696,7 +698,7 @@ fn forward_fp8(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall, q:
     let apply_blocks = persistent_blocks(d, occ, ka, threads, 0, tiles)?;
     l.push(Step::plain(ka, (apply_blocks, 1), threads, 0));
     if q.transposed {
-        l.push(Step::plain(transpose, (transpose_blocks(d, c), 1), transpose.max_threads, 0));
+        l.push(transpose);
     }
     Ok(l)
 }
