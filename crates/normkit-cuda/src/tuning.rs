@@ -556,9 +556,10 @@ pub struct Tuning {
     /// No entry: a CTA per row. Default: one CTA to 3 rows, then one CTA per SM (H100, one
     /// build, walks by environment, A..E E..A, bf16, bench/results/nvidia-h100-2026-11-28/walk,
     /// call 1 (rms / ln / add + rms µs): 2×4096 3.66 / 4.62 / 3.69 → 2.51 / 3.05 / 2.61 (no
-    /// finalize); call 3: 3×4096 3.85 / 4.86 / 3.99 → 3.51 / 4.31 / 3.77, but 4×4096 +9 / +4 /
-    /// +11%; 256×4096 at 2 rows a CTA −20 / −14 / −17% against the register kernel, 512×4096 at
-    /// 4 −19 / −17 / −16%, 1024×4096 at 8 −10 / −15 / −6%, 512×8192 at 4 −5 / −12 / −11%).
+    /// finalize), but 4×4096 on one CTA +9 / +4 / +9%; 256×4096 at 2 rows a CTA −17 / −15 / −15%
+    /// against the register kernel, 512×4096 at 4 −16 / −18 / −15%, 1024×4096 at 8 −8 / −15 /
+    /// −6%, 512×8192 at 4 −5 / −12 / −11%; call 4, the landed plan against d5251db: 3×4096 3.83
+    /// / 4.89 / 3.99 → 3.45 / 4.23 / 3.63).
     /// Env `NORMKIT_CUDA_BWD_SMALL_WALK` (`R`: at every M; `M:R,...`: the table; R = 0 as here).
     pub bwd_small_walk: Vec<(usize, u32)>,
     /// ... for f32 rows, at most this many rows (the walking twin at 1024×4096 f32: rms_bwd
