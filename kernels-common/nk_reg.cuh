@@ -645,6 +645,90 @@ NK_DEVICE void fwd_reg(const NkFwdParams& p) {
     fwd_reg_body<ALIGNED, SPEC, false>(p);
 }
 
+// The column CTAs of the few-row backward in one launch (SPEC + 256 + 4096, `nk_bwd_smc*`): CTAs
+// 0 .. p.nsplit − 1 are the twin's row CTAs (dx only), the rest compute dW (and LayerNorm's dB)
+// from the inputs: dW[j] = Σ_rows dy·x̂, x̂ = (x − mean)·rstd, dB[j] = Σ_rows dy, the same terms
+// the row kernels add (nk_base.cuh's bwd_chunk_dx_w), with no partial rows, no workspace and no
+// second kernel. A CTA takes CB = blockDim / RP consecutive 8-element chunks (RP = p.slot row
+// lanes, a power of two); lane (r, c) adds rows r, r + RP, .. of chunk c in row order, four rows'
+// loads in flight (their indices clamped to a valid row, only the additions guarded), then the RP
+// lanes' sums add in lane order through shared memory (blockDim · 8 floats per output). The order
+// is fixed by M, N, blockDim and RP: bitwise repeatable.
+template <int DT, bool LN>
+NK_DEVICE void bwd_cols(const NkBwdParams& p0) {
+    constexpr bool NARROW = DT != NK_DT_F32;
+    constexpr int RB = 4;  // rows in flight per lane
+    const NkBwdParams p = specialise<DT>(p0);
+    const Flags f(p.flags);
+    NK_DYN_SMEM(smem);
+    float* red = reinterpret_cast<float*>(smem);
+    const int tid = nk_tid(), bd = nk_bdim(), RP = p.slot, CB = bd / RP;
+    const int cl = tid % CB, rl = tid / CB;
+    const int64_t n = p.n, m = p.m, nch = (n + CH - 1) / CH;
+    const int64_t c = (int64_t)(nk_bid() - p.nsplit) * CB + cl;
+    const bool want_b = LN && f.b;
+    float sw[CH], sb[CH];
+#pragma unroll
+    for (int j = 0; j < CH; ++j) sw[j] = sb[j] = 0.f;
+    nk_grid_dep_wait();
+    if (c < nch && rl < m) {
+        const int64_t e = c * CH;
+        for (int64_t r0 = rl; r0 < m; r0 += (int64_t)RB * RP) {
+            Raw xr[RB], dyr[RB];
+            BwdRow st[RB];
+#pragma unroll
+            for (int i = 0; i < RB; ++i) {
+                const int64_t rq = r0 + (int64_t)i * RP, row = rq < m ? rq : m - 1;
+                load_chunk<true, NARROW>(row_ptr(p.x, row, p.sx, DT), DT, e, n, xr[i]);
+                load_chunk<true, NARROW>(row_ptr(p.dy, row, p.sdy, DT), DT, e, n, dyr[i]);
+                st[i].rstd = reinterpret_cast<const float*>(p.rstd)[row];
+                st[i].mean = LN ? reinterpret_cast<const float*>(p.mean)[row] : 0.f;
+            }
+#pragma unroll
+            for (int i = 0; i < RB; ++i) {
+                if (r0 + (int64_t)i * RP < m) {
+                    float xv[CH], dv[CH];
+                    unpack<NARROW>(DT, xr[i], xv);
+                    unpack<NARROW>(DT, dyr[i], dv);
+#pragma unroll
+                    for (int j = 0; j < CH; ++j) {
+                        const float xh = (LN ? xv[j] - st[i].mean : xv[j]) * st[i].rstd;
+                        sw[j] += dv[j] * xh;
+                        if (LN) sb[j] += dv[j];
+                    }
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int acc = 0; acc < 2; ++acc) {
+        const bool want = acc == 0 ? f.w : want_b;
+        if (!want) continue;
+        void* out = reinterpret_cast<void*>(acc == 0 ? p.dw : p.db);
+        if (RP == 1) {
+            // One lane per chunk: its sum is the column's (0 + sum, as the other one-part paths).
+            if (c < nch) {
+#pragma unroll
+                for (int j = 0; j < CH; ++j) {
+                    const int64_t e = c * CH + j;
+                    if (e < n) store_one(out, p0.dt_w, e, nk_add_rn(0.f, acc == 0 ? sw[j] : sb[j]));
+                }
+            }
+            continue;
+        }
+        nk_sync();
+#pragma unroll
+        for (int j = 0; j < CH; ++j) red[(int64_t)rl * CB * CH + cl * CH + j] = acc == 0 ? sw[j] : sb[j];
+        nk_sync();
+        const int64_t e0 = (int64_t)(nk_bid() - p.nsplit) * CB * CH;
+        for (int o = tid; o < CB * CH; o += bd) {
+            float s = red[o];
+            for (int r = 1; r < RP; ++r) s += red[(int64_t)r * CB * CH + o];
+            if (e0 + o < n) store_one(out, p0.dt_w, e0 + o, nk_add_rn(0.f, s));
+        }
+    }
+}
+
 template <bool ALIGNED, int SPEC, bool FULL, bool WG>
 NK_DEVICE void bwd_reg_body(const NkBwdParams& p0) {
     constexpr int DT = SPEC & 3;
@@ -655,8 +739,17 @@ NK_DEVICE void bwd_reg_body(const NkBwdParams& p0) {
     constexpr int NS = RES ? 3 : 2, SW = NARROW ? 1 : 2;
     constexpr int KR = PF ? 1 : KMAX;  // chunks held in registers across the reduction
     constexpr bool SM = (SPEC & 256) != 0 && !PF;
+    // COLS (SPEC + 4096, `nk_bwd_smc*`): dW/dB from the column CTAs (bwd_cols); these rows write
+    // dx only.
+    constexpr bool COLS = SM && (SPEC & 4096) != 0;
     if constexpr (SM) {
         if (p0.flags & NK_F_TRIGGER) nk_grid_dep_launch();
+    }
+    if constexpr (COLS) {
+        if (nk_bid() >= p0.nsplit) {
+            bwd_cols<DT, LN>(p0);
+            return;
+        }
     }
     const NkBwdParams p = specialise<DT>(p0);
     NK_SHARED float scratch[2][2 * NK_ROW_MAX_THREADS / NK_WARP];
@@ -675,7 +768,7 @@ NK_DEVICE void bwd_reg_body(const NkBwdParams& p0) {
     const int K = FULL ? KMAX : SM ? (nch + G - 1) >> lg : (nch + G - 1) / G;
     const float nf = (float)n;
     const void* wp = reinterpret_cast<const void*>(p.w);
-    const int64_t step = nk_nblocks() * rpc;
+    const int64_t step = (COLS ? p.nsplit : nk_nblocks()) * rpc;
     float dwa[KMAX][CH], dba[KMAX][CH];
 #pragma unroll
     for (int k = 0; k < KMAX; ++k)
@@ -817,10 +910,12 @@ NK_DEVICE void bwd_reg_body(const NkBwdParams& p0) {
                     }
                     float dwv[CH], dbv[CH];
                     bwd_chunk_dx_w<ALIGNED, NARROW>(p, f, st, xk, dyk, wo, drk, row, (int64_t)c * CH, c1, c2, dwv, dbv);
+                    if constexpr (!COLS) {
 #pragma unroll
-                    for (int j = 0; j < CH; ++j) {
-                        dwa[k][j] += dwv[j];
-                        if (LN) dba[k][j] += dbv[j];
+                        for (int j = 0; j < CH; ++j) {
+                            dwa[k][j] += dwv[j];
+                            if (LN) dba[k][j] += dbv[j];
+                        }
                     }
                 }
             }
@@ -828,6 +923,7 @@ NK_DEVICE void bwd_reg_body(const NkBwdParams& p0) {
         buf ^= 1;
     }
     if (PF) nk_copy_async_wait_all();
+    if constexpr (COLS) return;
     if constexpr (SM) {
         // SM (SPEC + 256, `nk_bwd_sm*`): one row per CTA. Without partial rows (M = 1: p.nparts
         // = 0) the CTA writes dW (and dB) itself, as 0 + term (the finalize's first addition), in

@@ -463,6 +463,20 @@ pub enum KernelKey {
         /// Chunks per thread.
         chunks: BwdChunks,
     },
+    /// `nk_bwd_smc{|4}_{dt}_{rms|ln}{|_res}` (SPEC plus 256 + 4096): the twin of
+    /// [`KernelKey::BwdSmall`] in one launch with column CTAs: the first `nsplit` CTAs write dx of
+    /// their rows, the others dW/dB of their columns from x, dy and the statistics (no partial rows,
+    /// no finalize). `slot` carries the column CTAs' row lanes.
+    BwdSmallCols {
+        /// Every tensor's dtype.
+        dtype: Dt,
+        /// LayerNorm (else RMSNorm).
+        ln: bool,
+        /// `d_residual_out` added to dx.
+        residual: bool,
+        /// Chunks per thread of the row CTAs.
+        chunks: BwdChunks,
+    },
 }
 
 /// One entry of a kernel list: the variant and its launch bounds (`__launch_bounds__`).
@@ -565,7 +579,7 @@ impl KernelKey {
             KernelKey::FwdQTranspose => Family::FwdQTranspose,
             KernelKey::FwdRegQ { .. } | KernelKey::FwdRegQDecode { .. } | KernelKey::FwdRegQPair { .. } => Family::FwdRegQ,
             KernelKey::FwdRegDecode { .. } | KernelKey::FwdRegPair { .. } => Family::FwdReg,
-            KernelKey::BwdSmall { .. } => Family::BwdReg,
+            KernelKey::BwdSmall { .. } | KernelKey::BwdSmallCols { .. } => Family::BwdReg,
         }
     }
 
@@ -593,7 +607,8 @@ impl KernelKey {
             | KernelKey::FwdRegQDecode { .. }
             | KernelKey::FwdRegQPair { .. }
             | KernelKey::FwdClusterStagedQ { .. }
-            | KernelKey::BwdSmall { .. } => true,
+            | KernelKey::BwdSmall { .. }
+            | KernelKey::BwdSmallCols { .. } => true,
             KernelKey::FwdSplitReduce
             | KernelKey::BwdSplitReduce
             | KernelKey::BwdFinalize
@@ -659,6 +674,16 @@ impl KernelKey {
                         BwdChunks::K4 => 32,
                     }
                     + 256,
+            ),
+            KernelKey::BwdSmallCols { dtype, ln, residual, chunks } => Spec::Int(
+                base(dtype, ln, residual)
+                    + match chunks {
+                        BwdChunks::K1 => 16,
+                        BwdChunks::K2 => 0,
+                        BwdChunks::K4 => 32,
+                    }
+                    + 256
+                    + 4096,
             ),
             KernelKey::BwdReg { dtype, ln, residual, chunks, prefetch } => Spec::Int(
                 base(dtype, ln, residual)
@@ -753,6 +778,14 @@ impl KernelKey {
                     BwdChunks::K4 => "4",
                 };
                 format!("nk_bwd_sm{ks}_{}_{}{}", dtype.tag(), rms_ln(ln), res(residual))
+            }
+            KernelKey::BwdSmallCols { dtype, ln, residual, chunks } => {
+                let ks = match chunks {
+                    BwdChunks::K1 => "1",
+                    BwdChunks::K2 => "",
+                    BwdChunks::K4 => "4",
+                };
+                format!("nk_bwd_smc{ks}_{}_{}{}", dtype.tag(), rms_ln(ln), res(residual))
             }
             KernelKey::FwdRegQ { dtype, ln, residual, chunks, aligned } => {
                 let ks = match chunks {

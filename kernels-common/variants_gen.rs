@@ -53,7 +53,9 @@ fn rust_key(k: KernelKey) -> String {
     let s = format!("{k:?}").replace("dtype: ", "dtype: Dt::").replace("group: ", "group: RowsGroup::");
     let s = match k {
         KernelKey::FwdReg { .. } | KernelKey::FwdQRow { .. } | KernelKey::FwdRegQ { .. } => s.replace("chunks: ", "chunks: FwdChunks::"),
-        KernelKey::BwdReg { .. } | KernelKey::BwdSmall { .. } => s.replace("chunks: ", "chunks: BwdChunks::"),
+        KernelKey::BwdReg { .. } | KernelKey::BwdSmall { .. } | KernelKey::BwdSmallCols { .. } => {
+            s.replace("chunks: ", "chunks: BwdChunks::")
+        }
         _ => s,
     };
     format!("KernelKey::{s}")

@@ -19,7 +19,7 @@ use super::variants::{v, BwdChunks, Dt::*, FwdChunks, KernelKey, KernelKey::*, R
 /// forward lost up to 22%, H100, kernels-cuda/NOTES.md v16); apart, every other kernel keeps its
 /// machine code.
 pub fn own_unit(k: KernelKey) -> bool {
-    matches!(k, FwdRegQDecode { tile: true, .. } | FwdRegQPair { .. } | FwdClusterStagedQ { .. })
+    matches!(k, FwdRegQDecode { tile: true, .. } | FwdRegQPair { .. } | FwdClusterStagedQ { .. } | BwdSmallCols { .. })
 }
 
 /// Warp width of this platform (must equal NK_WARP of platform.cuh): the finalize kernel takes
@@ -371,6 +371,24 @@ pub const VARIANTS: &[Variant] = &[
     v(BwdSmall { dtype: F16, ln: false, residual: true, chunks: BwdChunks::K4 }, 256, 1),
     v(BwdSmall { dtype: F16, ln: true, residual: false, chunks: BwdChunks::K4 }, 256, 1),
     v(BwdSmall { dtype: F16, ln: true, residual: true, chunks: BwdChunks::K4 }, 256, 1),
+    // The twin with column CTAs in the same launch (SPEC + 256 + 4096; in the FP8 unit, own_unit,
+    // so the main unit's code stays as it was): 16-bit only, as the few-row tables' groups.
+    v(BwdSmallCols { dtype: Bf16, ln: false, residual: false, chunks: BwdChunks::K2 }, 256, 1),
+    v(BwdSmallCols { dtype: Bf16, ln: false, residual: true, chunks: BwdChunks::K2 }, 256, 1),
+    v(BwdSmallCols { dtype: Bf16, ln: true, residual: false, chunks: BwdChunks::K2 }, 256, 1),
+    v(BwdSmallCols { dtype: Bf16, ln: true, residual: true, chunks: BwdChunks::K2 }, 256, 1),
+    v(BwdSmallCols { dtype: Bf16, ln: false, residual: false, chunks: BwdChunks::K4 }, 256, 1),
+    v(BwdSmallCols { dtype: Bf16, ln: false, residual: true, chunks: BwdChunks::K4 }, 256, 1),
+    v(BwdSmallCols { dtype: Bf16, ln: true, residual: false, chunks: BwdChunks::K4 }, 256, 1),
+    v(BwdSmallCols { dtype: Bf16, ln: true, residual: true, chunks: BwdChunks::K4 }, 256, 1),
+    v(BwdSmallCols { dtype: F16, ln: false, residual: false, chunks: BwdChunks::K2 }, 256, 1),
+    v(BwdSmallCols { dtype: F16, ln: false, residual: true, chunks: BwdChunks::K2 }, 256, 1),
+    v(BwdSmallCols { dtype: F16, ln: true, residual: false, chunks: BwdChunks::K2 }, 256, 1),
+    v(BwdSmallCols { dtype: F16, ln: true, residual: true, chunks: BwdChunks::K2 }, 256, 1),
+    v(BwdSmallCols { dtype: F16, ln: false, residual: false, chunks: BwdChunks::K4 }, 256, 1),
+    v(BwdSmallCols { dtype: F16, ln: false, residual: true, chunks: BwdChunks::K4 }, 256, 1),
+    v(BwdSmallCols { dtype: F16, ln: true, residual: false, chunks: BwdChunks::K4 }, 256, 1),
+    v(BwdSmallCols { dtype: F16, ln: true, residual: true, chunks: BwdChunks::K4 }, 256, 1),
     v(BwdSmall { dtype: F32, ln: false, residual: false, chunks: BwdChunks::K2 }, 256, 1),
     v(BwdSmall { dtype: F32, ln: false, residual: true, chunks: BwdChunks::K2 }, 256, 1),
     v(BwdSmall { dtype: F32, ln: true, residual: false, chunks: BwdChunks::K2 }, 256, 1),

@@ -85,6 +85,7 @@ fn main() -> std::process::ExitCode {
         kernel_tour_general_paths,
         twin_backward_matches_general,
         twin_backward_walks,
+        twin_backward_columns,
         fp8_twin_matches_register,
         fp8_batch_invariance,
         fp8_twin_wide_matches_register,
@@ -491,7 +492,8 @@ fn fp8_twin_tile_matches_separate() {
 fn twin_backward_matches_general() {
     use cluster::{bwd, fwd, inputs};
     use normkit_core::Layout;
-    let k = backend();
+    // The twin alone (its column CTAs add dW/dB in another order: twin_backward_columns).
+    let k = with(&|t| t.bwd_small_cols = None);
     let general = {
         let g = backend();
         let mut t = normkit::cuda::Tuning { bwd_small_max_m: 0, ..g.tuning().clone() };
@@ -540,6 +542,7 @@ fn twin_backward_walks() {
             t.bwd_small_max_m = usize::MAX;
             t.bwd_small_f32_max_m = usize::MAX;
             t.bwd_small_walk = vec![(usize::MAX, r)];
+            t.bwd_small_cols = None;
             t.rows.on = false;
         })
     };
@@ -590,6 +593,68 @@ fn twin_backward_walks() {
                 }
             }
             let again = bwd(&twin, ln, res, l, dt, len, n, &x, &f.3, &f.2, &i);
+            assert!(a.0.bits_eq(&again.0) && a.1.bits_eq(&again.1) && a.2.bits_eq(&again.2), "{ctx}: not repeatable");
+        }
+    }
+}
+
+/// The twin with column CTAs in its launch (`Tuning::bwd_small_cols`, `nk_bwd_smc*`): dx, dW and
+/// dB against the CPU backend, every output poisoned, the kernel's launch counted; one lane per
+/// chunk (RP = 1, no shared memory) up to a lane per thread (RP = the block), rows past a lane's
+/// batch of four, strided rows, a row shorter than the block's chunks, 4-chunk groups (N = 8192);
+/// dx bitwise the twin's alone (the same row code); the same call again bitwise.
+fn twin_backward_columns() {
+    use cluster::{bwd, fwd, inputs};
+    use normkit_core::Layout;
+    let cols = |rows: usize| {
+        with(&move |t| {
+            t.bwd_small_cols = Some((1, usize::MAX));
+            t.bwd_small_cols_max_elems = usize::MAX;
+            t.bwd_small_cols_rows = vec![(usize::MAX, rows)];
+            t.bwd_small_max_m = usize::MAX;
+            t.rows.on = false;
+        })
+    };
+    let alone = with(&|t| {
+        t.bwd_small_cols = None;
+        t.bwd_small_max_m = usize::MAX;
+        t.rows.on = false;
+    });
+    let cpu = normkit_core::cpu::CpuBackend::new();
+    // (rows per lane, m, n, stride, dtype)
+    let cases = [
+        (4usize, 1usize, 4096usize, 4096usize, DType::BF16),
+        (4, 3, 4096, 4096, DType::F16),
+        (4, 8, 4096, 4104, DType::BF16),
+        (1, 128, 4096, 4096, DType::F16),
+        (4, 300, 1024, 1024, DType::BF16),
+        (2, 37, 3000, 3008, DType::F16),
+        (3, 20, 2048, 2048, DType::BF16),
+        (4, 5, 64, 72, DType::BF16),
+        (8, 64, 8192, 8192, DType::BF16),
+    ];
+    for &(per_lane, m, n, stride, dt) in &cases {
+        let k = cols(per_lane);
+        for (ln, res) in [(false, false), (true, false), (false, true), (true, true)] {
+            let ctx = format!("columns {per_lane} m={m} n={n} stride={stride} {dt} ln={ln} res={res}");
+            let len = (m - 1) * stride + n;
+            let i = inputs(len, n, dt, 0x51c0 + (m * n) as u64);
+            let l = Layout::strided(m, n, stride);
+            let f = fwd(&cpu, ln, res, l, m, dt, len, &i);
+            let x = if res { f.1.clone() } else { i.x.clone() };
+            let before = launches_of(&k, &["nk_bwd_smc"]);
+            let a = bwd(&k, ln, res, l, dt, len, n, &x, &f.3, &f.2, &i);
+            assert_eq!(launches_of(&k, &["nk_bwd_smc"]), before + 1, "{ctx}: the column launch did not run");
+            let c = bwd(&cpu, ln, res, l, dt, len, n, &x, &f.3, &f.2, &i);
+            let rows: Vec<(usize, usize)> = (0..m).map(|i| (i * stride, n)).collect();
+            rows::check(&ctx, "dx", &a.0, &c.0, &rows, dt, n);
+            rows::check(&ctx, "dw", &a.1, &c.1, &[(0, n)], dt, m);
+            if ln {
+                rows::check(&ctx, "db", &a.2, &c.2, &[(0, n)], dt, m);
+            }
+            let b = bwd(&alone, ln, res, l, dt, len, n, &x, &f.3, &f.2, &i);
+            assert!(a.0.bits_eq(&b.0), "{ctx}: dx differs from the twin alone");
+            let again = bwd(&k, ln, res, l, dt, len, n, &x, &f.3, &f.2, &i);
             assert!(a.0.bits_eq(&again.0) && a.1.bits_eq(&again.1) && a.2.bits_eq(&again.2), "{ctx}: not repeatable");
         }
     }

@@ -118,8 +118,9 @@ pub enum Family {
     BwdRowsBatch,
     /// Backward register-resident kernels (`nk_bwd_reg*`).
     BwdRegister,
-    /// The backward's twin for a few rows (`nk_bwd_sm*`): a CTA per row; one row finishes dW/dB
-    /// in the kernel, more add their partial rows in the finalize.
+    /// The backward's twin for a few rows (`nk_bwd_sm*`): with column CTAs for dW/dB in the same
+    /// launch (`nk_bwd_smc*`, 2–1024 rows by default), or alone: one CTA finishes dW/dB in the
+    /// kernel, more add their partial rows in the finalize.
     BwdSmall,
     /// Backward cluster kernels (`nk_bwd_cl*`).
     BwdCluster,
@@ -1167,7 +1168,8 @@ fn bwd_reg_table(t: &Tuning, dt: DType, m: usize, n: usize) -> Option<(tuning::R
 /// programmatic dependent that triggers its successor at entry; ⌈M / R⌉ CTAs walking R rows each
 /// ([`Tuning::bwd_small_walk`]). One CTA (M ≤ R): it writes dW/dB itself, no workspace, no
 /// finalize. More: each CTA's rows are a partial dW/dB row and the finalize, a programmatic
-/// dependent too, adds them in CTA order (the register path's bits on as many CTAs).
+/// dependent too, adds them in CTA order (the register path's bits on as many CTAs). Within
+/// [`Tuning::bwd_small_cols`] the column CTAs of [`backward_small_cols`] come first.
 fn backward_small(t: &Tuning, d: &DeviceFacts, c: &BwdCall, uniform: bool) -> Result<Option<Launch>> {
     let m = c.m;
     if !uniform || m == 0 || m > t.bwd_small_max_m || d.cc_major < 9 || (c.dtypes.x == DType::F32 && m > t.bwd_small_f32_max_m) {
@@ -1186,6 +1188,9 @@ fn backward_small(t: &Tuning, d: &DeviceFacts, c: &BwdCall, uniform: bool) -> Re
     let Some(k) = kernels::lookup(key) else { return Ok(None) };
     if rc.group > k.max_threads {
         return Ok(None);
+    }
+    if let Some(l) = backward_small_cols(t, c, dtype, chunks, rc.group)? {
+        return Ok(Some(l));
     }
     // Rows per CTA (Tuning::bwd_small_walk): CTA b walks rows b, b + P, .. of the grid's P and
     // leaves their sum, in row order, as partial row b.
@@ -1207,6 +1212,37 @@ fn backward_small(t: &Tuning, d: &DeviceFacts, c: &BwdCall, uniform: bool) -> Re
     if parts > 0 {
         finalize(t, d, &mut l, c.n, c.nacc());
     }
+    Ok(Some(l))
+}
+
+/// The twin with column CTAs in one launch ([`Tuning::bwd_small_cols`], at most
+/// [`Tuning::bwd_small_cols_max_elems`] elements, 16-bit, dW or dB wanted):
+/// CTAs 0 .. M − 1 write a row's dx each (`nsplit` = M), the ⌈chunks / CB⌉ after them dW/dB of CB
+/// 8-element chunks each from x, dy and the statistics, RP = `slot` lanes per chunk adding rows
+/// in row order, then the lanes in lane order (kernels-common nk_reg.cuh `bwd_cols`): no
+/// workspace, no finalize. RP: the power of two at or above M / [`Tuning::bwd_small_cols_rows`],
+/// at most the block.
+fn backward_small_cols(t: &Tuning, c: &BwdCall, dtype: Dt, chunks: BwdChunks, block: u32) -> Result<Option<Launch>> {
+    let m = c.m;
+    // 16-bit only (kernels-cuda/variants.rs has no f32 column kernels).
+    let in_range = t.bwd_small_cols.is_some_and(|(lo, hi)| (lo..=hi).contains(&m)) && m.saturating_mul(c.n) <= t.bwd_small_cols_max_elems;
+    if !in_range || c.nacc() == 0 || !block.is_power_of_two() || dtype == Dt::F32 {
+        return Ok(None);
+    }
+    let Some(k) = kernels::lookup(KernelKey::BwdSmallCols { dtype, ln: c.ln, residual: c.d_residual, chunks }) else { return Ok(None) };
+    if block > k.max_threads {
+        return Ok(None);
+    }
+    let per_lane = t.bwd_small_cols_rows.iter().find(|&&(max_m, _)| m <= max_m).map_or(1, |&(_, r)| r.max(1));
+    let rp = (m.div_ceil(per_lane).next_power_of_two() as u32).min(block);
+    let cb = (block / rp) as usize;
+    let col_ctas = c.n.div_ceil(8).div_ceil(cb);
+    let blocks = to_u32((m + col_ctas) as u64, "grid")?;
+    let smem = if rp > 1 { block * 8 * 4 } else { 0 };
+    let mut fields = Fields { group: block as i32, rpc: 1, slot: rp as i32, nsplit: m as i64, ..Fields::default() };
+    let step = trigger_step(t, &mut fields, k, blocks, block);
+    let mut l = Launch::new(Family::BwdSmall, Workspace::default(), fields);
+    l.push(Step { smem, ..step });
     Ok(Some(l))
 }
 
@@ -1857,7 +1893,8 @@ mod tests {
     fn backward_paths_as_before() {
         use DType::*;
         use Family::*;
-        let t = Tuning::for_sm90();
+        // The twin alone (Tuning::bwd_small_cols off; its column CTAs: below).
+        let t = Tuning { bwd_small_cols: None, ..Tuning::for_sm90() };
         // A handful of rows. One row: one CTA writing dW/dB itself, a programmatic dependent
         // that triggers at entry (plain with NORMKIT_CUDA_PDL=0); no workspace, no finalize.
         let none = Workspace::default();
@@ -1870,7 +1907,7 @@ mod tests {
             none,
             Fields { trigger: true, ..f(256, 1, 0, 0, 0) },
         );
-        let no_pdl = Tuning { pdl: false, ..Tuning::for_sm90() };
+        let no_pdl = Tuning { pdl: false, ..t.clone() };
         check("B0 one row, no PDL", one(&no_pdl), BwdSmall, &[("nk_bwd_sm_bf16_rms", (1, 1), 256, 0, P, None)], none, f(256, 1, 0, 0, 0));
         // Up to 128 rows: a CTA per row leaving a partial dW/dB row, the finalize adding them.
         check(
@@ -1924,7 +1961,7 @@ mod tests {
         );
         // Rows per CTA (Tuning::bwd_small_walk): ⌈M / R⌉ CTAs, as many partial rows; one CTA
         // (M ≤ R) writes dW itself.
-        let walk = Tuning { bwd_small_walk: vec![(8, 8), (64, 2), (usize::MAX, 4)], ..Tuning::for_sm90() };
+        let walk = Tuning { bwd_small_walk: vec![(8, 8), (64, 2), (usize::MAX, 4)], ..t.clone() };
         check(
             "B0 small, 2 rows per CTA",
             plan_bwd(&walk, bwd(BF16, 4096, 31)),
@@ -1942,6 +1979,84 @@ mod tests {
             Fields { trigger: true, ..f(256, 1, 0, 0, 0) },
         );
         assert_eq!(plan_bwd(&walk, bwd(BF16, 4096, 128)).steps().next().unwrap().grid, (32, 1));
+        // Column CTAs in the twin's launch (Tuning::bwd_small_cols): M row CTAs, then the column
+        // CTAs, RP = ⌈M / 4⌉ rounded up to a power of two lanes per chunk, CB = 256 / RP chunks a
+        // CTA; no workspace, no finalize. 8×4096: RP 2, CB 128, 4 column CTAs; 128 rows: RP 32,
+        // CB 8, 64; 3 rows: RP 1 (no shared memory), CB 256, 2. K4 at N = 8192 (128 threads).
+        let cols = Tuning { bwd_small_cols: Some((2, 128)), bwd_small_cols_rows: vec![(usize::MAX, 4)], ..Tuning::for_sm90() };
+        let fc = |block: i32, rp: i32, m: i64| Fields { trigger: true, slot: rp, nsplit: m, ..f(block, 1, 0, 0, 0) };
+        for (m, rp, ctas, smem) in [(8, 2, 4, 8192), (128, 32, 64, 8192), (3, 1, 2, 0), (5, 2, 4, 8192)] {
+            check(
+                "B0 small, column CTAs",
+                plan_bwd(&cols, bwd(BF16, 4096, m)),
+                BwdSmall,
+                &[("nk_bwd_smc_bf16_rms", ((m + ctas) as u32, 1), 256, smem, D, None)],
+                none,
+                fc(256, rp, m as i64),
+            );
+        }
+        check(
+            "B0 small, column CTAs, ln + d_residual_out, 4 chunks",
+            plan_bwd(&cols, BwdCall { d_residual: true, ..ln_bwd(bwd(F16, 8192, 16)) }),
+            BwdSmall,
+            &[("nk_bwd_smc4_f16_ln_res", (16 + 16, 1), 256, 8192, D, None)],
+            none,
+            fc(256, 4, 16),
+        );
+        // The defaults: column CTAs from 2 to 1024 rows, lanes adding 1 row to M = 8, 2 to 64, 4 to
+        // 128, then 8: 8×4096 RP 8, CB 32, 16 column CTAs; 128 rows RP 32, CB 8, 64; 1024 rows RP
+        // 128, CB 2, 256. One row: the twin alone.
+        let def = Tuning::for_sm90();
+        for (m, rp, ctas) in [(2, 2, 4), (8, 8, 16), (64, 32, 64), (128, 32, 64), (1024, 128, 256)] {
+            check(
+                "B0 small, column CTAs by default",
+                plan_bwd(&def, bwd(BF16, 4096, m)),
+                BwdSmall,
+                &[("nk_bwd_smc_bf16_rms", ((m + ctas) as u32, 1), 256, 8192, D, None)],
+                none,
+                fc(256, rp, m as i64),
+            );
+        }
+        assert_eq!(plan_bwd(&def, bwd(BF16, 4096, 1)).steps().next().unwrap().kernel.name, "nk_bwd_sm_bf16_rms");
+        assert_eq!(plan_bwd(&def, bwd(BF16, 4096, 1025)).family, BwdRegister);
+        // Past 4 Mi elements (1024×8192): the twin and its finalize.
+        assert_eq!(plan_bwd(&def, bwd(BF16, 8192, 512)).steps().next().unwrap().kernel.name, "nk_bwd_smc4_bf16_rms");
+        assert_eq!(
+            plan_bwd(&def, bwd(BF16, 8192, 1024)).steps().map(|s| s.kernel.name).collect::<Vec<_>>(),
+            ["nk_bwd_sm4_bf16_rms", "nk_bwd_finalize_wide"]
+        );
+        // The device test's shapes (tests/tests/cuda.rs twin_backward_columns) take the column launch.
+        let all = Tuning {
+            bwd_small_cols: Some((1, usize::MAX)),
+            bwd_small_cols_max_elems: usize::MAX,
+            bwd_small_max_m: usize::MAX,
+            ..Tuning::for_sm90()
+        };
+        let all = Tuning { rows: tuning::RowsTuning { on: false, ..all.rows }, ..all };
+        for (m, n, dt) in [
+            (1, 4096, F16),
+            (3, 4096, F16),
+            (8, 4096, BF16),
+            (128, 4096, F16),
+            (300, 1024, BF16),
+            (37, 3000, F16),
+            (20, 2048, BF16),
+            (5, 64, BF16),
+            (64, 8192, BF16),
+        ] {
+            for (ln, res) in [(false, false), (true, true)] {
+                let c = BwdCall { d_residual: res, ..if ln { ln_bwd(bwd(dt, n, m)) } else { bwd(dt, n, m) } };
+                let l = plan_bwd(&all, c);
+                let s: Vec<_> = l.steps().map(|s| (s.kernel.name, s.grid.0, s.block, s.smem)).collect();
+                assert!(s.len() == 1 && s[0].0.starts_with("nk_bwd_smc"), "{m}x{n} {dt:?} ln={ln}: {s:?}");
+            }
+        }
+        // Outside the range, f32 (no column kernels), dx only: the twin as before.
+        for c in [bwd(BF16, 4096, 1), bwd(BF16, 4096, 129), bwd(F32, 4096, 8), BwdCall { dw: false, ..bwd(BF16, 4096, 8) }] {
+            let l = plan_bwd(&cols, c);
+            assert!(l.steps().all(|s| !s.kernel.name.starts_with("nk_bwd_smc")), "{c:?}");
+            assert_eq!(l.family, plan_bwd(&t, c).family);
+        }
         let env = |v: &str| Tuning::for_sm90().with_env(|k| (k == "NORMKIT_CUDA_BWD_SMALL_WALK").then(|| v.to_string())).bwd_small_walk;
         assert_eq!(
             (env("4"), env("64:2, 8:1"), env("x")),
@@ -2108,7 +2223,7 @@ mod tests {
             let s = *l.steps().next().unwrap();
             (s.kernel.name, s.block, l.fields.group)
         };
-        let few_off = Tuning { bwd_reg4_few_max_m: 0, ..Tuning::for_sm90() };
+        let few_off = Tuning { bwd_reg4_few_max_m: 0, ..t.clone() };
         assert_eq!(key(plan_bwd(&few_off, bwd(BF16, 4096, 8))), ("nk_bwd_sm4_bf16_rms", 128, 128));
         assert_eq!(key(plan_bwd(&t, ln_bwd(bwd(F16, 3000, 128)))), ("nk_bwd_sm_f16_ln", 256, 256));
         assert_eq!(key(plan_bwd(&t, bwd(BF16, 4096, 1024))).2, 256);
@@ -2330,7 +2445,29 @@ mod tests {
                                                             });
                                                             // The backward's twin: one CTA finishes dW/dB itself, without
                                                             // workspace; more leave a partial row each to the finalize.
-                                                            if l.family == Family::BwdSmall {
+                                                            let cols =
+                                                                l.steps().any(|s| matches!(s.kernel.key, KernelKey::BwdSmallCols { .. }));
+                                                            if cols {
+                                                                // Column CTAs in the twin's launch: dW/dB written by
+                                                                // them, no partial rows, no workspace, no finalize.
+                                                                let s = l.steps().next().unwrap();
+                                                                assert!(dw || db, "{}", what());
+                                                                assert!(
+                                                                    !finalize && l.fields.nparts == 0 && l.workspace.bytes == 0,
+                                                                    "{}",
+                                                                    what()
+                                                                );
+                                                                assert!(
+                                                                    l.fields.nsplit == m as i64 && (s.grid.0 as i64) > l.fields.nsplit,
+                                                                    "{}",
+                                                                    what()
+                                                                );
+                                                                assert!(
+                                                                    l.fields.slot >= 1 && s.block % l.fields.slot as u32 == 0,
+                                                                    "{}",
+                                                                    what()
+                                                                );
+                                                            } else if l.family == Family::BwdSmall {
                                                                 let ctas = l.steps().next().unwrap().grid.0 as i64;
                                                                 let parts = ctas > 1 && (dw || db);
                                                                 assert_eq!(finalize, parts, "{}", what());

@@ -33,8 +33,11 @@
 //! | `NORMKIT_CUDA_PDL` | [`Tuning::pdl`] | `0`: no programmatic dependent launches |
 //! | `NORMKIT_CUDA_FWD_DECODE` | [`Tuning::fwd_decode_max_ctas`] | the largest register-forward grid that runs the twin, instead of [`TwinTuning`]'s rules (`0`: none) |
 //! | `NORMKIT_CUDA_FWD_PAIR` | [`Tuning::fwd_pair`] | `0`: the forward's twin never in pairs; `all`: in pairs wherever it runs (every op, every grid); `LO:HI`: only for calls of LO..=HI rows |
-//! | `NORMKIT_CUDA_BWD_SMALL` | [`Tuning::bwd_small_max_m`] | the most rows of the backward's twin (`nk_bwd_sm*`; default 1024; `0`: never) |
+//! | `NORMKIT_CUDA_BWD_SMALL` | [`Tuning::bwd_small_max_m`] | the most rows of the backward's twin (`nk_bwd_sm*`, `nk_bwd_smc*`; default 1024; `0`: never) |
 //! | `NORMKIT_CUDA_BWD_SMALL_WALK` | [`Tuning::bwd_small_walk`] | rows per CTA of the backward's twin: `R` at every M, or `M:R,...` by M |
+//! | `NORMKIT_CUDA_BWD_SMALL_COLS` | [`Tuning::bwd_small_cols`] | the rows (`LO:HI`, or `off`) where the twin's launch carries column CTAs for dW/dB (`nk_bwd_smc*`) |
+//! | `NORMKIT_CUDA_BWD_SMALL_COLS_ROWS` | [`Tuning::bwd_small_cols_rows`] | rows per lane of those column CTAs |
+//! | `NORMKIT_CUDA_BWD_SMALL_COLS_ELEMS` | [`Tuning::bwd_small_cols_max_elems`] | the most M·N elements that take those column CTAs |
 //! | `NORMKIT_CUDA_FP8_T` | [`Fp8Tuning::transpose`] | `separate` (default), `fused` or `strided`: how the FP8 `yT` is written |
 //! | `NORMKIT_CUDA_FP8_TM` | [`Fp8Tuning::max_tm`] | the largest fused-transpose tile, rows (4..=64, a power of two) |
 //! | `NORMKIT_CUDA_FP8_CTA` | [`Fp8Tuning::cta_threads`] | threads per CTA of the FP8 row kernel (32..=512) |
@@ -62,7 +65,7 @@
 //! | `NORMKIT_CUDA_CSTAGE_GRID` | [`ClusterTuning::staged_grid_rows`] | `rows`: the staged forward on one cluster per row (else the resident clusters walk the rows) |
 
 /// The environment variables [`Tuning::with_env`] reads, in the order of the table above.
-pub const ENV_OVERRIDES: [&str; 42] = [
+pub const ENV_OVERRIDES: [&str; 45] = [
     "NORMKIT_CUDA_FWD_TABLE",
     "NORMKIT_CUDA_BWD_TABLE",
     "NORMKIT_CUDA_BWD4_TABLE",
@@ -80,6 +83,9 @@ pub const ENV_OVERRIDES: [&str; 42] = [
     "NORMKIT_CUDA_FWD_PAIR",
     "NORMKIT_CUDA_BWD_SMALL",
     "NORMKIT_CUDA_BWD_SMALL_WALK",
+    "NORMKIT_CUDA_BWD_SMALL_COLS",
+    "NORMKIT_CUDA_BWD_SMALL_COLS_ROWS",
+    "NORMKIT_CUDA_BWD_SMALL_COLS_ELEMS",
     "NORMKIT_CUDA_FP8_T",
     "NORMKIT_CUDA_FP8_TM",
     "NORMKIT_CUDA_FP8_CTA",
@@ -565,6 +571,28 @@ pub struct Tuning {
     /// ... for f32 rows, at most this many rows (the walking twin at 1024×4096 f32: rms_bwd
     /// +8.6%, ln_bwd −4.7%; at 256×4096 −16 / −25 / −16%; H100, walk/call4). Default 256.
     pub bwd_small_f32_max_m: usize,
+    /// Backward calls of LO..=HI rows that take the twin run it with column CTAs in the same
+    /// launch (`nk_bwd_smc*`, 16-bit): a CTA per row writes dx, CTAs after them compute dW/dB
+    /// from x, dy and the statistics — no partial rows, no finalize kernel. `None`: off.
+    /// Default 2..=1024 (H100, bench/results/nvidia-h100-2026-11-28/cols/call1, one build by
+    /// environment, A B C D E E D C B A, bf16, rms / ln / add + rms backward against the twin and
+    /// its finalize: 2×4096 2.52 / 3.05 / 2.63 → 1.90 / 2.62 / 1.87 µs, 8×4096 3.54 / 4.54 / 3.62
+    /// → 1.56 / 1.97 / 1.54, 128×4096 6.41 / 8.61 / 7.16 → 2.70 / 3.22 / 3.21, 512×4096 −23 / −27
+    /// / −28%, 1024×4096 −1 / −8 / −11%; one row +18 to +36%, so it keeps the twin alone).
+    /// Env `NORMKIT_CUDA_BWD_SMALL_COLS` (`LO:HI`, or `off`).
+    pub bwd_small_cols: Option<(usize, usize)>,
+    /// Rows each lane of a column CTA adds, by M — the first entry whose `max_m` ≥ M gives R, and
+    /// the lanes per chunk are the power of two at or above M / R, at most the CTA's threads.
+    /// Default: 1 to 8 rows, 2 to 64, 4 to 128, then 8 (cols/call1, R = 1 / 2 / 4 / 8 at every M:
+    /// 3–8 rows fastest at 1 (rms 8×4096 1.56 / 1.82 / 2.01 / 2.50 µs), 16–64 at 2 (64×4096
+    /// 2.27 / 1.97 / 2.16 / 2.65), 128 at 4 (4.56 / 2.80 / 2.70 / 2.97), 256–1024 at 8
+    /// (512×4096 13.05 / 13.05 / 10.03 / 8.84)). Env `NORMKIT_CUDA_BWD_SMALL_COLS_ROWS` (`R`: at
+    /// every M; `M:R,...`: the table).
+    pub bwd_small_cols_rows: Vec<(usize, usize)>,
+    /// ... and at most this many elements (M·N): 1024×8192 with column CTAs was 31–34% slower
+    /// than the twin and its finalize, 512×8192 4–13% faster, 1024×4096 2–12% faster (H100,
+    /// cols/call2, A B B A against 543fa35). Default 4 Mi. Env `NORMKIT_CUDA_BWD_SMALL_COLS_ELEMS`.
+    pub bwd_small_cols_max_elems: usize,
     /// The quantised (FP8) forward.
     pub fp8: Fp8Tuning,
     /// Row-batch backward.
@@ -650,6 +678,24 @@ const CL_FWD32: [ClusterConfig; 4] = [cc(32768, 4, 256), cc(65536, 8, 256), cc(1
 const CL_BWD16: [ClusterConfig; 5] = [cc(16384, 2, 256), cc(32768, 4, 256), cc(65536, 8, 256), cc(131072, 16, 256), cc(262144, 16, 512)];
 const CL_BWD32: [ClusterConfig; 4] = [cc(16384, 4, 256), cc(32768, 8, 256), cc(65536, 16, 256), cc(131072, 16, 512)];
 
+/// A table by rows from the environment: `R` (every M) or `M:R,...` (sorted by M; the first
+/// entry whose M ≥ the call's rows gives R). `None` if malformed.
+fn by_m_table<T: std::str::FromStr + Ord + Copy>(v: &str) -> Option<Vec<(usize, T)>> {
+    let v = v.trim();
+    if let Ok(r) = v.parse::<T>() {
+        return Some(vec![(usize::MAX, r)]);
+    }
+    let mut t: Vec<(usize, T)> = v
+        .split(',')
+        .map(|e| {
+            let (m, r) = e.split_once(':')?;
+            Some((m.trim().parse().ok()?, r.trim().parse().ok()?))
+        })
+        .collect::<Option<_>>()?;
+    t.sort_unstable();
+    Some(t)
+}
+
 impl Tuning {
     /// Hopper (H100, H200), without overrides.
     pub fn for_sm90() -> Tuning {
@@ -686,6 +732,9 @@ impl Tuning {
             bwd_small_rows_max_m: 64,
             bwd_small_walk: vec![(3, 3), (usize::MAX, 0)],
             bwd_small_f32_max_m: 256,
+            bwd_small_cols: Some((2, 1024)),
+            bwd_small_cols_rows: vec![(8, 1), (64, 2), (128, 4), (usize::MAX, 8)],
+            bwd_small_cols_max_elems: 4 << 20,
             fp8: Fp8Tuning {
                 cta_threads: 128,
                 transpose: Fp8Transpose::Separate,
@@ -788,23 +837,23 @@ impl Tuning {
             None => {}
         }
         self.bwd_small_max_m = get("NORMKIT_CUDA_BWD_SMALL").and_then(|v| v.parse().ok()).unwrap_or(self.bwd_small_max_m);
-        if let Some(v) = get("NORMKIT_CUDA_BWD_SMALL_WALK") {
-            let v = v.trim();
-            if let Ok(r) = v.parse::<u32>() {
-                self.bwd_small_walk = vec![(usize::MAX, r)];
-            } else {
-                let table: Option<Vec<(usize, u32)>> = v
-                    .split(',')
-                    .map(|e| {
-                        let (m, r) = e.split_once(':')?;
-                        Some((m.trim().parse().ok()?, r.trim().parse::<u32>().ok()?))
-                    })
-                    .collect();
-                if let Some(mut t) = table {
-                    t.sort_unstable();
-                    self.bwd_small_walk = t;
+        if let Some(t) = get("NORMKIT_CUDA_BWD_SMALL_WALK").and_then(|v| by_m_table(&v)) {
+            self.bwd_small_walk = t;
+        }
+        match get("NORMKIT_CUDA_BWD_SMALL_COLS").as_deref().map(str::trim) {
+            Some("off") => self.bwd_small_cols = None,
+            Some(v) => {
+                let range = v.split_once(':').and_then(|(lo, hi)| Some((lo.trim().parse().ok()?, hi.trim().parse().ok()?)));
+                if let Some((lo, hi)) = range.filter(|&(lo, hi): &(usize, usize)| lo <= hi) {
+                    self.bwd_small_cols = Some((lo, hi));
                 }
             }
+            None => {}
+        }
+        self.bwd_small_cols_max_elems =
+            get("NORMKIT_CUDA_BWD_SMALL_COLS_ELEMS").and_then(|v| v.parse().ok()).unwrap_or(self.bwd_small_cols_max_elems);
+        if let Some(t) = get("NORMKIT_CUDA_BWD_SMALL_COLS_ROWS").and_then(|v| by_m_table(&v)).filter(|t| t.iter().all(|&(_, r)| r > 0)) {
+            self.bwd_small_cols_rows = t;
         }
         self.fp8.reg = on_unless_0("NORMKIT_CUDA_FP8_REG");
         self.fp8.reg_grid_rows = get("NORMKIT_CUDA_FP8_GRID").is_some_and(|v| v == "rows");
@@ -994,6 +1043,27 @@ mod tests {
         let t = Tuning::for_sm90().with_env(env(&[("NORMKIT_CUDA_FWD_DECODE", "x"), ("NORMKIT_CUDA_BWD_SMALL", "-1")]));
         assert_eq!((t.fwd_decode_max_ctas, t.bwd_small_max_m), (None, 1024), "malformed values keep the defaults");
         assert!(ENV_OVERRIDES.contains(&"NORMKIT_CUDA_FWD_DECODE") && ENV_OVERRIDES.contains(&"NORMKIT_CUDA_BWD_SMALL"));
+    }
+
+    #[test]
+    fn the_column_overrides_parse() {
+        let d = Tuning::for_sm90();
+        assert_eq!((d.bwd_small_cols, d.bwd_small_cols_rows.clone()), (Some((2, 1024)), vec![(8, 1), (64, 2), (128, 4), (usize::MAX, 8)]));
+        let t = d.clone().with_env(env(&[("NORMKIT_CUDA_BWD_SMALL_COLS", "2:128"), ("NORMKIT_CUDA_BWD_SMALL_COLS_ROWS", "2")]));
+        assert_eq!((t.bwd_small_cols, t.bwd_small_cols_rows.clone()), (Some((2, 128)), vec![(usize::MAX, 2)]));
+        let t = t.with_env(env(&[("NORMKIT_CUDA_BWD_SMALL_COLS", "off"), ("NORMKIT_CUDA_BWD_SMALL_COLS_ROWS", "0")]));
+        assert_eq!((t.bwd_small_cols, t.bwd_small_cols_rows.clone()), (None, vec![(usize::MAX, 2)]), "off, and a zero keeps the table");
+        let t = d.clone().with_env(env(&[("NORMKIT_CUDA_BWD_SMALL_COLS_ROWS", "64:2, 8:1,9999:8")]));
+        assert_eq!(t.bwd_small_cols_rows, vec![(8, 1), (64, 2), (9999, 8)]);
+        for bad in ["9:2", "x", "4"] {
+            let t = d.clone().with_env(env(&[("NORMKIT_CUDA_BWD_SMALL_COLS", bad)]));
+            assert_eq!(t.bwd_small_cols, d.bwd_small_cols, "{bad}");
+        }
+        let t = d.clone().with_env(env(&[("NORMKIT_CUDA_BWD_SMALL_COLS_ELEMS", "1000")]));
+        assert_eq!((d.bwd_small_cols_max_elems, t.bwd_small_cols_max_elems), (4 << 20, 1000));
+        for v in ["NORMKIT_CUDA_BWD_SMALL_COLS", "NORMKIT_CUDA_BWD_SMALL_COLS_ROWS", "NORMKIT_CUDA_BWD_SMALL_COLS_ELEMS"] {
+            assert!(ENV_OVERRIDES.contains(&v), "{v}");
+        }
     }
 
     #[test]

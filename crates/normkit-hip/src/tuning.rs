@@ -193,7 +193,8 @@ pub const fn designed_waves(key: KernelKey) -> u32 {
         | FwdRegQPair { .. }
         | FwdRegDecode { .. }
         | FwdRegPair { .. }
-        | BwdSmall { .. } => 1,
+        | BwdSmall { .. }
+        | BwdSmallCols { .. } => 1,
     }
 }
 

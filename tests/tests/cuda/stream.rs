@@ -216,8 +216,9 @@ pub fn caller_graph_capture() {
     let stream = ctx.new_stream().unwrap();
     let k = CudaBackend::from_stream(stream.clone()).unwrap();
 
-    // Refused growth: a fresh backend has no workspace; the backward needs one.
-    let c = case(64, 4096, 900);
+    // Refused growth: a fresh backend has no workspace; the backward needs one (2048 rows: the
+    // register kernel's partial rows; up to 1024 rows of 4096 the twin's column CTAs need none).
+    let c = case(2048, 4096, 900);
     let mut s = slices(&stream, &c);
     stream.synchronize().unwrap();
     stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED).unwrap();
