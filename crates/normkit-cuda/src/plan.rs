@@ -295,6 +295,25 @@ fn twin_fits(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall, tk: 
     Ok(u64::from(blocks) <= wave || wide)
 }
 
+/// The least dynamic shared memory (1 KiB steps) with which at most `cap` CTAs of `k` fit on an
+/// SM (0 if they never exceed it; the kernel's largest if even that leaves more).
+fn cap_padding(d: &DeviceFacts, occ: &dyn Occupancy, k: Kernel, block: u32, cap: u32) -> Result<u32> {
+    if occ.blocks_per_sm(k, block, 0)? <= cap {
+        return Ok(0);
+    }
+    let max = d.dyn_smem_max[k.index] / 1024;
+    let (mut lo, mut hi) = (0usize, max);
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        if occ.blocks_per_sm(k, block, mid * 1024)? <= cap {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    to_u32((lo * 1024) as u64, "shared memory")
+}
+
 /// CTAs of a persistent kernel: as many as fit on the device at once, at most `work`.
 fn persistent_blocks(d: &DeviceFacts, occ: &dyn Occupancy, k: Kernel, block: u32, smem: usize, work: u64) -> Result<u32> {
     let per_sm = occ.blocks_per_sm(k, block, smem)?.max(1);
@@ -409,6 +428,19 @@ pub fn forward(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall) ->
                 }
                 (None, Some(k)) => trigger_step(t, &mut fields, k, blocks, block),
                 (None, None) => Step::plain(k, (blocks, 1), block, 0),
+            };
+            // Tuning::fwd_twin_cap(_auto): padding that leaves at most K of the twin's CTAs on
+            // an SM — by default its own share, ⌈grid / SMs⌉, up to 2 — so that the next call's
+            // early CTAs cannot stack on the SMs this grid leaves idle.
+            let cap = match t.fwd_twin_cap {
+                Some((lo, hi, k)) => (lo..=hi).contains(&m).then_some(k),
+                None => Some(step.grid.0.div_ceil(d.sms.max(1))).filter(|&k| k <= t.fwd_twin_cap_auto),
+            };
+            let step = match cap {
+                Some(k) if (pair.is_some() || twin.is_some()) && t.pdl => {
+                    Step { smem: cap_padding(d, occ, step.kernel, step.block, k)?, ..step }
+                }
+                _ => step,
             };
             let mut l = Launch::new(Family::FwdRegister, Workspace::default(), fields);
             l.push(step);
@@ -1462,6 +1494,8 @@ mod tests {
         let mut t = Tuning::for_sm90();
         t.cluster.staged = false;
         t.fwd_decode_max_ctas = Some(132);
+        // No padding of the twin's CTAs (forward_pair_by_op_and_grid tests it).
+        t.fwd_twin_cap_auto = 0;
         let none = Workspace::default();
         // Register-resident: 4 chunks per thread, one CTA per rows_per_cta rows.
         check(
@@ -1673,6 +1707,7 @@ mod tests {
             let mut t = Tuning::for_sm90();
             t.cluster.staged = false;
             t.fwd_decode_max_ctas = Some(132);
+            t.fwd_twin_cap_auto = 0;
             t
         };
         let none = Workspace::default();
@@ -2631,6 +2666,36 @@ mod tests {
         assert_eq!(step(&env("0"), 4096, 128, false, true).0, "nk_fwd_regd_bf16_rms_res");
         assert_eq!(step(&env("100:200"), 4096, 8, false, true).0, "nk_fwd_regd_bf16_rms_res");
         assert_eq!(step(&env("100:200"), 4096, 128, false, true).0, "nk_fwd_regp_bf16_rms_res");
+        // Tuning::fwd_twin_cap: the twin (and its pairs) padded to at most K CTAs per SM within
+        // its rows; the same kernel, grid and block; elsewhere no padding.
+        let cap = Tuning { fwd_twin_cap: Some((64, 128, 2)), ..Tuning::for_sm90() };
+        let none = Tuning { fwd_twin_cap_auto: 0, ..Tuning::for_sm90() };
+        for (m, residual) in [(128, true), (64, false), (100, true)] {
+            let c = FwdCall { residual, ..fwd(DType::BF16, 4096, m) };
+            let (a, b) = (forward(&none, &d, &OCC, &c).unwrap(), forward(&cap, &d, &OCC, &c).unwrap());
+            let (sa, sb) = (*a.steps().next().unwrap(), *b.steps().next().unwrap());
+            assert_eq!((sa.kernel.name, sa.grid, sa.block, sa.mode, a.fields), (sb.kernel.name, sb.grid, sb.block, sb.mode, b.fields));
+            assert!(sa.smem == 0 && sb.smem > 0 && sb.smem as usize <= d.dyn_smem_max[sb.kernel.index], "{m}");
+            assert!(OCC.blocks_per_sm(sb.kernel, sb.block, sb.smem as usize).unwrap() <= 2, "{m}");
+            assert!(OCC.blocks_per_sm(sb.kernel, sb.block, sb.smem as usize - 1024).unwrap() > 2, "{m}: not the least padding");
+        }
+        for m in [32, 129, 32768] {
+            let c = FwdCall { residual: true, ..fwd(DType::BF16, 4096, m) };
+            assert_eq!(forward(&cap, &d, &OCC, &c).unwrap().steps().next().unwrap().smem, 0, "{m}");
+        }
+        // The default: the grid's own share, ⌈grid / SMs⌉ CTAs per SM, up to 2; none without PDL,
+        // past 2 shares, or on the plain register kernel.
+        let share = |t: &Tuning, m: usize, residual: bool| {
+            let l = forward(t, &d, &OCC, &FwdCall { residual, ..fwd(DType::BF16, 4096, m) }).unwrap();
+            let s = *l.steps().next().unwrap();
+            (s.grid.0, if s.smem == 0 { 0 } else { OCC.blocks_per_sm(s.kernel, s.block, s.smem as usize).unwrap() })
+        };
+        assert_eq!(share(&t, 1, false), (1, 1));
+        assert_eq!(share(&t, 128, true), (128, 1));
+        assert_eq!(share(&t, 256, false), (256, 2));
+        assert_eq!(share(&t, 32768, false).1, 0);
+        assert_eq!(share(&Tuning { pdl: false, ..Tuning::for_sm90() }, 128, true).1, 0);
+        assert_eq!(share(&none, 128, true).1, 0);
     }
 
     /// The quantised register forward's twin: per tensor wherever the table's group fits 256

@@ -32,6 +32,7 @@
 //! | `NORMKIT_CUDA_FIN_COLS_MAX` | [`Tuning::fin_cols_max`] | at N ≥ 65536, at most this many partial rows take the one-column finalize |
 //! | `NORMKIT_CUDA_PDL` | [`Tuning::pdl`] | `0`: no programmatic dependent launches |
 //! | `NORMKIT_CUDA_FWD_DECODE` | [`Tuning::fwd_decode_max_ctas`] | the largest register-forward grid that runs the twin, instead of [`TwinTuning`]'s rules (`0`: none) |
+//! | `NORMKIT_CUDA_FWD_TWIN_CAP` | [`Tuning::fwd_twin_cap`], [`Tuning::fwd_twin_cap_auto`] | `LO:HI:K`: calls of LO..=HI rows launch the forward's twin (and its pairs) with shared memory padding that leaves at most K CTAs per SM; `auto:N`: ⌈grid / SMs⌉ where at most N; `off`: no padding |
 //! | `NORMKIT_CUDA_FWD_PAIR` | [`Tuning::fwd_pair`] | `0`: the forward's twin never in pairs; `all`: in pairs wherever it runs (every op, every grid); `LO:HI`: only for calls of LO..=HI rows |
 //! | `NORMKIT_CUDA_BWD_SMALL` | [`Tuning::bwd_small_max_m`] | the most rows of the backward's twin (`nk_bwd_sm*`, `nk_bwd_smc*`; default 1024; `0`: never) |
 //! | `NORMKIT_CUDA_BWD_SMALL_WALK` | [`Tuning::bwd_small_walk`] | rows per CTA of the backward's twin: `R` at every M, or `M:R,...` by M |
@@ -65,7 +66,7 @@
 //! | `NORMKIT_CUDA_CSTAGE_GRID` | [`ClusterTuning::staged_grid_rows`] | `rows`: the staged forward on one cluster per row (else the resident clusters walk the rows) |
 
 /// The environment variables [`Tuning::with_env`] reads, in the order of the table above.
-pub const ENV_OVERRIDES: [&str; 45] = [
+pub const ENV_OVERRIDES: [&str; 46] = [
     "NORMKIT_CUDA_FWD_TABLE",
     "NORMKIT_CUDA_BWD_TABLE",
     "NORMKIT_CUDA_BWD4_TABLE",
@@ -81,6 +82,7 @@ pub const ENV_OVERRIDES: [&str; 45] = [
     "NORMKIT_CUDA_PDL",
     "NORMKIT_CUDA_FWD_DECODE",
     "NORMKIT_CUDA_FWD_PAIR",
+    "NORMKIT_CUDA_FWD_TWIN_CAP",
     "NORMKIT_CUDA_BWD_SMALL",
     "NORMKIT_CUDA_BWD_SMALL_WALK",
     "NORMKIT_CUDA_BWD_SMALL_COLS",
@@ -543,6 +545,19 @@ pub struct Tuning {
     pub fwd_twin: TwinTuning,
     /// Where the forward's twin runs in pairs.
     pub fwd_pair: PairTuning,
+    /// The forward's twin (and its pairs) launched with dynamic shared memory that leaves at most
+    /// K CTAs on an SM (the kernels use none: padding only, the same code and bits), so that the
+    /// next call's CTAs, launched early as programmatic dependents, cannot stack on the SMs this
+    /// grid leaves idle: K = ⌈grid / SMs⌉ where that is at most this (0: never). H100,
+    /// bench/results/nvidia-h100-2026-11-28/fwd/call3 (K by environment against the unpadded
+    /// launch, bf16): K = 1 at 8–128 rows of 4096 — RMSNorm 128×4096 2.27 → 1.61 µs, add + RMSNorm
+    /// 3.34 → 2.09, LayerNorm 2.67 → 1.99; 64×4096 −28 to −41%; 128×2048 −20 to −26% — but +19
+    /// to +36% at 256 rows, where K = 2 (the grid's own share) gives −9 to −21%. Default 2.
+    pub fwd_twin_cap_auto: u32,
+    /// An explicit cap instead: calls of LO..=HI rows, K CTAs per SM. Env
+    /// `NORMKIT_CUDA_FWD_TWIN_CAP` (`LO:HI:K`; `auto:N` sets [`Tuning::fwd_twin_cap_auto`]; `off`:
+    /// neither).
+    pub fwd_twin_cap: Option<(u64, u64, u32)>,
     /// Backward calls of at most this many rows take the register kernel's twin (`nk_bwd_sm*`, a
     /// programmatic dependent; [`Tuning::bwd_small_walk`] rows per CTA; one CTA writes dW/dB
     /// itself, more leave partial rows to the finalize). H100, NOTES v11, against the register
@@ -727,6 +742,8 @@ impl Tuning {
             pdl: true,
             fwd_decode_max_ctas: None,
             fwd_twin: TwinTuning::SM90,
+            fwd_twin_cap: None,
+            fwd_twin_cap_auto: 2,
             fwd_pair: PairTuning::SM90,
             bwd_small_max_m: 1024,
             bwd_small_rows_max_m: 64,
@@ -825,6 +842,28 @@ impl Tuning {
         self.pdl = on_unless_0("NORMKIT_CUDA_PDL");
         if let Some(v) = get("NORMKIT_CUDA_FWD_DECODE").and_then(|v| v.parse().ok()) {
             self.fwd_decode_max_ctas = Some(v);
+        }
+        match get("NORMKIT_CUDA_FWD_TWIN_CAP").as_deref().map(str::trim) {
+            Some("off") => {
+                self.fwd_twin_cap = None;
+                self.fwd_twin_cap_auto = 0;
+            }
+            Some(v) if v.starts_with("auto:") => {
+                if let Ok(k) = v["auto:".len()..].trim().parse() {
+                    self.fwd_twin_cap_auto = k;
+                }
+            }
+            Some(v) => {
+                let f: Vec<&str> = v.split(':').map(str::trim).collect();
+                if let [lo, hi, k] = f[..] {
+                    if let (Ok(lo), Ok(hi), Ok(k)) = (lo.parse::<u64>(), hi.parse::<u64>(), k.parse::<u32>()) {
+                        if lo <= hi && k > 0 {
+                            self.fwd_twin_cap = Some((lo, hi, k));
+                        }
+                    }
+                }
+            }
+            None => {}
         }
         match get("NORMKIT_CUDA_FWD_PAIR").as_deref().map(str::trim) {
             Some("0" | "off") => self.fwd_pair.rows = (1, 0),
@@ -1043,6 +1082,21 @@ mod tests {
         let t = Tuning::for_sm90().with_env(env(&[("NORMKIT_CUDA_FWD_DECODE", "x"), ("NORMKIT_CUDA_BWD_SMALL", "-1")]));
         assert_eq!((t.fwd_decode_max_ctas, t.bwd_small_max_m), (None, 1024), "malformed values keep the defaults");
         assert!(ENV_OVERRIDES.contains(&"NORMKIT_CUDA_FWD_DECODE") && ENV_OVERRIDES.contains(&"NORMKIT_CUDA_BWD_SMALL"));
+    }
+
+    #[test]
+    fn the_twin_cap_parses() {
+        let d = Tuning::for_sm90();
+        let t = d.clone().with_env(env(&[("NORMKIT_CUDA_FWD_TWIN_CAP", "32:256:2")]));
+        assert_eq!((d.fwd_twin_cap, d.fwd_twin_cap_auto, t.fwd_twin_cap), (None, 2, Some((32, 256, 2))));
+        for bad in ["9:2:1", "1:2", "1:2:0", "x", "auto:x"] {
+            let b = d.clone().with_env(env(&[("NORMKIT_CUDA_FWD_TWIN_CAP", bad)]));
+            assert_eq!((b.fwd_twin_cap, b.fwd_twin_cap_auto), (None, 2), "{bad}");
+        }
+        let off = t.with_env(env(&[("NORMKIT_CUDA_FWD_TWIN_CAP", "off")]));
+        assert_eq!((off.fwd_twin_cap, off.fwd_twin_cap_auto), (None, 0));
+        assert_eq!(d.clone().with_env(env(&[("NORMKIT_CUDA_FWD_TWIN_CAP", "auto:1")])).fwd_twin_cap_auto, 1);
+        assert!(ENV_OVERRIDES.contains(&"NORMKIT_CUDA_FWD_TWIN_CAP"));
     }
 
     #[test]
