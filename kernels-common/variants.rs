@@ -177,6 +177,24 @@ impl BwdChunks {
             BwdChunks::K4 => 4,
         }
     }
+
+    /// Its SPEC bits (nk_reg.cuh `BWD_REG_KMAX`: + 16 one chunk, + 32 four).
+    const fn spec(self) -> u32 {
+        match self {
+            BwdChunks::K1 => 16,
+            BwdChunks::K2 => 0,
+            BwdChunks::K4 => 32,
+        }
+    }
+
+    /// Its part of a kernel symbol (`nk_bwd_reg1…`, `nk_bwd_reg…`, `nk_bwd_reg4…`).
+    const fn tag(self) -> &'static str {
+        match self {
+            BwdChunks::K1 => "1",
+            BwdChunks::K2 => "",
+            BwdChunks::K4 => "4",
+        }
+    }
 }
 
 /// Threads per group of a row-batch backward kernel (compile-time; `kernels-cuda/rows.cuh`).
@@ -666,34 +684,11 @@ impl KernelKey {
             KernelKey::FwdRegQPair { dtype, ln, residual, per_row } => {
                 Spec::Int(base(dtype, ln, residual) + 128 + 256 + 512 * per_row as u32 + 1024)
             }
-            KernelKey::BwdSmall { dtype, ln, residual, chunks } => Spec::Int(
-                base(dtype, ln, residual)
-                    + match chunks {
-                        BwdChunks::K1 => 16,
-                        BwdChunks::K2 => 0,
-                        BwdChunks::K4 => 32,
-                    }
-                    + 256,
-            ),
-            KernelKey::BwdSmallCols { dtype, ln, residual, chunks } => Spec::Int(
-                base(dtype, ln, residual)
-                    + match chunks {
-                        BwdChunks::K1 => 16,
-                        BwdChunks::K2 => 0,
-                        BwdChunks::K4 => 32,
-                    }
-                    + 256
-                    + 4096,
-            ),
-            KernelKey::BwdReg { dtype, ln, residual, chunks, prefetch } => Spec::Int(
-                base(dtype, ln, residual)
-                    + match chunks {
-                        BwdChunks::K1 => 16,
-                        BwdChunks::K2 => 0,
-                        BwdChunks::K4 => 32,
-                    }
-                    + 64 * prefetch as u32,
-            ),
+            KernelKey::BwdSmall { dtype, ln, residual, chunks } => Spec::Int(base(dtype, ln, residual) + chunks.spec() + 256),
+            KernelKey::BwdSmallCols { dtype, ln, residual, chunks } => Spec::Int(base(dtype, ln, residual) + chunks.spec() + 256 + 4096),
+            KernelKey::BwdReg { dtype, ln, residual, chunks, prefetch } => {
+                Spec::Int(base(dtype, ln, residual) + chunks.spec() + 64 * prefetch as u32)
+            }
             KernelKey::FwdCluster { dtype, ln, residual, .. } => Spec::Int(base(dtype, ln, residual)),
             KernelKey::FwdClusterStaged { dtype, ln, residual, .. } => Spec::Int(base(dtype, ln, residual) + 64),
             KernelKey::FwdClusterStagedQ { dtype, ln, residual, per_row } => {
@@ -751,12 +746,7 @@ impl KernelKey {
                 format!("nk_fwd_reg{ks}_{}_{}{}_{}", dtype.tag(), rms_ln(ln), res(residual), if aligned { "a" } else { "u" })
             }
             KernelKey::BwdReg { dtype, ln, residual, chunks, prefetch } => {
-                let ks = match chunks {
-                    BwdChunks::K1 => "1",
-                    BwdChunks::K2 => "",
-                    BwdChunks::K4 => "4",
-                };
-                format!("nk_bwd_reg{ks}{}_{}_{}{}", if prefetch { "pf" } else { "" }, dtype.tag(), rms_ln(ln), res(residual))
+                format!("nk_bwd_reg{}{}_{}_{}{}", chunks.tag(), if prefetch { "pf" } else { "" }, dtype.tag(), rms_ln(ln), res(residual))
             }
             KernelKey::FwdRegDecode { dtype, ln, residual } => format!("nk_fwd_regd_{}_{}{}", dtype.tag(), rms_ln(ln), res(residual)),
             KernelKey::FwdRegPair { dtype, ln, residual } => format!("nk_fwd_regp_{}_{}{}", dtype.tag(), rms_ln(ln), res(residual)),
@@ -772,20 +762,10 @@ impl KernelKey {
                 format!("nk_fwd_regqp{}_{}_{}{}", if per_row { "r" } else { "" }, dtype.tag(), rms_ln(ln), res(residual))
             }
             KernelKey::BwdSmall { dtype, ln, residual, chunks } => {
-                let ks = match chunks {
-                    BwdChunks::K1 => "1",
-                    BwdChunks::K2 => "",
-                    BwdChunks::K4 => "4",
-                };
-                format!("nk_bwd_sm{ks}_{}_{}{}", dtype.tag(), rms_ln(ln), res(residual))
+                format!("nk_bwd_sm{}_{}_{}{}", chunks.tag(), dtype.tag(), rms_ln(ln), res(residual))
             }
             KernelKey::BwdSmallCols { dtype, ln, residual, chunks } => {
-                let ks = match chunks {
-                    BwdChunks::K1 => "1",
-                    BwdChunks::K2 => "",
-                    BwdChunks::K4 => "4",
-                };
-                format!("nk_bwd_smc{ks}_{}_{}{}", dtype.tag(), rms_ln(ln), res(residual))
+                format!("nk_bwd_smc{}_{}_{}{}", chunks.tag(), dtype.tag(), rms_ln(ln), res(residual))
             }
             KernelKey::FwdRegQ { dtype, ln, residual, chunks, aligned } => {
                 let ks = match chunks {

@@ -437,9 +437,8 @@ pub fn forward(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall) ->
                 None => Some(step.grid.0.div_ceil(d.sms.max(1))).filter(|&k| k <= t.fwd_twin_cap_auto),
             };
             let step = match cap {
-                Some(k) if (pair.is_some() || twin.is_some()) && t.pdl => {
-                    Step { smem: cap_padding(d, occ, step.kernel, step.block, k)?, ..step }
-                }
+                // (A pair is chosen only where the twin is.)
+                Some(k) if twin.is_some() && t.pdl => Step { smem: cap_padding(d, occ, step.kernel, step.block, k)?, ..step },
                 _ => step,
             };
             let mut l = Launch::new(Family::FwdRegister, Workspace::default(), fields);
@@ -1227,9 +1226,9 @@ fn backward_small(t: &Tuning, d: &DeviceFacts, c: &BwdCall, uniform: bool) -> Re
     // Rows per CTA (Tuning::bwd_small_walk): CTA b walks rows b, b + P, .. of the grid's P and
     // leaves their sum, in row order, as partial row b.
     // R = 0: ⌈M / SMs⌉, about one CTA per SM.
-    let walk = match t.bwd_small_walk.iter().find(|&&(max_m, _)| m <= max_m) {
-        Some(&(_, 0)) => m.div_ceil(d.sms.max(1) as usize),
-        Some(&(_, r)) => r as usize,
+    let walk = match tuning::by_m(&t.bwd_small_walk, m) {
+        Some(0) => m.div_ceil(d.sms.max(1) as usize),
+        Some(r) => r as usize,
         None => 1,
     };
     let blocks = m.div_ceil(walk);
@@ -1265,7 +1264,7 @@ fn backward_small_cols(t: &Tuning, c: &BwdCall, dtype: Dt, chunks: BwdChunks, bl
     if block > k.max_threads {
         return Ok(None);
     }
-    let per_lane = t.bwd_small_cols_rows.iter().find(|&&(max_m, _)| m <= max_m).map_or(1, |&(_, r)| r.max(1));
+    let per_lane = tuning::by_m(&t.bwd_small_cols_rows, m).map_or(1, |r| r.max(1));
     let rp = (m.div_ceil(per_lane).next_power_of_two() as u32).min(block);
     let cb = (block / rp) as usize;
     let col_ctas = c.n.div_ceil(8).div_ceil(cb);

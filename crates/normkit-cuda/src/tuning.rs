@@ -693,6 +693,18 @@ const CL_FWD32: [ClusterConfig; 4] = [cc(32768, 4, 256), cc(65536, 8, 256), cc(1
 const CL_BWD16: [ClusterConfig; 5] = [cc(16384, 2, 256), cc(32768, 4, 256), cc(65536, 8, 256), cc(131072, 16, 256), cc(262144, 16, 512)];
 const CL_BWD32: [ClusterConfig; 4] = [cc(16384, 4, 256), cc(32768, 8, 256), cc(65536, 16, 256), cc(131072, 16, 512)];
 
+/// `LO:HI` from the environment (each side trimmed); `None` if malformed.
+fn lo_hi<T: std::str::FromStr>(v: &str) -> Option<(T, T)> {
+    let (lo, hi) = v.split_once(':')?;
+    Some((lo.trim().parse().ok()?, hi.trim().parse().ok()?))
+}
+
+/// The first entry of a table by rows ([`Tuning::bwd_small_walk`], [`Tuning::bwd_small_cols_rows`])
+/// whose `max_m` ≥ M.
+pub(crate) fn by_m<T: Copy>(table: &[(usize, T)], m: usize) -> Option<T> {
+    table.iter().find(|&&(max_m, _)| m <= max_m).map(|&(_, r)| r)
+}
+
 /// A table by rows from the environment: `R` (every M) or `M:R,...` (sorted by M; the first
 /// entry whose M ≥ the call's rows gives R). `None` if malformed.
 fn by_m_table<T: std::str::FromStr + Ord + Copy>(v: &str) -> Option<Vec<(usize, T)>> {
@@ -854,13 +866,9 @@ impl Tuning {
                 }
             }
             Some(v) => {
-                let f: Vec<&str> = v.split(':').map(str::trim).collect();
-                if let [lo, hi, k] = f[..] {
-                    if let (Ok(lo), Ok(hi), Ok(k)) = (lo.parse::<u64>(), hi.parse::<u64>(), k.parse::<u32>()) {
-                        if lo <= hi && k > 0 {
-                            self.fwd_twin_cap = Some((lo, hi, k));
-                        }
-                    }
+                let cap = v.rsplit_once(':').and_then(|(range, k)| Some((lo_hi::<u64>(range)?, k.trim().parse::<u32>().ok()?)));
+                if let Some(((lo, hi), k)) = cap.filter(|&((lo, hi), k)| lo <= hi && k > 0) {
+                    self.fwd_twin_cap = Some((lo, hi, k));
                 }
             }
             None => {}
@@ -869,8 +877,8 @@ impl Tuning {
             Some("0" | "off") => self.fwd_pair.rows = (1, 0),
             Some("all") => self.fwd_pair = PairTuning::ALL,
             Some(v) => {
-                if let Some((lo, hi)) = v.split_once(':').and_then(|(a, b)| Some((a.trim().parse().ok()?, b.trim().parse().ok()?))) {
-                    self.fwd_pair.rows = (lo, hi);
+                if let Some(rows) = lo_hi(v) {
+                    self.fwd_pair.rows = rows;
                 }
             }
             None => {}
@@ -882,9 +890,8 @@ impl Tuning {
         match get("NORMKIT_CUDA_BWD_SMALL_COLS").as_deref().map(str::trim) {
             Some("off") => self.bwd_small_cols = None,
             Some(v) => {
-                let range = v.split_once(':').and_then(|(lo, hi)| Some((lo.trim().parse().ok()?, hi.trim().parse().ok()?)));
-                if let Some((lo, hi)) = range.filter(|&(lo, hi): &(usize, usize)| lo <= hi) {
-                    self.bwd_small_cols = Some((lo, hi));
+                if let Some(rows) = lo_hi::<usize>(v).filter(|&(lo, hi)| lo <= hi) {
+                    self.bwd_small_cols = Some(rows);
                 }
             }
             None => {}
@@ -905,8 +912,8 @@ impl Tuning {
             Some("0") => self.fp8.pair_rows = (1, 0),
             Some("all") => (self.fp8.pair_rows, self.fp8.pair_every_op) = ((1, u64::MAX), true),
             Some(v) => {
-                if let Some((lo, hi)) = v.split_once(':').and_then(|(a, b)| Some((a.trim().parse().ok()?, b.trim().parse().ok()?))) {
-                    self.fp8.pair_rows = (lo, hi);
+                if let Some(rows) = lo_hi(v) {
+                    self.fp8.pair_rows = rows;
                 }
             }
             None => {}
