@@ -314,6 +314,19 @@ fn cap_padding(d: &DeviceFacts, occ: &dyn Occupancy, k: Kernel, block: u32, cap:
     to_u32((lo * 1024) as u64, "shared memory")
 }
 
+/// A programmatic-dependent twin's step padded (dynamic shared memory the kernels never read:
+/// the same code and bits) so that at most its own share of an SM, K = ⌈grid / SMs⌉ CTAs, fit
+/// one, where K is at most `auto` (0: never): the next call's CTAs, launched early, then cannot
+/// stack on the SMs this grid leaves idle (NOTES v22). At least the step's own shared memory.
+fn share_of_sm(d: &DeviceFacts, occ: &dyn Occupancy, step: Step, auto: u32) -> Result<Step> {
+    let k = step.grid.0.div_ceil(d.sms.max(1));
+    if auto == 0 || k > auto {
+        return Ok(step);
+    }
+    let pad = cap_padding(d, occ, step.kernel, step.block, k)?;
+    Ok(Step { smem: step.smem.max(pad), ..step })
+}
+
 /// CTAs of a persistent kernel: as many as fit on the device at once, at most `work`.
 fn persistent_blocks(d: &DeviceFacts, occ: &dyn Occupancy, k: Kernel, block: u32, smem: usize, work: u64) -> Result<u32> {
     let per_sm = occ.blocks_per_sm(k, block, smem)?.max(1);
@@ -432,14 +445,12 @@ pub fn forward(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall) ->
             // Tuning::fwd_twin_cap(_auto): padding that leaves at most K of the twin's CTAs on
             // an SM — by default its own share, ⌈grid / SMs⌉, up to 2 — so that the next call's
             // early CTAs cannot stack on the SMs this grid leaves idle.
-            let cap = match t.fwd_twin_cap {
-                Some((lo, hi, k)) => (lo..=hi).contains(&m).then_some(k),
-                None => Some(step.grid.0.div_ceil(d.sms.max(1))).filter(|&k| k <= t.fwd_twin_cap_auto),
-            };
-            let step = match cap {
-                // (A pair is chosen only where the twin is.)
-                Some(k) if twin.is_some() && t.pdl => Step { smem: cap_padding(d, occ, step.kernel, step.block, k)?, ..step },
-                _ => step,
+            // (A pair is chosen only where the twin is.)
+            let step = match t.fwd_twin_cap {
+                _ if twin.is_none() || !t.pdl => step,
+                Some((lo, hi, k)) if (lo..=hi).contains(&m) => Step { smem: cap_padding(d, occ, step.kernel, step.block, k)?, ..step },
+                Some(_) => step,
+                None => share_of_sm(d, occ, step, t.fwd_twin_cap_auto)?,
             };
             let mut l = Launch::new(Family::FwdRegister, Workspace::default(), fields);
             l.push(step);
@@ -646,6 +657,8 @@ fn forward_fp8(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall, q:
             let k = twin.unwrap_or(k);
             let blocks = if t.fp8.reg_grid_rows { work.min(MAX_GRID) as u32 } else { persistent_blocks(d, occ, k, block, 0, work)? };
             let step = match twin {
+                // Fp8Tuning::twin_cap_auto: padded to its own share of an SM (with PDL).
+                Some(tk) if t.pdl => share_of_sm(d, occ, trigger_step(t, &mut fields, tk, blocks, block), f.twin_cap_auto)?,
                 Some(tk) => trigger_step(t, &mut fields, tk, blocks, block),
                 None => Step::plain(k, (blocks, 1), block, 0),
             };
@@ -998,7 +1011,7 @@ pub fn backward(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &BwdCall) -
     let slot = if all16 { 16 } else { 32 };
     // 16-byte layouts, every tensor in x's dtype, dB only for LayerNorm.
     let uniform = c.aligned && dts.y == dt && (!c.weight || dts.weight == dt) && (c.ln || !c.db);
-    if let Some(l) = backward_small(t, d, c, uniform)? {
+    if let Some(l) = backward_small(t, d, occ, c, uniform)? {
         return Ok(l);
     }
     if let Some(l) = backward_rows(t, d, occ, c, uniform)? {
@@ -1201,7 +1214,7 @@ fn bwd_reg_table(t: &Tuning, dt: DType, m: usize, n: usize) -> Option<(tuning::R
 /// finalize. More: each CTA's rows are a partial dW/dB row and the finalize, a programmatic
 /// dependent too, adds them in CTA order (the register path's bits on as many CTAs). Within
 /// [`Tuning::bwd_small_cols`] the column CTAs of [`backward_small_cols`] come first.
-fn backward_small(t: &Tuning, d: &DeviceFacts, c: &BwdCall, uniform: bool) -> Result<Option<Launch>> {
+fn backward_small(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &BwdCall, uniform: bool) -> Result<Option<Launch>> {
     let m = c.m;
     if !uniform || m == 0 || m > t.bwd_small_max_m || d.cc_major < 9 || (c.dtypes.x == DType::F32 && m > t.bwd_small_f32_max_m) {
         return Ok(None);
@@ -1220,7 +1233,7 @@ fn backward_small(t: &Tuning, d: &DeviceFacts, c: &BwdCall, uniform: bool) -> Re
     if rc.group > k.max_threads {
         return Ok(None);
     }
-    if let Some(l) = backward_small_cols(t, c, dtype, chunks, rc.group)? {
+    if let Some(l) = backward_small_cols(t, d, occ, c, dtype, chunks, rc.group)? {
         return Ok(Some(l));
     }
     // Rows per CTA (Tuning::bwd_small_walk): CTA b walks rows b, b + P, .. of the grid's P and
@@ -1238,6 +1251,8 @@ fn backward_small(t: &Tuning, d: &DeviceFacts, c: &BwdCall, uniform: bool) -> Re
     let ws = if parts > 0 { parts_workspace(c, part_bytes, align256(part_bytes) * c.nacc()) } else { Workspace::default() };
     let mut fields = Fields { group: rc.group as i32, rpc: 1, nparts: parts as i64, ..Fields::default() };
     let step = trigger_step(t, &mut fields, k, to_u32(blocks as u64, "grid")?, rc.group);
+    // Tuning::bwd_twin_cap_auto: padded to its own share of an SM (with PDL).
+    let step = if t.pdl { share_of_sm(d, occ, step, t.bwd_twin_cap_auto)? } else { step };
     let mut l = Launch::new(Family::BwdSmall, ws, fields);
     l.push(step);
     if parts > 0 {
@@ -1253,7 +1268,15 @@ fn backward_small(t: &Tuning, d: &DeviceFacts, c: &BwdCall, uniform: bool) -> Re
 /// in row order, then the lanes in lane order (kernels-common nk_reg.cuh `bwd_cols`): no
 /// workspace, no finalize. RP: the power of two at or above M / [`Tuning::bwd_small_cols_rows`],
 /// at most the block.
-fn backward_small_cols(t: &Tuning, c: &BwdCall, dtype: Dt, chunks: BwdChunks, block: u32) -> Result<Option<Launch>> {
+fn backward_small_cols(
+    t: &Tuning,
+    d: &DeviceFacts,
+    occ: &dyn Occupancy,
+    c: &BwdCall,
+    dtype: Dt,
+    chunks: BwdChunks,
+    block: u32,
+) -> Result<Option<Launch>> {
     let m = c.m;
     // 16-bit only (kernels-cuda/variants.rs has no f32 column kernels).
     let in_range = t.bwd_small_cols.is_some_and(|(lo, hi)| (lo..=hi).contains(&m)) && m.saturating_mul(c.n) <= t.bwd_small_cols_max_elems;
@@ -1271,9 +1294,11 @@ fn backward_small_cols(t: &Tuning, c: &BwdCall, dtype: Dt, chunks: BwdChunks, bl
     let blocks = to_u32((m + col_ctas) as u64, "grid")?;
     let smem = if rp > 1 { block * 8 * 4 } else { 0 };
     let mut fields = Fields { group: block as i32, rpc: 1, slot: rp as i32, nsplit: m as i64, ..Fields::default() };
-    let step = trigger_step(t, &mut fields, k, blocks, block);
+    let step = Step { smem, ..trigger_step(t, &mut fields, k, blocks, block) };
+    // Tuning::bwd_twin_cap_auto, as the twin alone.
+    let step = if t.pdl { share_of_sm(d, occ, step, t.bwd_twin_cap_auto)? } else { step };
     let mut l = Launch::new(Family::BwdSmall, Workspace::default(), fields);
-    l.push(Step { smem, ..step });
+    l.push(step);
     Ok(Some(l))
 }
 
@@ -1928,7 +1953,8 @@ mod tests {
         use DType::*;
         use Family::*;
         // The twin alone (Tuning::bwd_small_cols off; its column CTAs: below).
-        let t = Tuning { bwd_small_cols: None, ..Tuning::for_sm90() };
+        // No padding of the twin's CTAs (twins_padded_to_their_share tests it).
+        let t = Tuning { bwd_small_cols: None, bwd_twin_cap_auto: 0, ..Tuning::for_sm90() };
         // A handful of rows. One row: one CTA writing dW/dB itself, a programmatic dependent
         // that triggers at entry (plain with NORMKIT_CUDA_PDL=0); no workspace, no finalize.
         let none = Workspace::default();
@@ -2017,7 +2043,12 @@ mod tests {
         // CTAs, RP = ⌈M / 4⌉ rounded up to a power of two lanes per chunk, CB = 256 / RP chunks a
         // CTA; no workspace, no finalize. 8×4096: RP 2, CB 128, 4 column CTAs; 128 rows: RP 32,
         // CB 8, 64; 3 rows: RP 1 (no shared memory), CB 256, 2. K4 at N = 8192 (128 threads).
-        let cols = Tuning { bwd_small_cols: Some((2, 128)), bwd_small_cols_rows: vec![(usize::MAX, 4)], ..Tuning::for_sm90() };
+        let cols = Tuning {
+            bwd_small_cols: Some((2, 128)),
+            bwd_small_cols_rows: vec![(usize::MAX, 4)],
+            bwd_twin_cap_auto: 0,
+            ..Tuning::for_sm90()
+        };
         let fc = |block: i32, rp: i32, m: i64| Fields { trigger: true, slot: rp, nsplit: m, ..f(block, 1, 0, 0, 0) };
         for (m, rp, ctas, smem) in [(8, 2, 4, 8192), (128, 32, 64, 8192), (3, 1, 2, 0), (5, 2, 4, 8192)] {
             check(
@@ -2040,7 +2071,7 @@ mod tests {
         // The defaults: column CTAs from 2 to 1024 rows, lanes adding 1 row to M = 8, 2 to 64, 4 to
         // 128, then 8: 8×4096 RP 8, CB 32, 16 column CTAs; 128 rows RP 32, CB 8, 64; 1024 rows RP
         // 128, CB 2, 256. One row: the twin alone.
-        let def = Tuning::for_sm90();
+        let def = Tuning { bwd_twin_cap_auto: 0, ..Tuning::for_sm90() };
         for (m, rp, ctas) in [(2, 2, 4), (8, 8, 16), (64, 32, 64), (128, 32, 64), (1024, 128, 256)] {
             check(
                 "B0 small, column CTAs by default",
@@ -2695,6 +2726,72 @@ mod tests {
         assert_eq!(share(&t, 32768, false).1, 0);
         assert_eq!(share(&Tuning { pdl: false, ..Tuning::for_sm90() }, 128, true).1, 0);
         assert_eq!(share(&none, 128, true).1, 0);
+    }
+
+    /// Fp8Tuning::twin_cap_auto and Tuning::bwd_twin_cap_auto: the quantised twin (and its
+    /// pairs) and the backward's twin (alone or with its column CTAs) padded to their own share
+    /// of an SM, ⌈grid / SMs⌉, where that is at most the setting and PDL is on: the same
+    /// kernel, grid, block and fields, at least the launch's own shared memory, the least
+    /// padding; none at 0, past the share, or without PDL.
+    #[test]
+    fn twins_padded_to_their_share() {
+        let d = h100();
+        let fp8 = |m: usize, per_row: bool, residual: bool| FwdCall {
+            dtypes: DTypes { y: DType::F8E4M3, ..DTypes::uniform(DType::BF16) },
+            fp8: Some(Fp8Info { per_row, transposed: false }),
+            residual,
+            ..fwd(DType::BF16, 4096, m)
+        };
+        let mut on = Tuning::for_sm90();
+        on.fp8.twin_cap_auto = 2;
+        on.bwd_twin_cap_auto = 2;
+        let mut off = on.clone();
+        off.fp8.twin_cap_auto = 0;
+        off.bwd_twin_cap_auto = 0;
+        let check = |a: &Launch, b: &Launch, share: u32, what: &str| {
+            let (sa, sb) = (*a.steps().next().unwrap(), *b.steps().next().unwrap());
+            assert_eq!(
+                (sa.kernel.name, sa.grid, sa.block, sa.mode, a.fields),
+                (sb.kernel.name, sb.grid, sb.block, sb.mode, b.fields),
+                "{what}"
+            );
+            assert_eq!(sa.grid.0.div_ceil(d.sms), share, "{what}");
+            assert!(sb.smem >= sa.smem && sb.smem as usize <= d.dyn_smem_max[sb.kernel.index], "{what}");
+            assert!(OCC.blocks_per_sm(sb.kernel, sb.block, sb.smem as usize).unwrap() <= share, "{what}");
+            if sb.smem > sa.smem {
+                let less = (sb.smem as usize - 1024).max(sa.smem as usize);
+                assert!(OCC.blocks_per_sm(sb.kernel, sb.block, less).unwrap() > share, "{what}: not the least padding");
+            }
+        };
+        // The quantised twin, its per-row twin and its pairs (add + RMSNorm at 8 rows).
+        for (m, per_row, residual, share) in [(8, false, false, 1), (128, true, false, 1), (8, true, true, 1), (256, false, false, 2)] {
+            let c = fp8(m, per_row, residual);
+            let (a, b) = (forward(&off, &d, &OCC, &c).unwrap(), forward(&on, &d, &OCC, &c).unwrap());
+            let what = format!("fp8 {m} rows, per row {per_row}, residual {residual}");
+            assert!(b.steps().next().unwrap().smem > 0, "{what}");
+            check(&a, &b, share, &what);
+        }
+        // Past two shares (2048 rows on the persistent grid of 4 CTAs per SM): none.
+        assert_eq!(forward(&on, &d, &OCC, &fp8(2048, false, false)).unwrap().steps().next().unwrap().smem, 0);
+        // The backward's twin: one CTA (3 rows), one CTA per SM (1024 rows walking), and with
+        // its column CTAs (8 and 128 rows: M row CTAs and the column CTAs after them).
+        for (c, share) in [(bwd(DType::BF16, 4096, 3), 1), (bwd(DType::BF16, 4096, 8), 1), (ln_bwd(bwd(DType::BF16, 4096, 128)), 2)] {
+            let (a, b) = (backward(&off, &d, &OCC, &c).unwrap(), backward(&on, &d, &OCC, &c).unwrap());
+            assert_eq!(a.family, Family::BwdSmall);
+            check(&a, &b, share, &format!("bwd {} rows", c.m));
+        }
+        let pdl_off = Tuning { pdl: false, ..on.clone() };
+        let unpadded = Tuning { pdl: false, ..off.clone() };
+        let first = |l: Launch| *l.steps().next().unwrap();
+        assert_eq!(first(forward(&pdl_off, &d, &OCC, &fp8(8, false, false)).unwrap()).smem, 0);
+        let c3 = bwd(DType::BF16, 4096, 3);
+        assert_eq!(first(backward(&pdl_off, &d, &OCC, &c3).unwrap()).smem, first(backward(&unpadded, &d, &OCC, &c3).unwrap()).smem);
+        // The environment: a number, `0` or `off`.
+        let env = |k: &str, v: &str| Tuning::for_sm90().with_env(|n| (n == k).then(|| v.to_owned()));
+        assert_eq!(env("NORMKIT_CUDA_FP8_TWIN_CAP", "1").fp8.twin_cap_auto, 1);
+        assert_eq!(env("NORMKIT_CUDA_BWD_TWIN_CAP", "2").bwd_twin_cap_auto, 2);
+        assert_eq!(env("NORMKIT_CUDA_BWD_TWIN_CAP", "off").bwd_twin_cap_auto, 0);
+        assert_eq!(env("NORMKIT_CUDA_FP8_TWIN_CAP", "x").fp8.twin_cap_auto, Tuning::for_sm90().fp8.twin_cap_auto);
     }
 
     /// The quantised register forward's twin: per tensor wherever the table's group fits 256

@@ -28,7 +28,9 @@ pub(crate) const BACKEND: &str = "cuda";
 /// kernels and the staged cluster forward, FP8 output included (a CTA's slice of the row). The
 /// planner's tests build their device facts from it too.
 pub(crate) fn opts_in_dyn_smem(k: &Kernel) -> bool {
-    ["nk_fwd_reg", "nk_bwd_reg", "nk_bwd_rows", "nk_fwd_q_row", "nk_fwd_cs_", "nk_fwd_csq"].iter().any(|p| k.name.starts_with(p))
+    ["nk_fwd_reg", "nk_bwd_reg", "nk_bwd_sm", "nk_bwd_rows", "nk_fwd_q_row", "nk_fwd_cs_", "nk_fwd_csq"]
+        .iter()
+        .any(|p| k.name.starts_with(p))
 }
 
 /// Maps a driver error to [`NormError::Device`], naming what was being done.

@@ -37,6 +37,7 @@
 //! | `NORMKIT_CUDA_BWD_SMALL` | [`Tuning::bwd_small_max_m`] | the most rows of the backward's twin (`nk_bwd_sm*`, `nk_bwd_smc*`; default 1024; `0`: never) |
 //! | `NORMKIT_CUDA_BWD_SMALL_WALK` | [`Tuning::bwd_small_walk`] | rows per CTA of the backward's twin: `R` at every M, or `M:R,...` by M |
 //! | `NORMKIT_CUDA_BWD_SMALL_COLS` | [`Tuning::bwd_small_cols`] | the rows (`LO:HI`, or `off`) where the twin's launch carries column CTAs for dW/dB (`nk_bwd_smc*`) |
+//! | `NORMKIT_CUDA_BWD_TWIN_CAP` | [`Tuning::bwd_twin_cap_auto`] | a number N: the backward's twin (and its column CTAs) padded to ⌈grid / SMs⌉ CTAs per SM where that is at most N; `0` / `off`: never |
 //! | `NORMKIT_CUDA_BWD_SMALL_COLS_ROWS` | [`Tuning::bwd_small_cols_rows`] | rows per lane of those column CTAs |
 //! | `NORMKIT_CUDA_BWD_SMALL_COLS_ELEMS` | [`Tuning::bwd_small_cols_max_elems`] | the most M·N elements that take those column CTAs |
 //! | `NORMKIT_CUDA_FP8_T` | [`Fp8Tuning::transpose`] | `separate` (default), `fused` or `strided`: how the FP8 `yT` is written |
@@ -52,6 +53,7 @@
 //! | `NORMKIT_CUDA_FP8_TWIN_CL` | [`Fp8Tuning::twin_cluster`] | CTAs per cluster of the twin's yT tiles (1, 2, 4 or 8) |
 //! | `NORMKIT_CUDA_FP8_TWIN_TW` | [`Fp8Tuning::twin_tile_fill`] | the fewest supertiles for the twin's yT tiles, in % of the resident clusters (`0`: tiles at every M) |
 //! | `NORMKIT_CUDA_FP8_TWIN_N` | [`Fp8Tuning::twin_tile_n`] | `LO:HI`: the N range of the twin's yT tiles |
+//! | `NORMKIT_CUDA_FP8_TWIN_CAP` | [`Fp8Tuning::twin_cap_auto`] | a number N: the quantised twin (and its pairs) padded to ⌈grid / SMs⌉ CTAs per SM where that is at most N; `0` / `off`: never |
 //! | `NORMKIT_CUDA_FP8_STAGED` | [`Fp8Tuning::staged`] | `0`: rows past the register kernels take the split path, not the staged cluster forward (`nk_fwd_csq_*`) |
 //! | `NORMKIT_CUDA_ROWS` | [`RowsTuning::on`], [`RowsTuning::rpc`] | `off` / `0`: no row-batch backward; a number: its groups per CTA |
 //! | `NORMKIT_CUDA_CLUSTER` | [`ClusterTuning::on`] | `0`: no cluster kernels |
@@ -66,7 +68,7 @@
 //! | `NORMKIT_CUDA_CSTAGE_GRID` | [`ClusterTuning::staged_grid_rows`] | `rows`: the staged forward on one cluster per row (else the resident clusters walk the rows) |
 
 /// The environment variables [`Tuning::with_env`] reads, in the order of the table above.
-pub const ENV_OVERRIDES: [&str; 46] = [
+pub const ENV_OVERRIDES: [&str; 48] = [
     "NORMKIT_CUDA_FWD_TABLE",
     "NORMKIT_CUDA_BWD_TABLE",
     "NORMKIT_CUDA_BWD4_TABLE",
@@ -88,6 +90,7 @@ pub const ENV_OVERRIDES: [&str; 46] = [
     "NORMKIT_CUDA_BWD_SMALL_COLS",
     "NORMKIT_CUDA_BWD_SMALL_COLS_ROWS",
     "NORMKIT_CUDA_BWD_SMALL_COLS_ELEMS",
+    "NORMKIT_CUDA_BWD_TWIN_CAP",
     "NORMKIT_CUDA_FP8_T",
     "NORMKIT_CUDA_FP8_TM",
     "NORMKIT_CUDA_FP8_CTA",
@@ -102,6 +105,7 @@ pub const ENV_OVERRIDES: [&str; 46] = [
     "NORMKIT_CUDA_FP8_TWIN_TW",
     "NORMKIT_CUDA_FP8_TWIN_N",
     "NORMKIT_CUDA_FP8_STAGED",
+    "NORMKIT_CUDA_FP8_TWIN_CAP",
     "NORMKIT_CUDA_ROWS",
     "NORMKIT_CUDA_CLUSTER",
     "NORMKIT_CUDA_CLUSTER_CT",
@@ -390,6 +394,16 @@ pub struct Fp8Tuning {
     /// [`ClusterTuning::staged_slice`]; else the split path (x read twice, three times per row).
     /// Env `NORMKIT_CUDA_FP8_STAGED=0`: the split path. The measurement is in NOTES v19.
     pub staged: bool,
+    /// The quantised twin (and its pairs), launched as a programmatic dependent, with dynamic
+    /// shared memory padding (unused by the kernels: the same code and bits) that leaves at most
+    /// K = ⌈grid / SMs⌉ of its CTAs on an SM, where K is at most this (0: never) — as
+    /// [`Tuning::fwd_twin_cap_auto`] does for the 16-bit twin. Default 2. H100, one build by
+    /// environment, off / 1 / 2 / 2 / 1 / off, bf16 → e4m3 (bench/results/nvidia-h100-2026-11-28/
+    /// pad/call1, `summary-p1.md`, `summary-p2.md`): per row 128×4096 3.36 → 2.33 µs, 32×4096
+    /// 2.58 → 2.14, 256×4096 3.59 → 2.88 (K = 2; K = 1 pads nothing there); per tensor 128×4096
+    /// 4.55 → 3.76, 256×4096 4.62 → 4.32; add + RMSNorm per row 128×4096 3.22 → 2.77; no cell
+    /// slower by more than 1%. Env `NORMKIT_CUDA_FP8_TWIN_CAP` (N; `0` / `off`: never).
+    pub twin_cap_auto: u32,
 }
 
 /// Where the 16-bit register forward (4 chunks per thread, 16-byte layouts) runs its twin
@@ -608,6 +622,15 @@ pub struct Tuning {
     /// than the twin and its finalize, 512×8192 4–13% faster, 1024×4096 2–12% faster (H100,
     /// cols/call2, A B B A against 543fa35). Default 4 Mi. Env `NORMKIT_CUDA_BWD_SMALL_COLS_ELEMS`.
     pub bwd_small_cols_max_elems: usize,
+    /// The backward's twin (and its column CTAs), launched as a programmatic dependent, with
+    /// dynamic shared memory padding that leaves at most K = ⌈grid / SMs⌉ of its CTAs on an SM
+    /// (at least what the launch uses itself; the kernels read no more: the same code and bits),
+    /// where K is at most this (0: never) — as [`Tuning::fwd_twin_cap_auto`] does for the
+    /// forward's twin. Default 2. H100, one build by environment (pad/call1, as
+    /// [`Fp8Tuning::twin_cap_auto`]): rms / ln / add + rms backward 32×4096 1.88 / 2.44 / 1.89 →
+    /// 1.65 / 2.09 / 1.63 µs; 1–8 and 128–256 rows of 1024–8192 within ±1%. Env
+    /// `NORMKIT_CUDA_BWD_TWIN_CAP` (N; `0` / `off`: never).
+    pub bwd_twin_cap_auto: u32,
     /// The quantised (FP8) forward.
     pub fp8: Fp8Tuning,
     /// Row-batch backward.
@@ -764,6 +787,7 @@ impl Tuning {
             bwd_small_cols: Some((2, 1024)),
             bwd_small_cols_rows: vec![(8, 1), (64, 2), (128, 4), (usize::MAX, 8)],
             bwd_small_cols_max_elems: 4 << 20,
+            bwd_twin_cap_auto: 2,
             fp8: Fp8Tuning {
                 cta_threads: 128,
                 transpose: Fp8Transpose::Separate,
@@ -783,6 +807,7 @@ impl Tuning {
                 twin_tile_fill: 150,
                 twin_tile_n: (2048, 4096),
                 staged: true,
+                twin_cap_auto: 2,
             },
             rows: RowsTuning { on: true, rpc: None, min_n: 512, max_n: 2048, cta_threads: 256 },
             cluster: ClusterTuning {
@@ -901,6 +926,13 @@ impl Tuning {
         if let Some(t) = get("NORMKIT_CUDA_BWD_SMALL_COLS_ROWS").and_then(|v| by_m_table(&v)).filter(|t| t.iter().all(|&(_, r)| r > 0)) {
             self.bwd_small_cols_rows = t;
         }
+        let cap = |name: &str, cur: u32| match get(name).as_deref().map(str::trim) {
+            Some("off") => 0,
+            Some(v) => v.parse().unwrap_or(cur),
+            None => cur,
+        };
+        self.bwd_twin_cap_auto = cap("NORMKIT_CUDA_BWD_TWIN_CAP", self.bwd_twin_cap_auto);
+        self.fp8.twin_cap_auto = cap("NORMKIT_CUDA_FP8_TWIN_CAP", self.fp8.twin_cap_auto);
         self.fp8.reg = on_unless_0("NORMKIT_CUDA_FP8_REG");
         self.fp8.reg_grid_rows = get("NORMKIT_CUDA_FP8_GRID").is_some_and(|v| v == "rows");
         self.fp8.reg_twin = on_unless_0("NORMKIT_CUDA_FP8_TWIN");
