@@ -118,10 +118,17 @@ NK_DEVICE float cl_count_of(int64_t n, int64_t span, int r) {
 // caller's cluster size C, lane and (float)N are passed in (the cluster registers are
 // read by volatile asm, which the compiler would not merge with the caller's reads).
 template <bool LN>
+NK_DEVICE float2 cl_combine(const NkFwdParams& p, float2 q, int64_t span, int C, float nf);
+template <bool LN>
 NK_DEVICE float2 cl_row_stats(const NkFwdParams& p, const float* slot, int64_t span, int C, int lane, float nf) {
-    const int64_t n = p.n;
     float2 q = make_float2(0.f, 0.f);
     if (lane < C) q = cl_load2(slot, (unsigned)lane);
+    return cl_combine<LN>(p, q, span, C, nf);
+}
+// cl_row_stats' combination, lane i holding rank i's partial in `q`.
+template <bool LN>
+NK_DEVICE float2 cl_combine(const NkFwdParams& p, float2 q, int64_t span, int C, float nf) {
+    const int64_t n = p.n;
     float mean = 0.f, var;
     if (LN) {
         float na = cl_count_of(n, span, 0), ma = __shfl_sync(NK_FULL_MASK, q.x, 0), m2 = __shfl_sync(NK_FULL_MASK, q.y, 0);
@@ -357,8 +364,14 @@ NK_DEVICE void fwd_cluster(const NkFwdParams& p0) {
 //   pass reads a stage into registers, and once every thread has (a CTA barrier), thread 0
 //   refills that stage with the cluster's next row; `lag` stages later (p.lag, the host's
 //   choice) the same loop runs the next row's pass 1 on it. So HBM streams the next row in while
-//   this one is written, and only the statistics' chain (block sums, cluster barrier, DSMEM) and
-//   the last `lag` stages of pass 1 sit between two rows' outputs. The weight and bias chunks of
+//   this one is written, and only the statistics' chain (block sums, the partials' exchange) and
+//   the last `lag` stages of pass 1 sit between two rows' outputs.
+//   Exchange: a cluster barrier per row, then each CTA reads the C partials through DSMEM; or
+//   (PUSH: RMSNorm with the residual, per-row FP8 RMSNorm, f32 RMSNorm) no cluster barrier per
+//   row: lane i of warp 0 pushes the CTA's partial into rank i's slot for this rank (st.async,
+//   completing 8 bytes of rank i's barrier for the row's parity), and each CTA waits on its own
+//   barrier for the C partials and reads them from its own shared memory. Same values, same
+//   order: the same bits either way. The weight and bias chunks of
 //   stage s + 1 are loaded before stage s's stores.
 //   Element-wise layouts stage the row with scalar loads between the rows (no pipeline): the
 //   same chunks, the same arithmetic, the same order, so the same bits.
@@ -376,7 +389,7 @@ NK_DEVICE void fwd_cluster(const NkFwdParams& p0) {
 // (QF, as nk_reg.cuh's per-row twin): y = (x·(w + offset))·rstd, so max |y| = max |x·(w +
 // offset)|·rstd exactly (rounding is monotone, rstd ≥ 0 one number per row); pass 1 takes that
 // max beside the sum of squares (the weight loaded there too), it travels in the partials'
-// second word (unused by RMSNorm) through the row's one cluster barrier: no pass over y for its
+// second word (unused by RMSNorm) through the row's one exchange: no pass over y for its
 // max and no second barrier. Compiled apart (SPEC + 256, `nk_fwd_csqr_*`: in the kernels that
 // choose the mode at run time its registers spilled in the stage loops), launched per row only
 // and never with a bias (the host's rule).
@@ -389,9 +402,18 @@ NK_DEVICE void fwd_cstage(const NkFwdParams& p0) {
     constexpr int KS = NARROW ? NK_CS_KS16 : NK_CS_KS32;
     constexpr bool Q = (SPEC & CS_Q) != 0;
     constexpr bool QF = Q && !LN && (SPEC & CS_QF) != 0;
+    // The partials' exchange by DSMEM pushes (below) where it measured faster: RMSNorm with the
+    // residual, per-row FP8 RMSNorm (QF) and f32 RMSNorm; LayerNorm and 16-bit RMSNorm alone keep
+    // the cluster barrier (NOTES v24).
+    constexpr bool PUSH = !LN && (RES || QF || DT == NK_DT_F32);
     const NkFwdParams p = specialise<DT, NK_CAST_GEMMA, Q>(p0);
     NK_DYN_SMEM(smem);
     NK_SHARED float scratch[2][CL_MAX_WARPS];
+    // The row's partials, pushed by every rank into every rank's copy (xpart[row parity][rank],
+    // completing xbar[row parity]): each CTA waits on its own barrier and reads them locally.
+    NK_SHARED __align__(8) float xpart[2][16][2];
+    NK_SHARED __align__(8) uint64_t xbar[2];
+    // Without PUSH: each CTA's partial in its own slot, read by the peers after a cluster barrier.
     NK_SHARED __align__(8) float part[2][2];
     // Per-row FP8 scaling: this CTA's max |y| of the row (written after the row's first cluster
     // barrier, read by the peers after its second, before they reach the next row's first).
@@ -428,7 +450,24 @@ NK_DEVICE void fwd_cstage(const NkFwdParams& p0) {
         nk_bulk_copy_g2s(xs + (size_t)q0 * CB, static_cast<const unsigned char*>(row_ptr(p.x, row, p.sx, DT)) + off, bytes, &full[s]);
         if (RES) nk_bulk_copy_g2s(rs + (size_t)q0 * CB, static_cast<const unsigned char*>(row_ptr(p.r, row, p.sr, DT)) + off, bytes, &full[s]);
     };
-    if (ALIGNED) {
+    if (PUSH) {
+        // The exchange's barriers, each armed for its first row (thread 0's arrival and C
+        // partials' bytes), visible to the cluster before any rank pushes: every thread arrives
+        // at a cluster barrier here and waits on it after the first row's pass 1.
+        if (t == 0) {
+            nk_mbar_init(&xbar[0], 1);
+            nk_mbar_init(&xbar[1], 1);
+            if (ALIGNED)
+                for (int s = 0; s < nsv; ++s) nk_mbar_init(&full[s], 1);
+            nk_mbar_init_fence();
+            nk_mbar_expect_tx(&xbar[0], (unsigned)C * 8u);
+            nk_mbar_expect_tx(&xbar[1], (unsigned)C * 8u);
+        }
+        nk_sync();
+        nk_cluster_arrive();
+        if (ALIGNED && t == 0 && (int64_t)cl_id() < p.m)
+            for (int s = 0; s < nsv; ++s) issue(cl_id(), s);
+    } else if (ALIGNED) {
         if (t == 0) {
             for (int s = 0; s < nsv; ++s) nk_mbar_init(&full[s], 1);
             nk_mbar_init_fence();
@@ -495,7 +534,7 @@ NK_DEVICE void fwd_cstage(const NkFwdParams& p0) {
     };
     auto ro_row = [&](int64_t row) { return RES ? row_ptr_mut(p.r_out, row, p.sro, DT) : nullptr; };
     int par = 0;
-    unsigned ph = 0;
+    unsigned ph = 0, xph = 0;  // xph: the phase parity of xbar[par] (it flips every second row)
     // A row's pass 1 runs before its statistics: the cluster's first row here; every later row's
     // inside the previous row's output pass, `lag` stages behind its refills (the same stages in
     // the same order, so the same sums).
@@ -509,6 +548,7 @@ NK_DEVICE void fwd_cstage(const NkFwdParams& p0) {
         if (!ALIGNED) stage_u(cl_id());
         for (int s = 0; s < nsv; ++s) pass1(s, 0u, ro_row(cl_id()), acc[0], mxa);
     }
+    if (PUSH) nk_cluster_wait();
     for (int64_t row = cl_id(); row < p.m; row += stride_clusters, ph ^= 1u) {
         const int64_t next = row + stride_clusters;
         if constexpr (QF) {
@@ -541,7 +581,10 @@ NK_DEVICE void fwd_cstage(const NkFwdParams& p0) {
             out0 = mr;
             out1 = a2[0];
         }
-        if (t == 0) {
+        if (PUSH) {
+            // Lane i of warp 0 pushes this CTA's partial to rank i.
+            if (t < C) nk_cluster_push2(&xpart[par][r][0], &xbar[par], t, out0, out1);
+        } else if (t == 0) {
             part[par][0] = out0;
             part[par][1] = out1;
         }
@@ -559,12 +602,27 @@ NK_DEVICE void fwd_cstage(const NkFwdParams& p0) {
             }
         };
         if (nsv > 0) load_wb(0, wa, ba);
-        cl_sync();
-        // Lane i fetches rank i's partial; every lane combines them in rank order.
-        const float2 st = cl_row_stats<LN>(p, &part[par][0], (int64_t)kc * CH, C, lane, nf);
+        float2 st;
         // QF: the row's max |x·(w + offset)|, the max of the ranks' second words.
         float pmax = 0.f;
-        if constexpr (QF) pmax = cl_ranks_max(&part[par][0], true, C, lane);
+        if constexpr (PUSH) {
+            nk_mbar_wait(&xbar[par], xph);
+            // Lane i reads rank i's partial; every lane combines them in rank order (the order
+            // of cl_row_stats).
+            const float2 q = lane < C ? make_float2(xpart[par][lane][0], xpart[par][lane][1]) : make_float2(0.f, 0.f);
+            // Thread 0 arms this barrier for the row after next: every rank's push for it follows
+            // that rank's wait for the next row, which needs this CTA's next push, which follows
+            // every thread's reads above (the next row's block sums are CTA barriers).
+            if (t == 0) nk_mbar_expect_tx(&xbar[par], (unsigned)C * 8u);
+            st = cl_combine<LN>(p, q, (int64_t)kc * CH, C, nf);
+            if constexpr (QF) pmax = warp_max(lane < C ? q.y : 0.f);
+            xph ^= (unsigned)par;
+        } else {
+            cl_sync();
+            // Lane i fetches rank i's partial; every lane combines them in rank order.
+            st = cl_row_stats<LN>(p, &part[par][0], (int64_t)kc * CH, C, lane, nf);
+            if constexpr (QF) pmax = cl_ranks_max(&part[par][0], true, C, lane);
+        }
         par ^= 1;
         const float mean = st.x, rstd = st.y;
         if (stats && r == 0 && t == 0) {
@@ -661,7 +719,9 @@ NK_DEVICE void fwd_cstage(const NkFwdParams& p0) {
             for (int s = lagged; s < nsv; ++s) pass1(s, ph ^ 1u, ro_row(next), acc[0], mxa);
         }
     }
-    cl_sync();  // no CTA leaves while a peer may still read its partials
+    // No CTA leaves while a peer may still read its partials or its per-row FP8 max through
+    // DSMEM (with PUSH every push into a CTA is waited for by that CTA).
+    cl_sync();
     if constexpr (Q) q_amax_commit(p, amax_t, scratch[0]);
 }
 

@@ -101,6 +101,15 @@ NK_DEVICE void nk_bulk_copy_g2s(void* smem, const void* gmem, unsigned bytes, ui
                  "r"(bytes), "r"(nk_smem_addr(bar))
                  : "memory");
 }
+// Two floats into CTA `rank`'s shared memory at `local` (this CTA's address of the same
+// variable), completing 8 bytes of that CTA's mbarrier `bar` (likewise this CTA's address): the
+// receiver reads them after its wait on `bar` (a DSMEM push; no cluster barrier).
+NK_DEVICE void nk_cluster_push2(const float* local, const uint64_t* bar, int rank, float a, float b) {
+    const unsigned ra = nk_cluster_map(local, rank);
+    const unsigned rb = nk_cluster_map(reinterpret_cast<const float*>(bar), rank);
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%0], {%1, %2}, [%3];" ::"r"(ra), "f"(a), "f"(b), "r"(rb)
+                 : "memory");
+}
 // Orders this thread's (and, after a CTA barrier, the CTA's) generic shared-memory accesses
 // before later bulk copies into the same bytes.
 NK_DEVICE void nk_fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
