@@ -450,30 +450,27 @@ NK_DEVICE void fwd_cstage(const NkFwdParams& p0) {
         nk_bulk_copy_g2s(xs + (size_t)q0 * CB, static_cast<const unsigned char*>(row_ptr(p.x, row, p.sx, DT)) + off, bytes, &full[s]);
         if (RES) nk_bulk_copy_g2s(rs + (size_t)q0 * CB, static_cast<const unsigned char*>(row_ptr(p.r, row, p.sr, DT)) + off, bytes, &full[s]);
     };
-    if (PUSH) {
-        // The exchange's barriers, each armed for its first row (thread 0's arrival and C
-        // partials' bytes), visible to the cluster before any rank pushes: every thread arrives
-        // at a cluster barrier here and waits on it after the first row's pass 1.
+    // Thread 0 initialises the stages' barriers (16-byte layouts) and, with PUSH, the exchange's,
+    // each armed for its first row (thread 0's arrival and C partials' bytes) and visible to the
+    // cluster before any rank pushes: every thread arrives at a cluster barrier here and waits on
+    // it after the first row's pass 1.
+    if (ALIGNED || PUSH) {
         if (t == 0) {
-            nk_mbar_init(&xbar[0], 1);
-            nk_mbar_init(&xbar[1], 1);
+            if (PUSH) {
+                nk_mbar_init(&xbar[0], 1);
+                nk_mbar_init(&xbar[1], 1);
+            }
             if (ALIGNED)
                 for (int s = 0; s < nsv; ++s) nk_mbar_init(&full[s], 1);
             nk_mbar_init_fence();
-            nk_mbar_expect_tx(&xbar[0], (unsigned)C * 8u);
-            nk_mbar_expect_tx(&xbar[1], (unsigned)C * 8u);
+            if (PUSH) {
+                nk_mbar_expect_tx(&xbar[0], (unsigned)C * 8u);
+                nk_mbar_expect_tx(&xbar[1], (unsigned)C * 8u);
+            }
         }
         nk_sync();
-        nk_cluster_arrive();
+        if (PUSH) nk_cluster_arrive();
         if (ALIGNED && t == 0 && (int64_t)cl_id() < p.m)
-            for (int s = 0; s < nsv; ++s) issue(cl_id(), s);
-    } else if (ALIGNED) {
-        if (t == 0) {
-            for (int s = 0; s < nsv; ++s) nk_mbar_init(&full[s], 1);
-            nk_mbar_init_fence();
-        }
-        nk_sync();
-        if (t == 0 && (int64_t)cl_id() < p.m)
             for (int s = 0; s < nsv; ++s) issue(cl_id(), s);
     }
     // Element-wise layouts: the row's slice staged with scalar loads (elements past N as zero),

@@ -317,10 +317,11 @@ fn cap_padding(d: &DeviceFacts, occ: &dyn Occupancy, k: Kernel, block: u32, cap:
 /// A programmatic-dependent twin's step padded (dynamic shared memory the kernels never read:
 /// the same code and bits) so that at most its own share of an SM, K = ⌈grid / SMs⌉ CTAs, fit
 /// one, where K is at most `auto` (0: never): the next call's CTAs, launched early, then cannot
-/// stack on the SMs this grid leaves idle (NOTES v22). At least the step's own shared memory.
+/// stack on the SMs this grid leaves idle (NOTES v22). At least the step's own shared memory; a
+/// step not launched as a programmatic dependent (PDL off) unchanged.
 fn share_of_sm(d: &DeviceFacts, occ: &dyn Occupancy, step: Step, auto: u32) -> Result<Step> {
     let k = step.grid.0.div_ceil(d.sms.max(1));
-    if auto == 0 || k > auto {
+    if auto == 0 || k > auto || step.mode != Mode::Pdl {
         return Ok(step);
     }
     let pad = cap_padding(d, occ, step.kernel, step.block, k)?;
@@ -445,9 +446,9 @@ pub fn forward(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall) ->
             // Tuning::fwd_twin_cap(_auto): padding that leaves at most K of the twin's CTAs on
             // an SM — by default its own share, ⌈grid / SMs⌉, up to 2 — so that the next call's
             // early CTAs cannot stack on the SMs this grid leaves idle.
-            // (A pair is chosen only where the twin is.)
+            // (Only the twin and its pairs are programmatic dependents.)
             let step = match t.fwd_twin_cap {
-                _ if twin.is_none() || !t.pdl => step,
+                _ if step.mode != Mode::Pdl => step,
                 Some((lo, hi, k)) if (lo..=hi).contains(&m) => Step { smem: cap_padding(d, occ, step.kernel, step.block, k)?, ..step },
                 Some(_) => step,
                 None => share_of_sm(d, occ, step, t.fwd_twin_cap_auto)?,
@@ -658,8 +659,7 @@ fn forward_fp8(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall, q:
             let blocks = if t.fp8.reg_grid_rows { work.min(MAX_GRID) as u32 } else { persistent_blocks(d, occ, k, block, 0, work)? };
             let step = match twin {
                 // Fp8Tuning::twin_cap_auto: padded to its own share of an SM (with PDL).
-                Some(tk) if t.pdl => share_of_sm(d, occ, trigger_step(t, &mut fields, tk, blocks, block), f.twin_cap_auto)?,
-                Some(tk) => trigger_step(t, &mut fields, tk, blocks, block),
+                Some(tk) => share_of_sm(d, occ, trigger_step(t, &mut fields, tk, blocks, block), f.twin_cap_auto)?,
                 None => Step::plain(k, (blocks, 1), block, 0),
             };
             let mut l = Launch::new(Family::FwdQuant, FP8_WS, fields);
@@ -1250,9 +1250,8 @@ fn backward_small(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &BwdCall,
     let part_bytes = parts.checked_mul(c.n * 4).ok_or_else(too_big)?;
     let ws = if parts > 0 { parts_workspace(c, part_bytes, align256(part_bytes) * c.nacc()) } else { Workspace::default() };
     let mut fields = Fields { group: rc.group as i32, rpc: 1, nparts: parts as i64, ..Fields::default() };
-    let step = trigger_step(t, &mut fields, k, to_u32(blocks as u64, "grid")?, rc.group);
     // Tuning::bwd_twin_cap_auto: padded to its own share of an SM (with PDL).
-    let step = if t.pdl { share_of_sm(d, occ, step, t.bwd_twin_cap_auto)? } else { step };
+    let step = share_of_sm(d, occ, trigger_step(t, &mut fields, k, to_u32(blocks as u64, "grid")?, rc.group), t.bwd_twin_cap_auto)?;
     let mut l = Launch::new(Family::BwdSmall, ws, fields);
     l.push(step);
     if parts > 0 {
@@ -1294,9 +1293,8 @@ fn backward_small_cols(
     let blocks = to_u32((m + col_ctas) as u64, "grid")?;
     let smem = if rp > 1 { block * 8 * 4 } else { 0 };
     let mut fields = Fields { group: block as i32, rpc: 1, slot: rp as i32, nsplit: m as i64, ..Fields::default() };
-    let step = Step { smem, ..trigger_step(t, &mut fields, k, blocks, block) };
     // Tuning::bwd_twin_cap_auto, as the twin alone.
-    let step = if t.pdl { share_of_sm(d, occ, step, t.bwd_twin_cap_auto)? } else { step };
+    let step = share_of_sm(d, occ, Step { smem, ..trigger_step(t, &mut fields, k, blocks, block) }, t.bwd_twin_cap_auto)?;
     let mut l = Launch::new(Family::BwdSmall, Workspace::default(), fields);
     l.push(step);
     Ok(Some(l))
