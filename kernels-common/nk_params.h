@@ -57,6 +57,8 @@ struct NkFwdParams {
     int32_t tm;                   // transposed tile: rows per tile
     int32_t tpitch;               // transposed tile: bytes per shared-memory row
     uint64_t q_sync;              // amax: two zeroed words of the backend's (running max, CTAs arrived)
+    int32_t pf;                   // staged cluster forward: stages of a later row's slice prefetched into L2 (0: none)
+    int32_t pfd;                  // staged cluster forward: which later row (1: the next, 2: the one after)
 };
 
 struct NkBwdParams {
@@ -73,6 +75,6 @@ struct NkBwdParams {
 };
 
 #ifdef __cplusplus
-static_assert(sizeof(NkFwdParams) == 248, "NkFwdParams layout is shared with Rust");
+static_assert(sizeof(NkFwdParams) == 256, "NkFwdParams layout is shared with Rust");
 static_assert(sizeof(NkBwdParams) == 192, "NkBwdParams layout is shared with Rust");
 #endif

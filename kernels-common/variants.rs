@@ -466,6 +466,10 @@ pub enum KernelKey {
         /// the CTA walks tiles of `tm` consecutive rows and writes each tile transposed once its
         /// rows are quantised, instead of the separate transpose kernel reading y_q back.
         tile: bool,
+        /// The same kernel compiled apart under a bound of two 256-thread CTAs per SM (SPEC +
+        /// 4096, which the body ignores; `nk_fwd_regqd{|r}{|t}_*_x2`): the same arithmetic, so the
+        /// same bits, and fewer registers, for the planner to choose by the call's size.
+        two_ctas: bool,
     },
     /// `nk_bwd_sm{|4}_{dt}_{rms|ln}{|_res}`: the register backward's twin for a few rows (CUDA
     /// sm_90+, SPEC plus 256): one row per CTA, a programmatic dependent; for one row dW/dB
@@ -678,8 +682,8 @@ impl KernelKey {
             ),
             KernelKey::FwdRegDecode { dtype, ln, residual } => Spec::Int(base(dtype, ln, residual) + 256),
             KernelKey::FwdRegPair { dtype, ln, residual } => Spec::Int(base(dtype, ln, residual) + 256 + 1024),
-            KernelKey::FwdRegQDecode { dtype, ln, residual, per_row, tile } => {
-                Spec::Int(base(dtype, ln, residual) + 128 + 256 + 512 * per_row as u32 + 2048 * tile as u32)
+            KernelKey::FwdRegQDecode { dtype, ln, residual, per_row, tile, two_ctas } => {
+                Spec::Int(base(dtype, ln, residual) + 128 + 256 + 512 * per_row as u32 + 2048 * tile as u32 + 4096 * two_ctas as u32)
             }
             KernelKey::FwdRegQPair { dtype, ln, residual, per_row } => {
                 Spec::Int(base(dtype, ln, residual) + 128 + 256 + 512 * per_row as u32 + 1024)
@@ -750,13 +754,14 @@ impl KernelKey {
             }
             KernelKey::FwdRegDecode { dtype, ln, residual } => format!("nk_fwd_regd_{}_{}{}", dtype.tag(), rms_ln(ln), res(residual)),
             KernelKey::FwdRegPair { dtype, ln, residual } => format!("nk_fwd_regp_{}_{}{}", dtype.tag(), rms_ln(ln), res(residual)),
-            KernelKey::FwdRegQDecode { dtype, ln, residual, per_row, tile } => format!(
-                "nk_fwd_regqd{}{}_{}_{}{}",
+            KernelKey::FwdRegQDecode { dtype, ln, residual, per_row, tile, two_ctas } => format!(
+                "nk_fwd_regqd{}{}_{}_{}{}{}",
                 if per_row { "r" } else { "" },
                 if tile { "t" } else { "" },
                 dtype.tag(),
                 rms_ln(ln),
-                res(residual)
+                res(residual),
+                if two_ctas { "_x2" } else { "" }
             ),
             KernelKey::FwdRegQPair { dtype, ln, residual, per_row } => {
                 format!("nk_fwd_regqp{}_{}_{}{}", if per_row { "r" } else { "" }, dtype.tag(), rms_ln(ln), res(residual))

@@ -101,6 +101,11 @@ NK_DEVICE void nk_bulk_copy_g2s(void* smem, const void* gmem, unsigned bytes, ui
                  "r"(bytes), "r"(nk_smem_addr(bar))
                  : "memory");
 }
+// Starts moving `bytes` (a multiple of 16, 16-byte aligned) from global memory into L2; nothing
+// waits for it (a hint: a later load or bulk copy of those bytes finds them there).
+NK_DEVICE void nk_bulk_prefetch_l2(const void* gmem, unsigned bytes) {
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(gmem), "r"(bytes) : "memory");
+}
 // Two floats into CTA `rank`'s shared memory at `local` (this CTA's address of the same
 // variable), completing 8 bytes of that CTA's mbarrier `bar` (likewise this CTA's address): the
 // receiver reads them after its wait on `bar` (a DSMEM push; no cluster barrier).

@@ -19,7 +19,14 @@ use super::variants::{v, BwdChunks, Dt::*, FwdChunks, KernelKey, KernelKey::*, R
 /// forward lost up to 22%, H100, kernels-cuda/NOTES.md v16); apart, every other kernel keeps its
 /// machine code.
 pub fn own_unit(k: KernelKey) -> bool {
-    matches!(k, FwdRegQDecode { tile: true, .. } | FwdRegQPair { .. } | FwdClusterStagedQ { .. } | BwdSmallCols { .. })
+    matches!(
+        k,
+        FwdRegQDecode { tile: true, .. }
+            | FwdRegQDecode { two_ctas: true, .. }
+            | FwdRegQPair { .. }
+            | FwdClusterStagedQ { .. }
+            | BwdSmallCols { .. }
+    )
 }
 
 /// Warp width of this platform (must equal NK_WARP of platform.cuh): the finalize kernel takes
@@ -405,40 +412,49 @@ pub const VARIANTS: &[Variant] = &[
     // the 4 chunks, the weight's and the bias's stay in registers (the 1024-thread FwdRegQ
     // spills); the planner's FP8 default where the forward table's group fits. Per-tensor and
     // per-row scaling are separate kernels (each holds one mode's code: fewer registers).
-    v(FwdRegQDecode { dtype: Bf16, ln: false, residual: false, per_row: false, tile: false }, 256, 1),
-    v(FwdRegQDecode { dtype: Bf16, ln: false, residual: true, per_row: false, tile: false }, 256, 1),
-    v(FwdRegQDecode { dtype: Bf16, ln: true, residual: false, per_row: false, tile: false }, 256, 1),
-    v(FwdRegQDecode { dtype: Bf16, ln: true, residual: true, per_row: false, tile: false }, 256, 1),
-    v(FwdRegQDecode { dtype: Bf16, ln: false, residual: false, per_row: true, tile: false }, 256, 1),
-    v(FwdRegQDecode { dtype: Bf16, ln: false, residual: true, per_row: true, tile: false }, 256, 1),
-    v(FwdRegQDecode { dtype: Bf16, ln: true, residual: false, per_row: true, tile: false }, 256, 1),
-    v(FwdRegQDecode { dtype: Bf16, ln: true, residual: true, per_row: true, tile: false }, 256, 1),
-    v(FwdRegQDecode { dtype: F16, ln: false, residual: false, per_row: false, tile: false }, 256, 1),
-    v(FwdRegQDecode { dtype: F16, ln: false, residual: true, per_row: false, tile: false }, 256, 1),
-    v(FwdRegQDecode { dtype: F16, ln: true, residual: false, per_row: false, tile: false }, 256, 1),
-    v(FwdRegQDecode { dtype: F16, ln: true, residual: true, per_row: false, tile: false }, 256, 1),
-    v(FwdRegQDecode { dtype: F16, ln: false, residual: false, per_row: true, tile: false }, 256, 1),
-    v(FwdRegQDecode { dtype: F16, ln: false, residual: true, per_row: true, tile: false }, 256, 1),
-    v(FwdRegQDecode { dtype: F16, ln: true, residual: false, per_row: true, tile: false }, 256, 1),
-    v(FwdRegQDecode { dtype: F16, ln: true, residual: true, per_row: true, tile: false }, 256, 1),
+    v(FwdRegQDecode { dtype: Bf16, ln: false, residual: false, per_row: false, tile: false, two_ctas: false }, 256, 1),
+    v(FwdRegQDecode { dtype: Bf16, ln: false, residual: true, per_row: false, tile: false, two_ctas: false }, 256, 1),
+    v(FwdRegQDecode { dtype: Bf16, ln: true, residual: false, per_row: false, tile: false, two_ctas: false }, 256, 1),
+    v(FwdRegQDecode { dtype: Bf16, ln: true, residual: true, per_row: false, tile: false, two_ctas: false }, 256, 1),
+    v(FwdRegQDecode { dtype: Bf16, ln: false, residual: false, per_row: true, tile: false, two_ctas: false }, 256, 1),
+    // bf16 per-row RMSNorm with the residual at two CTAs per SM: 128 registers (166 at one),
+    // no spills; A/B on the H200 (bench/results/nvidia-h200-2026-11-28/pf/call1): 2048×8192 48.0
+    // → 33.8 µs, 8192×8192 175 → 120, 4096×1024 10.3 → 9.6, no cell slower. Not f16 (24 bytes
+    // spilled, 4-12% slower at 1-1024 rows) and not per tensor (mixed by size: below).
+    v(FwdRegQDecode { dtype: Bf16, ln: false, residual: true, per_row: true, tile: false, two_ctas: false }, 256, 2),
+    v(FwdRegQDecode { dtype: Bf16, ln: true, residual: false, per_row: true, tile: false, two_ctas: false }, 256, 1),
+    v(FwdRegQDecode { dtype: Bf16, ln: true, residual: true, per_row: true, tile: false, two_ctas: false }, 256, 1),
+    v(FwdRegQDecode { dtype: F16, ln: false, residual: false, per_row: false, tile: false, two_ctas: false }, 256, 1),
+    v(FwdRegQDecode { dtype: F16, ln: false, residual: true, per_row: false, tile: false, two_ctas: false }, 256, 1),
+    v(FwdRegQDecode { dtype: F16, ln: true, residual: false, per_row: false, tile: false, two_ctas: false }, 256, 1),
+    v(FwdRegQDecode { dtype: F16, ln: true, residual: true, per_row: false, tile: false, two_ctas: false }, 256, 1),
+    v(FwdRegQDecode { dtype: F16, ln: false, residual: false, per_row: true, tile: false, two_ctas: false }, 256, 1),
+    v(FwdRegQDecode { dtype: F16, ln: false, residual: true, per_row: true, tile: false, two_ctas: false }, 256, 1),
+    v(FwdRegQDecode { dtype: F16, ln: true, residual: false, per_row: true, tile: false, two_ctas: false }, 256, 1),
+    v(FwdRegQDecode { dtype: F16, ln: true, residual: true, per_row: true, tile: false, two_ctas: false }, 256, 1),
+    // bf16 per-tensor RMSNorm with the residual compiled a second time at two CTAs per SM (SPEC +
+    // 4096, `_x2`, in the FP8 unit: 128 registers, 24 bytes spilled): on the H200 (pf/call1)
+    // 5.5-6.6% faster from 8192×8192 / 32768×4096 but 4-10% slower at 1×8192-1024×8192 and
+    // 4096×1024, so the planner takes it by size (Fp8Tuning::twin_x2_min_elems).
+    v(FwdRegQDecode { dtype: Bf16, ln: false, residual: true, per_row: false, tile: false, two_ctas: true }, 256, 2),
     // The quantised twin with yT through its shared-memory tile (SPEC + 2048): the planner's
     // transposed FP8 output wherever the twin runs and a tile of Fp8Tuning::twin_tm rows fits.
-    v(FwdRegQDecode { dtype: Bf16, ln: false, residual: false, per_row: false, tile: true }, 256, 2),
-    v(FwdRegQDecode { dtype: Bf16, ln: false, residual: true, per_row: false, tile: true }, 256, 2),
-    v(FwdRegQDecode { dtype: Bf16, ln: true, residual: false, per_row: false, tile: true }, 256, 2),
-    v(FwdRegQDecode { dtype: Bf16, ln: true, residual: true, per_row: false, tile: true }, 256, 2),
-    v(FwdRegQDecode { dtype: Bf16, ln: false, residual: false, per_row: true, tile: true }, 256, 2),
-    v(FwdRegQDecode { dtype: Bf16, ln: false, residual: true, per_row: true, tile: true }, 256, 2),
-    v(FwdRegQDecode { dtype: Bf16, ln: true, residual: false, per_row: true, tile: true }, 256, 2),
-    v(FwdRegQDecode { dtype: Bf16, ln: true, residual: true, per_row: true, tile: true }, 256, 2),
-    v(FwdRegQDecode { dtype: F16, ln: false, residual: false, per_row: false, tile: true }, 256, 2),
-    v(FwdRegQDecode { dtype: F16, ln: false, residual: true, per_row: false, tile: true }, 256, 2),
-    v(FwdRegQDecode { dtype: F16, ln: true, residual: false, per_row: false, tile: true }, 256, 2),
-    v(FwdRegQDecode { dtype: F16, ln: true, residual: true, per_row: false, tile: true }, 256, 2),
-    v(FwdRegQDecode { dtype: F16, ln: false, residual: false, per_row: true, tile: true }, 256, 2),
-    v(FwdRegQDecode { dtype: F16, ln: false, residual: true, per_row: true, tile: true }, 256, 2),
-    v(FwdRegQDecode { dtype: F16, ln: true, residual: false, per_row: true, tile: true }, 256, 2),
-    v(FwdRegQDecode { dtype: F16, ln: true, residual: true, per_row: true, tile: true }, 256, 2),
+    v(FwdRegQDecode { dtype: Bf16, ln: false, residual: false, per_row: false, tile: true, two_ctas: false }, 256, 2),
+    v(FwdRegQDecode { dtype: Bf16, ln: false, residual: true, per_row: false, tile: true, two_ctas: false }, 256, 2),
+    v(FwdRegQDecode { dtype: Bf16, ln: true, residual: false, per_row: false, tile: true, two_ctas: false }, 256, 2),
+    v(FwdRegQDecode { dtype: Bf16, ln: true, residual: true, per_row: false, tile: true, two_ctas: false }, 256, 2),
+    v(FwdRegQDecode { dtype: Bf16, ln: false, residual: false, per_row: true, tile: true, two_ctas: false }, 256, 2),
+    v(FwdRegQDecode { dtype: Bf16, ln: false, residual: true, per_row: true, tile: true, two_ctas: false }, 256, 2),
+    v(FwdRegQDecode { dtype: Bf16, ln: true, residual: false, per_row: true, tile: true, two_ctas: false }, 256, 2),
+    v(FwdRegQDecode { dtype: Bf16, ln: true, residual: true, per_row: true, tile: true, two_ctas: false }, 256, 2),
+    v(FwdRegQDecode { dtype: F16, ln: false, residual: false, per_row: false, tile: true, two_ctas: false }, 256, 2),
+    v(FwdRegQDecode { dtype: F16, ln: false, residual: true, per_row: false, tile: true, two_ctas: false }, 256, 2),
+    v(FwdRegQDecode { dtype: F16, ln: true, residual: false, per_row: false, tile: true, two_ctas: false }, 256, 2),
+    v(FwdRegQDecode { dtype: F16, ln: true, residual: true, per_row: false, tile: true, two_ctas: false }, 256, 2),
+    v(FwdRegQDecode { dtype: F16, ln: false, residual: false, per_row: true, tile: true, two_ctas: false }, 256, 2),
+    v(FwdRegQDecode { dtype: F16, ln: false, residual: true, per_row: true, tile: true, two_ctas: false }, 256, 2),
+    v(FwdRegQDecode { dtype: F16, ln: true, residual: false, per_row: true, tile: true, two_ctas: false }, 256, 2),
+    v(FwdRegQDecode { dtype: F16, ln: true, residual: true, per_row: true, tile: true, two_ctas: false }, 256, 2),
     // The decode twin in pairs (SPEC + 256 + 1024): 2G threads of 2 chunks with the 4-chunk group
     // G's reduction order (the same bits); the planner's forward for the rows of Tuning::fwd_pair.
     v(FwdRegPair { dtype: Bf16, ln: false, residual: false }, 256, 1),

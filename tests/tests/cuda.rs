@@ -241,8 +241,11 @@ fn fp8_batch_invariance() {
     let few: &[usize] = &[17, 1000, 5000];
     // (descriptor, dtypes, N, scaling, yT, batch sizes)
     type Case<'a> = (NormDesc, DTypes, usize, Fp8Scale, bool, &'a [usize]);
-    let cases: [Case; 9] = [
+    let cases: [Case; 10] = [
         (rms, bf(F8E4M3), 4096, Fp8Scale::PerRow, false, few),
+        // 9000 rows of 4096 pass Fp8Tuning::twin_x2_min_elems: the twin's two-CTAs-per-SM build
+        // against the pair (17 rows) and the twin (1000, 5000).
+        (res, bf(F8E4M3), 4096, Fp8Scale::Device(16.0), false, &[17, 1000, 5000, 9000]),
         (res, bf(F8E4M3), 4096, Fp8Scale::PerRow, false, few),
         (rms.with_bias(true), bf(F8E4M3), 4096, Fp8Scale::PerRow, false, few),
         (rms, DTypes { y: F8E5M2, ..DTypes::uniform(F16) }, 3000, Fp8Scale::PerRow, true, few),

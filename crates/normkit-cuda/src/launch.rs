@@ -38,6 +38,8 @@ impl PlanParams for FwdParams {
         self.tm = f.tm;
         self.tpitch = f.tpitch;
         self.lag = f.lag;
+        self.pf = f.pf;
+        self.pfd = f.pfd;
         if let Some(at) = ws.q {
             self.ws_q = base + at;
         }

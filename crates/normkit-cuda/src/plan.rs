@@ -218,6 +218,10 @@ pub struct Fields {
     pub trigger: bool,
     /// Staged cluster forward: the next row's pass 1 this many stages behind its refills.
     pub lag: i32,
+    /// Staged cluster forward: stages of a later row's slice prefetched into L2 (0: none).
+    pub pf: i32,
+    /// Staged cluster forward: the row `pf` prefetches (1: the next, 2: the one after).
+    pub pfd: i32,
 }
 
 /// Most kernels one call launches (split backward: stats, reduce, apply, finalize; FP8 split rows:
@@ -567,10 +571,14 @@ fn forward_fp8(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall, q:
             // is e4m3 or e5m2 (it converts by instruction only): the same arithmetic, no spills,
             // a programmatic dependent. Walks: row groups per CTA of its persistent grid.
             let dtype = kdt(dts.x)?;
-            let twin_key = |tile| KernelKey::FwdRegQDecode { dtype, ln: c.ln, residual: c.residual, per_row: q.per_row, tile };
+            let twin_key =
+                |tile, two_ctas| KernelKey::FwdRegQDecode { dtype, ln: c.ln, residual: c.residual, per_row: q.per_row, tile, two_ctas };
+            // Calls of Fp8Tuning::twin_x2_min_elems elements take the twin's two-CTAs-per-SM
+            // build where there is one (the same code: the choice by size keeps every bit).
+            let x2 = m.saturating_mul(c.n as u64) >= f.twin_x2_min_elems && kernels::lookup(twin_key(false, true)).is_some();
             // Scaled per row, the RMSNorm twin finds each row's max |y| from max |x·(w + offset)|
             // (nk_reg.cuh, QF), which a bias breaks: RMSNorm with a bias keeps the plain kernel.
-            let twin = Some(twin_key(false))
+            let twin = Some(twin_key(false, x2))
                 .filter(|_| t.fp8.reg_twin && matches!(dts.y, DType::F8E4M3 | DType::F8E5M2))
                 .filter(|_| !(q.per_row && !c.ln && c.bias))
                 .and_then(kernels::lookup)
@@ -604,7 +612,7 @@ fn forward_fp8(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall, q:
             let mut tiled = None;
             let n_ok = (f.twin_tile_n.0..=f.twin_tile_n.1).contains(&c.n);
             if twin.is_some() && q.transposed && n_ok && f.twin_tm >= 8 && rpc.is_power_of_two() {
-                if let Some(kt) = kernels::lookup(twin_key(true)) {
+                if let Some(kt) = kernels::lookup(twin_key(true, false)) {
                     // The pitch of a 16-row tile at 32 rows too: 8-byte aligned rows for the
                     // twin's stores (32 rows' conflict-free pitch is an odd number of words).
                     let limit = f.tile_smem.min(d.dyn_smem_max[kt.index]);
@@ -907,6 +915,19 @@ fn staged_lag(t: &Tuning, dt: DType, n: usize, c: u32, threads: u32) -> i32 {
     t.cluster.staged_lag.map_or(nst.div_ceil(2), |l| l as usize).clamp(1, nst) as i32
 }
 
+/// Stages of the next row the staged kernel `key` prefetches into L2 by default: the kernels
+/// that carry the code (cluster.cuh, `L2PF`: 16-bit add + RMSNorm, LayerNorm without the
+/// residual, per-row FP8 RMSNorm without it), 0 for the others.
+fn staged_pf(t: &Tuning, key: KernelKey) -> u32 {
+    let narrow = |dt: Dt| dt != Dt::F32;
+    match key {
+        KernelKey::FwdClusterStaged { dtype, ln: false, residual: true, .. } if narrow(dtype) => t.cluster.staged_pf_res,
+        KernelKey::FwdClusterStaged { dtype, ln: true, residual: false, .. } if narrow(dtype) => t.cluster.staged_pf_ln,
+        KernelKey::FwdClusterStagedQ { ln: false, residual: false, per_row: true, .. } => t.cluster.staged_pf_ln,
+        _ => 0,
+    }
+}
+
 /// The staged cluster configuration for N (None: not on the staged path): the fewest CTAs (a
 /// power of two, at most 16) whose slices of x (and r) fit `staged_slice` bytes, of
 /// `staged_threads` threads; None where 16 CTAs do not bring them under it.
@@ -975,7 +996,13 @@ fn staged_step(
     let clusters = if grid_rows { (c.m as u64).min(MAX_GRID / rc.c as u64) } else { (c.m as u64).min(cap as u64) };
     let grid = cluster_grid(clusters as u32, rc.c)?;
     let lag = staged_lag(t, dt, c.n, rc.c, rc.t);
-    let fields = Fields { group: rc.t as i32, rpc: rc.c as i32, lag, ..Fields::default() };
+    // The L2 prefetch (ClusterTuning::staged_pf_res / staged_pf_ln, for the kernels that carry
+    // it; the fields stay 0 elsewhere).
+    let (pf, pfd) = match t.cluster.staged_pf.unwrap_or((staged_pf(t, k.key), 1)) {
+        (0, _) => (0, 0),
+        (s, d) => (s as i32, d as i32),
+    };
+    let fields = Fields { group: rc.t as i32, rpc: rc.c as i32, lag, pf, pfd, ..Fields::default() };
     Ok(Some((Step { kernel: k, grid: (grid, 1), block: rc.t, smem: smem as u32, mode: Mode::Cluster(rc.c), group: None }, fields)))
 }
 
@@ -1857,7 +1884,7 @@ mod tests {
             FwdClusterStaged,
             &[("nk_fwd_cs_bf16_ln_a", (49 * 8, 1), 256, 65536, cl(8), None)],
             none,
-            fs(256, 8, 4),
+            Fields { pf: 4, pfd: 1, ..fs(256, 8, 4) },
         );
         // The residual stages r too: x and r slices of 32 KiB on 16 CTAs, 4 stages.
         check(
@@ -1866,8 +1893,20 @@ mod tests {
             FwdClusterStaged,
             &[("nk_fwd_cs_bf16_rms_res_a", (64, 1), 256, 65536, cl(16), None)],
             none,
-            fs(256, 16, 2),
+            Fields { pf: 2, pfd: 1, ..fs(256, 16, 2) },
         );
+        // The L2 prefetch: 2 stages of the next row with the residual, 4 for LayerNorm, none for
+        // RMSNorm alone or f32 (their kernels carry no code for it); NORMKIT_CUDA_CSTAGE_PF sets
+        // every kernel's fields (S[:D]; 0: none).
+        let pf = |t: &Tuning, c: FwdCall| plan_fwd(t, c).fields;
+        assert_eq!((pf(&t, fwd(BF16, 262144, 4)).pf, pf(&t, fwd(F32, 262144, 2)).pf), (0, 0));
+        assert_eq!(pf(&t, ln_fwd(fwd(F32, 262144, 2))).pf, 0);
+        assert_eq!(pf(&t, ln_fwd(FwdCall { residual: true, ..fwd(BF16, 262144, 4) })).pf, 0);
+        let env = |v: &'static str| Tuning::for_sm90().with_env(move |k| (k == "NORMKIT_CUDA_CSTAGE_PF").then(|| v.to_owned()));
+        assert_eq!((pf(&env("8:2"), fwd(BF16, 262144, 4)).pf, pf(&env("8:2"), fwd(BF16, 262144, 4)).pfd), (8, 2));
+        assert_eq!(pf(&env("3"), ln_fwd(fwd(BF16, 262144, 4))).pfd, 1);
+        assert_eq!((pf(&env("0"), ln_fwd(fwd(BF16, 262144, 4))).pf, pf(&env("0"), ln_fwd(fwd(BF16, 262144, 4))).pfd), (0, 0));
+        assert_eq!(pf(&env("4:3"), ln_fwd(fwd(BF16, 262144, 4))).pf, 4, "a bad distance keeps the default");
         // 1M bf16: 128 KiB slices even on 16 CTAs → the next path (split); f32 524288 alike.
         assert_eq!(plan_fwd(&t, fwd(BF16, 1 << 20, 8)).family, FwdSplit);
         assert_eq!(plan_fwd(&t, FwdCall { residual: true, ..fwd(BF16, 1 << 20, 8) }).family, FwdSplit);
@@ -1916,7 +1955,7 @@ mod tests {
             FwdClusterStaged,
             &[("nk_fwd_cs_bf16_ln_a", (132 * 3 / 2 * 2, 1), 256, 65536, cl(2), None)],
             none,
-            fs(256, 2, 4),
+            Fields { pf: 4, pfd: 1, ..fs(256, 2, 4) },
         );
         let ct = Tuning::for_sm90().with_env(|k| {
             (k == "NORMKIT_CUDA_CSTAGE_CT")
@@ -2893,6 +2932,15 @@ mod tests {
         assert_eq!(name(&all, 4096, 1000, false, true, true).0, "nk_fwd_regqd_bf16_ln_res");
         let none = Tuning::for_sm90().with_env(|k| (k == "NORMKIT_CUDA_FP8_PAIR").then(|| "0".to_owned()));
         assert_eq!(name(&none, 4096, 8, true, false, true).0, "nk_fwd_regqdr_bf16_rms_res");
+        // Per tensor with the residual (bf16), from Fp8Tuning::twin_x2_min_elems elements: the
+        // twin's two-CTAs-per-SM build (the same code); per row, LayerNorm and f16 have none.
+        assert_eq!(name(&t, 4096, 8192, false, false, true).0, "nk_fwd_regqd_bf16_rms_res_x2");
+        assert_eq!(name(&t, 8192, 4096, false, false, true).0, "nk_fwd_regqd_bf16_rms_res_x2");
+        assert_eq!(name(&t, 8192, 2048, false, false, true).0, "nk_fwd_regqd_bf16_rms_res");
+        assert_eq!(name(&t, 4096, 8192, true, false, true).0, "nk_fwd_regqdr_bf16_rms_res");
+        assert_eq!(name(&t, 4096, 8192, false, true, true).0, "nk_fwd_regqd_bf16_ln_res");
+        let x2off = Tuning::for_sm90().with_env(|k| (k == "NORMKIT_CUDA_FP8_TWIN_X2").then(|| "off".to_owned()));
+        assert_eq!(name(&x2off, 4096, 8192, false, false, true).0, "nk_fwd_regqd_bf16_rms_res");
     }
 
     /// yT where the quantised twin runs: through its own tiles (`nk_fwd_regqd{|r}t_*`, one step,
@@ -2975,7 +3023,8 @@ mod tests {
                 FwdQuantStaged,
                 &[(name, (396, 1), 256, 65536, cl(2), None)],
                 FP8_WS,
-                fs(256, 2, 4),
+                // The L2 prefetch (4 stages) in the per-row kernel only.
+                if per_row { Fields { pf: 4, pfd: 1, ..fs(256, 2, 4) } } else { fs(256, 2, 4) },
             );
         }
         // With a bias, per row: the kernel that finds the row's max in a pass over y.

@@ -54,6 +54,7 @@
 //! | `NORMKIT_CUDA_FP8_TWIN_TW` | [`Fp8Tuning::twin_tile_fill`] | the fewest supertiles for the twin's yT tiles, in % of the resident clusters (`0`: tiles at every M) |
 //! | `NORMKIT_CUDA_FP8_TWIN_N` | [`Fp8Tuning::twin_tile_n`] | `LO:HI`: the N range of the twin's yT tiles |
 //! | `NORMKIT_CUDA_FP8_TWIN_CAP` | [`Fp8Tuning::twin_cap_auto`] | a number N: the quantised twin (and its pairs) padded to ⌈grid / SMs⌉ CTAs per SM where that is at most N; `0` / `off`: never |
+//! | `NORMKIT_CUDA_FP8_TWIN_X2` | [`Fp8Tuning::twin_x2_min_elems`] | a number E: calls of at least E elements take the quantised twin's two-CTAs-per-SM build where there is one; `off`: never |
 //! | `NORMKIT_CUDA_FP8_STAGED` | [`Fp8Tuning::staged`] | `0`: rows past the register kernels take the split path, not the staged cluster forward (`nk_fwd_csq_*`) |
 //! | `NORMKIT_CUDA_ROWS` | [`RowsTuning::on`], [`RowsTuning::rpc`] | `off` / `0`: no row-batch backward; a number: its groups per CTA |
 //! | `NORMKIT_CUDA_CLUSTER` | [`ClusterTuning::on`] | `0`: no cluster kernels |
@@ -66,9 +67,10 @@
 //! | `NORMKIT_CUDA_CSTAGE_SLICE` | [`ClusterTuning::staged_slice`] | the staged forward's target bytes per CTA (the cluster size follows) |
 //! | `NORMKIT_CUDA_CSTAGE_LAG` | [`ClusterTuning::staged_lag`] | stages between the staged forward's refills and the next row's pass 1 |
 //! | `NORMKIT_CUDA_CSTAGE_GRID` | [`ClusterTuning::staged_grid_rows`] | `rows`: the staged forward on one cluster per row (else the resident clusters walk the rows) |
+//! | `NORMKIT_CUDA_CSTAGE_PF` | [`ClusterTuning::staged_pf`] | `S[:D]`: the staged kernels that carry the L2 prefetch take S stages of the row D ahead (1 or 2) at the top of each row; `0`: none |
 
 /// The environment variables [`Tuning::with_env`] reads, in the order of the table above.
-pub const ENV_OVERRIDES: [&str; 48] = [
+pub const ENV_OVERRIDES: [&str; 50] = [
     "NORMKIT_CUDA_FWD_TABLE",
     "NORMKIT_CUDA_BWD_TABLE",
     "NORMKIT_CUDA_BWD4_TABLE",
@@ -106,6 +108,7 @@ pub const ENV_OVERRIDES: [&str; 48] = [
     "NORMKIT_CUDA_FP8_TWIN_N",
     "NORMKIT_CUDA_FP8_STAGED",
     "NORMKIT_CUDA_FP8_TWIN_CAP",
+    "NORMKIT_CUDA_FP8_TWIN_X2",
     "NORMKIT_CUDA_ROWS",
     "NORMKIT_CUDA_CLUSTER",
     "NORMKIT_CUDA_CLUSTER_CT",
@@ -117,6 +120,7 @@ pub const ENV_OVERRIDES: [&str; 48] = [
     "NORMKIT_CUDA_CSTAGE_SLICE",
     "NORMKIT_CUDA_CSTAGE_LAG",
     "NORMKIT_CUDA_CSTAGE_GRID",
+    "NORMKIT_CUDA_CSTAGE_PF",
 ];
 
 /// One row of a launch table.
@@ -269,6 +273,22 @@ pub struct ClusterTuning {
     /// The staged forward on one cluster per row (env `NORMKIT_CUDA_CSTAGE_GRID=rows`;
     /// measurements) instead of the resident clusters walking the rows. No bits change.
     pub staged_grid_rows: bool,
+    /// The staged forward's L2 prefetch: each CTA starts this many stages of the next row's
+    /// slice (x and, with it, the residual) on their way into L2 at the top of a row, so HBM
+    /// streams through the row's statistics chain; a hint, no bits change. Only the kernels
+    /// where it measured faster carry the code (cluster.cuh, `L2PF`): 16-bit add + RMSNorm
+    /// (`pf_res`, 2 stages), LayerNorm without the residual and per-row FP8 RMSNorm without it
+    /// (`pf_ln`, 4 stages). H200 (bench/results/nvidia-h200-2026-11-28/pf/call1, `summary-pf.md`,
+    /// off / 2 / 4 / 8 / 32 stages of the next row, 4 / 8 of the row after, each twice):
+    /// addrms_fwd 512×262144 317.5 → 296.6 µs with 2 stages (4 or more: +2%), ln_fwd 512×262144
+    /// 200.6 → 197.0 with 4, rms_fwd_fp8_row 2048×65536 204.1 → 200.0 with 4; the row after next,
+    /// or whole slices, slower everywhere; FP8 with the residual +7-15% at 4 stages.
+    pub staged_pf_res: u32,
+    /// See [`ClusterTuning::staged_pf_res`].
+    pub staged_pf_ln: u32,
+    /// `NORMKIT_CUDA_CSTAGE_PF=S[:D]`: S stages of the row D ahead (1 or 2) in every kernel that
+    /// carries the prefetch, instead of the two defaults above (`0`: none; measurements).
+    pub staged_pf: Option<(u32, u32)>,
 }
 
 /// Row-batch backward (kernels-cuda/rows.cuh): 16-bit rows of `min_n` < N ≤ `max_n` in 16-byte
@@ -404,6 +424,14 @@ pub struct Fp8Tuning {
     /// 4.55 → 3.76, 256×4096 4.62 → 4.32; add + RMSNorm per row 128×4096 3.22 → 2.77; no cell
     /// slower by more than 1%. Env `NORMKIT_CUDA_FP8_TWIN_CAP` (N; `0` / `off`: never).
     pub twin_cap_auto: u32,
+    /// Calls of at least this many elements (M·N) take the quantised twin's build at two
+    /// 256-thread CTAs per SM (`nk_fwd_regqd*_x2`: the same code, so the same bits; compiled for
+    /// bf16 per-tensor RMSNorm with the residual only). Default 2^25. H200, the bound on the
+    /// one build against main (bench/results/nvidia-h200-2026-11-28/pf/call1): addrms_fwd_fp8
+    /// 32768×4096 255.8 → 239.1 µs, 16384×4096 and 8192×8192 −5.5%, 4096×8192 −1.8%, but
+    /// 2048×8192 +1.2%, 1024×8192 +5%, 512×8192 +10%, 4096×1024 +9.5%. Env
+    /// `NORMKIT_CUDA_FP8_TWIN_X2` (E; `off`: never).
+    pub twin_x2_min_elems: u64,
 }
 
 /// Where the 16-bit register forward (4 chunks per thread, 16-byte layouts) runs its twin
@@ -808,6 +836,7 @@ impl Tuning {
                 twin_tile_n: (2048, 4096),
                 staged: true,
                 twin_cap_auto: 2,
+                twin_x2_min_elems: 1 << 25,
             },
             rows: RowsTuning { on: true, rpc: None, min_n: 512, max_n: 2048, cta_threads: 256 },
             cluster: ClusterTuning {
@@ -839,6 +868,9 @@ impl Tuning {
                 staged_threads: 256,
                 staged_lag: None,
                 staged_grid_rows: false,
+                staged_pf_res: 2,
+                staged_pf_ln: 4,
+                staged_pf: None,
             },
         }
     }
@@ -933,6 +965,11 @@ impl Tuning {
         };
         self.bwd_twin_cap_auto = cap("NORMKIT_CUDA_BWD_TWIN_CAP", self.bwd_twin_cap_auto);
         self.fp8.twin_cap_auto = cap("NORMKIT_CUDA_FP8_TWIN_CAP", self.fp8.twin_cap_auto);
+        match get("NORMKIT_CUDA_FP8_TWIN_X2").as_deref().map(str::trim) {
+            Some("off") => self.fp8.twin_x2_min_elems = u64::MAX,
+            Some(v) => self.fp8.twin_x2_min_elems = v.parse().unwrap_or(self.fp8.twin_x2_min_elems),
+            None => {}
+        }
         self.fp8.reg = on_unless_0("NORMKIT_CUDA_FP8_REG");
         self.fp8.reg_grid_rows = get("NORMKIT_CUDA_FP8_GRID").is_some_and(|v| v == "rows");
         self.fp8.reg_twin = on_unless_0("NORMKIT_CUDA_FP8_TWIN");
@@ -1025,6 +1062,14 @@ impl Tuning {
         self.cluster.staged_grid_rows = get("NORMKIT_CUDA_CSTAGE_GRID").is_some_and(|v| v == "rows");
         if let Some(l) = get("NORMKIT_CUDA_CSTAGE_LAG").and_then(|v| v.parse().ok()).filter(|&l| l >= 1) {
             self.cluster.staged_lag = Some(l);
+        }
+        if let Some(v) = get("NORMKIT_CUDA_CSTAGE_PF") {
+            let (s, d) = v.split_once(':').unwrap_or((v.as_str(), "1"));
+            if let (Ok(s), Ok(d)) = (s.trim().parse::<u32>(), d.trim().parse::<u32>()) {
+                if (1..=2).contains(&d) && s <= 64 {
+                    self.cluster.staged_pf = Some((s, d));
+                }
+            }
         }
         self
     }
@@ -1187,6 +1232,6 @@ mod tests {
         assert_eq!(t.cluster.staged_lag, None);
         assert!(!d.staged_grid_rows && Tuning::for_sm90().with_env(env(&[("NORMKIT_CUDA_CSTAGE_GRID", "rows")])).cluster.staged_grid_rows);
         // The six staged-forward knobs are listed (the others: `every_override_parses_as_before`).
-        assert_eq!(ENV_OVERRIDES.iter().filter(|v| v.starts_with("NORMKIT_CUDA_CSTAGE")).count(), 6);
+        assert_eq!(ENV_OVERRIDES.iter().filter(|v| v.starts_with("NORMKIT_CUDA_CSTAGE")).count(), 7);
     }
 }

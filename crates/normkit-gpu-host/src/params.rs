@@ -145,8 +145,13 @@ pub struct FwdParams {
     pub tpitch: i32,
     /// FP8 amax: the backend's two zeroed synchronisation words (running max, CTAs arrived).
     pub q_sync: u64,
+    /// Staged cluster forward: stages of a later row's slice that each CTA prefetches into L2
+    /// at the top of a row (0: none).
+    pub pf: i32,
+    /// Staged cluster forward: which later row `pf` prefetches (1: the next, 2: the one after).
+    pub pfd: i32,
 }
-const _: () = assert!(std::mem::size_of::<FwdParams>() == 248);
+const _: () = assert!(std::mem::size_of::<FwdParams>() == 256);
 
 /// `NkBwdParams`.
 #[repr(C)]
