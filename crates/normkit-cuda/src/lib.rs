@@ -143,7 +143,7 @@ impl CudaBackend {
     /// the fatbin has no code for.
     pub fn with_device(ordinal: usize) -> Result<Self> {
         let dev = Device::open(ordinal)?;
-        let tuning = startup::tuning(dev.cc);
+        let tuning = startup::tuning(&dev);
         Ok(CudaBackend { dev, tuning, mem: Memory::default() })
     }
 
@@ -192,7 +192,7 @@ impl CudaBackend {
     pub fn from_stream(stream: Arc<CudaStream>) -> Result<Self> {
         // The driver was initialised by whoever made the stream's context.
         let dev = Device::on_stream(stream)?;
-        let tuning = startup::tuning(dev.cc);
+        let tuning = startup::tuning(&dev);
         Ok(CudaBackend { dev, tuning, mem: Memory::default() })
     }
 

@@ -1415,7 +1415,7 @@ mod tests {
     use std::collections::BTreeSet;
 
     use super::*;
-    use crate::tuning::RowConfig;
+    use crate::tuning::{RowConfig, TwinTuning};
 
     const OPTIN: usize = 232448; // 227 KiB per block, opt-in (H100)
     const SM_SMEM: usize = 233472; // 228 KiB per SM
@@ -1738,6 +1738,23 @@ mod tests {
             (fwd(F32, 4096, 1), false, "f32"),
         ] {
             assert_eq!(twin(c), want, "{why}");
+        }
+        // HBM3e (Tuning::for_device, TwinTuning::SM90_HBM3E): RMSNorm's twin past its first
+        // wave only up to 64 CTAs per SM; an H100's bandwidth keeps TwinTuning::SM90.
+        assert_eq!(Tuning::for_device(9, 3350.0), Tuning::for_sm90());
+        assert_eq!(Tuning::for_device(10, 4100.0), Tuning::for_sm100());
+        let h200 = Tuning::for_device(9, 4100.0);
+        assert_eq!(h200.fwd_twin, TwinTuning::SM90_HBM3E);
+        let twin_h200 = |c: FwdCall| plan_fwd(&h200, c).steps().next().unwrap().kernel.name.starts_with("nk_fwd_regd_");
+        for (c, want, why) in [
+            (fwd(BF16, 4096, 8448), true, "RMSNorm, 64 CTAs per SM"),
+            (fwd(BF16, 4096, 8449), false, "RMSNorm, past 64 CTAs per SM"),
+            (fwd(BF16, 4096, 32768), false, "RMSNorm, 248 CTAs per SM"),
+            (fwd(BF16, 1024, 4096), true, "RMSNorm, N = 1024 (32 × 4 rows), 8 per SM"),
+            (ln_fwd(fwd(BF16, 4096, 2048)), true, "LayerNorm as on the H100"),
+            (fwd(BF16, 4096, 1), true, "one row"),
+        ] {
+            assert_eq!(twin_h200(c), want, "{why}");
         }
         // The override: a grid bound instead of the rules.
         let t = Tuning { fwd_decode_max_ctas: Some(0), ..Tuning::for_sm90() };

@@ -460,6 +460,13 @@ pub struct TwinTuning {
 impl TwinTuning {
     /// Hopper (H100 measurements above).
     pub const SM90: TwinTuning = TwinTuning { wide_block: 128, rms_ctas_per_sm: u32::MAX, ln_ctas_per_sm: 16 };
+    /// Hopper with HBM3e (H200): RMSNorm's twin past its first wave only up to 64 CTAs per SM.
+    /// There the plain register kernel (the same bits) streams faster: H200, one build by
+    /// environment, twin against none past decode (NORMKIT_CUDA_FWD_DECODE=0), each twice
+    /// (bench/results/nvidia-h200-2026-11-28/pf/call4, `summary-T0.md`): rms_fwd 32768×4096
+    /// 142.4 → 131.9 µs, 16384×4096 (124 CTAs per SM) 71.9 → 67.3, but 65536×512 (62 per SM)
+    /// 35.5 → 35.7 and 4096×1024 (8 per SM) 5.17 → 5.69.
+    pub const SM90_HBM3E: TwinTuning = TwinTuning { wide_block: 128, rms_ctas_per_sm: 64, ln_ctas_per_sm: 16 };
 }
 
 /// Where the forward's twin (`nk_fwd_regd_*`, groups of at most 128 threads with 4 chunks each)
@@ -879,6 +886,18 @@ impl Tuning {
     /// shared-memory capacity, which sm_100 has at least as much of).
     pub fn for_sm100() -> Tuning {
         Self::for_sm90()
+    }
+
+    /// The tables for a device of compute capability `major` whose DRAM peaks at `mem_gbps`:
+    /// [`Tuning::for_cc`], with Hopper's HBM3e parts (H200: 4.8 TB/s nominal; the H100 SXM's
+    /// HBM3 computes to ~3350 GB/s from clock × bus width) taking the forward's twin for RMSNorm
+    /// on at most [`TwinTuning::SM90_HBM3E`]'s CTAs per SM past its first wave.
+    pub fn for_device(major: i32, mem_gbps: f64) -> Tuning {
+        let mut t = Self::for_cc(major);
+        if major == 9 && mem_gbps >= 3800.0 {
+            t.fwd_twin = TwinTuning::SM90_HBM3E;
+        }
+        t
     }
 
     /// The tables for compute capability `major`: Blackwell's from 10 on, else Hopper's.
