@@ -88,6 +88,7 @@ fn main() -> std::process::ExitCode {
         twin_backward_columns,
         fp8_twin_matches_register,
         fp8_batch_invariance,
+        forward_batch_invariance_past_the_twin,
         fp8_twin_wide_matches_register,
         fp8_twin_tile_matches_separate,
         fp8_staged_matches_oracle,
@@ -231,6 +232,34 @@ fn fp8_twin_matches_register() {
 /// tensor with yT (the separate transpose at few rows, the twin's tiles at 9000 rows); per row
 /// at N = 65536 (the staged cluster forward, `nk_fwd_csq_*`: one cluster per row at 17 rows,
 /// resident clusters walking the rows at 400).
+/// Rows of large 16-bit forwards bitwise as each row alone, at sizes where the planner takes the
+/// twin on one device and the plain register kernel on another (TwinTuning::SM90_HBM3E: past 64
+/// CTAs per SM an H200 runs RMSNorm's plain kernel, an H100 its twin; a row alone is the twin on
+/// both). The conformance grid's batches stop at 4099 rows, under that threshold.
+fn forward_batch_invariance_past_the_twin() {
+    use normkit_conformance::{check_batch_invariance, FwdCase, Ran};
+    use normkit_core::{DTypes, NormDesc};
+    use DType::*;
+    let k = backend();
+    let (rms, ln) = (NormDesc::rms(1e-6), NormDesc::layer(1e-5));
+    // (descriptor, dtype, N, batch sizes): 9000 rows of 4096 are 68 CTAs per SM of 132, 40000
+    // rows of 1024 (4 a CTA) 76, 131072 rows of 512 (8 a CTA) 124.
+    let cases = [
+        (rms, BF16, 4096, &[9000usize][..]),
+        (rms, F16, 4096, &[9000][..]),
+        (rms, BF16, 1024, &[40000][..]),
+        (rms, BF16, 512, &[131072][..]),
+        (ln, BF16, 4096, &[9000][..]),
+    ];
+    for (i, (desc, dt, n, ms)) in cases.into_iter().enumerate() {
+        let base = FwdCase::new(desc, DTypes::uniform(dt), 1, n, 0x7a_1000 + i as u64);
+        match check_batch_invariance(&k, &base, &[0, 4321, 8999], ms) {
+            Ok(Ran::Passed) => {}
+            other => panic!("case {i} ({base}): {other:?}"),
+        }
+    }
+}
+
 fn fp8_batch_invariance() {
     use normkit_conformance::check::{check_fp8_batch_invariance, Fp8Case, Fp8Scale};
     use normkit_conformance::{FwdCase, Ran};
