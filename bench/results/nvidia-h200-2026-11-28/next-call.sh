@@ -9,16 +9,20 @@
 #     LayerNorm (NORMKIT_CUDA_FWD_TABLE=16384:256:1 NORMKIT_CUDA_FWD_K8=all; bf16 only, K8 is
 #     compiled for bf16), persistent grids, in f16 too (call4: ln_fwd 16384×16384 −14%);
 #  4. decode LayerNorm / add + RMSNorm at 1 and 8 rows of 4096 (1.52–1.57 µs; target 1.5) under
-#     ncu's launch statistics.
+#     ncu's launch statistics;
+#  0. first, the device test written after the session's device time was spent:
+#     forward_batch_invariance_past_the_twin (the H200 twin rule's plain kernel against the twin).
 # DIR (default gpu-run/) from
 #   NORMKIT_CUDA_ARCHS=sm_90a cargo xtask gpu-bundle --out DIR
 #   (cd DIR/bin && xz -T2 -6 -f normkit-bench cuda-tests)
 set -u
 HERE="$(cd "${1:-gpu-run}" && pwd)"
 R="$OUT/r"; mkdir -p "$R"
-xz -dc "$HERE/bin/normkit-bench.xz" > /tmp/normkit-bench; chmod +x /tmp/normkit-bench
+for b in normkit-bench cuda-tests; do xz -dc "$HERE/bin/$b.xz" > /tmp/$b; chmod +x /tmp/$b; done
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$R/device.txt" 2>&1; date -u >> "$R/device.txt"
 step() { echo "== $1 $(date +%T)"; }
+step tests
+timeout 120 /tmp/cuda-tests forward_batch_invariance_past_the_twin batch_invariance --test-threads=2 > "$R/tests.log" 2>&1; echo "tests rc=$?"; grep -E "test result|FAIL|panicked" "$R/tests.log" | head -5
 step ncu
 for op in rms_fwd_fp8 rms_fwd_fp8_row rms_fwd_fp8_t; do
   timeout 100 ncu --set full -k regex:nk_fwd --launch-skip 4 --launch-count 1 /tmp/normkit-bench run --backend cuda --ops $op --shapes 32768x4096 --dtypes bf16 --quick --no-candle --out /tmp/ncu-x > "$R/ncu-$op.log" 2>&1; echo "ncu $op rc=$?"
