@@ -1920,9 +1920,11 @@ mod tests {
         assert_eq!(pf(&t, ln_fwd(fwd(F32, 262144, 2))).pf, 0);
         assert_eq!(pf(&t, ln_fwd(FwdCall { residual: true, ..fwd(BF16, 262144, 4) })).pf, 0);
         let env = |v: &'static str| Tuning::for_sm90().with_env(move |k| (k == "NORMKIT_CUDA_CSTAGE_PF").then(|| v.to_owned()));
-        assert_eq!((pf(&env("8:2"), fwd(BF16, 262144, 4)).pf, pf(&env("8:2"), fwd(BF16, 262144, 4)).pfd), (8, 2));
+        let f = pf(&env("8:2"), fwd(BF16, 262144, 4));
+        assert_eq!((f.pf, f.pfd), (8, 2));
         assert_eq!(pf(&env("3"), ln_fwd(fwd(BF16, 262144, 4))).pfd, 1);
-        assert_eq!((pf(&env("0"), ln_fwd(fwd(BF16, 262144, 4))).pf, pf(&env("0"), ln_fwd(fwd(BF16, 262144, 4))).pfd), (0, 0));
+        let f = pf(&env("0"), ln_fwd(fwd(BF16, 262144, 4)));
+        assert_eq!((f.pf, f.pfd), (0, 0));
         assert_eq!(pf(&env("4:3"), ln_fwd(fwd(BF16, 262144, 4))).pf, 4, "a bad distance keeps the default");
         // 1M bf16: 128 KiB slices even on 16 CTAs → the next path (split); f32 524288 alike.
         assert_eq!(plan_fwd(&t, fwd(BF16, 1 << 20, 8)).family, FwdSplit);
