@@ -51,6 +51,12 @@ NK_DEVICE void residual_add(Raw& h, const Raw& r) {
     pack<NARROW>(DT, v, h);
 }
 
+// A compile-time integer as a value (a generic lambda's template argument).
+template <int V>
+struct NkConst {
+    static constexpr int v = V;
+};
+
 // A chunk's 8 values into 8 bytes in e4m3 (else e5m2), by the conversion instruction: the two
 // formats the hardware converts (the quantised twin's; fp8_pack8 serves every format).
 NK_DEVICE void fp8_pack8_ocp(bool e4m3, const float (&v)[CH], uint32_t (&w)[2]) {
@@ -127,6 +133,11 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
     // other bits), and gives it no bias (y would be p·rstd + b; a pass for the max compiled in
     // beside the fused one cost 26 registers): RMSNorm with a bias keeps the plain kernel.
     constexpr bool QF = QP && QROW && !LN;
+    // QK: QF keeps its products for the output pass (pq below), except bf16 RMSNorm with the
+    // residual, built at (256, 2): its 128 registers leave no room (24 bytes spilled, 1-3.5%
+    // slower at 8-16384 rows of 4096-8192 on an H200, rowq/call7); and the yT tile kernels (TF,
+    // 128 registers at their bound: 8 bytes spilled without the residual).
+    constexpr bool QK = QF && !TF && !(RES && DT == NK_DT_BF16);
     // The reduction order of the 16-bit forwards (f32's is its own, a single accumulator; so is
     // that of the quantised ones except RMSNorm with the residual, the only quantised kernels
     // with pairs: two accumulators cost the per-row RMSNorm twin 1-3% at many rows and changed
@@ -286,8 +297,11 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
         // even sum where a thread has no odd chunk (and both halves of a pair start alike).
         const float start0 = PAIR && t >= (G >> 1) ? -0.f : 0.f;
         float acc[2] = {start0, -0.f};
-        // QF: the thread's max |x·(w + offset)| (0: the identity for magnitudes).
+        // QF: the thread's max |x·(w + offset)| (0: the identity for magnitudes); QK: the
+        // products themselves, kept for the output pass (y = p·rstd), which reads them instead of
+        // unpacking x and the weight and multiplying again (the same values, so the same bits).
         float mxp = 0.f;
+        float pq[QK ? KMAX : 1][CH];
         // The row's sum: the thread's even + odd, then the group sum of G (PAIR: G / 2). QF: mxp
         // travels beside it (a pair exchanges both; group_sum_nb's MAX1) and holds the row's max
         // after.
@@ -381,6 +395,7 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
 #pragma unroll
                                 for (int j = 0; j < CH; ++j) {
                                     const float pj = has_w ? nk_mul_rn(v[j], nk_add_rn(w[j], offset)) : v[j];
+                                    if constexpr (QK) pq[QK ? k : 0][j] = pj;
                                     if (j < lim) mxp = nk_fmax(mxp, nk_fabs(pj));
                                 }
                             }
@@ -504,6 +519,11 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
                         par ^= 1;
                     }
                     qs = q_row_scale(qfmt, mx);
+                    // The quantised twin per row: the tensor's amax is the max of its rows' max |y|
+                    // (max is exact in any order), one max per row instead of one per element.
+                    if constexpr (QP) {
+                        if (active) amax_t = nk_fmax(amax_t, mx);
+                    }
                     if (active && t == 0) store_one(reinterpret_cast<void*>(p0.scale_inv), NK_DT_F32, row, nk_div_rn(1.f, qs));
                 }
             }
@@ -518,28 +538,56 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
                     store_one(reinterpret_cast<void*>(p.rstd), NK_DT_F32, row, rstd);
                     if (LN) store_one(reinterpret_cast<void*>(p.mean), NK_DT_F32, row, mean);
                 }
-    #pragma unroll
-                for (int k = 0; k < KMAX; ++k) {
-                    const int c = k * G + t;
-                    if (FULL || (k < K && c < nch)) {
-                        const int64_t e = (int64_t)c * CH;
-                        float y[CH];
-                        ycalc(k, e, y);
-                        const int lim = FULL ? CH : chunk_len(e, n);
-                        float qv[CH];
-    #pragma unroll
-                        for (int j = 0; j < CH; ++j) {
-                            if (j < lim) amax_t = nk_fmax(amax_t, nk_fabs(y[j]));
-                            qv[j] = nk_mul_rn(y[j], qs);
+                // The output pass. The per-row RMSNorm twin (QF) runs it for its format, chosen once
+                // per row by a uniform branch (FMT 1: e4m3, 2: e5m2), so that each pair of values
+                // takes one conversion instead of two predicated ones; the other kernels choose per
+                // pair (0: qfmt at run time; a pass per format raised LayerNorm's per-row twin from
+                // 128 to 160 registers).
+                auto out_pass = [&](auto fmt) {
+                    constexpr int FMT = decltype(fmt)::v;
+        #pragma unroll
+                    for (int k = 0; k < KMAX; ++k) {
+                        const int c = k * G + t;
+                        if (FULL || (k < K && c < nch)) {
+                            const int64_t e = (int64_t)c * CH;
+                            float y[CH];
+                            if constexpr (QK) {
+                                // ycalc's y from the kept products: p·rstd (+ b).
+        #pragma unroll
+                                for (int j = 0; j < CH; ++j) y[j] = nk_mul_rn(pq[QK ? k : 0][j], rstd);
+                                if (has_b) {
+                                    Raw br;
+                                    float b[CH];
+                                    load_chunk<ALIGNED, NARROW>(bp, DT, e, n, br);
+                                    unpack<NARROW>(DT, br, b);
+        #pragma unroll
+                                    for (int j = 0; j < CH; ++j) y[j] = nk_add_rn(y[j], b[j]);
+                                }
+                            } else {
+                                ycalc(k, e, y);
+                            }
+                            const int lim = FULL ? CH : chunk_len(e, n);
+                            float qv[CH];
+        #pragma unroll
+                            for (int j = 0; j < CH; ++j) {
+                                if (!(QP && QROW) && j < lim) amax_t = nk_fmax(amax_t, nk_fabs(y[j]));
+                                qv[j] = nk_mul_rn(y[j], qs);
+                            }
+                            uint32_t w2[2];
+                            // The twin converts by instruction only (the planner gives it e4m3 and
+                            // e5m2 outputs): no per-pair branch or call (FMT 0: a predicated choice).
+                            if constexpr (EW) fp8_pack8_ocp(FMT != 0 ? FMT == 1 : qfmt == NK_DT_E4M3, qv, w2);
+                            else fp8_pack8(qfmt, qv, w2);
+                            store_q8<ALIGNED>(reinterpret_cast<unsigned char*>(p0.y + (uint64_t)(row * p0.sy)), e, n, w2);
+                            if constexpr (TF) nk_store_s64(smem + (int)(row & (TM - 1)) * tpitch + e, w2[0], w2[1]);
                         }
-                        uint32_t w2[2];
-                        // The twin converts by instruction only (the planner gives it e4m3 and
-                        // e5m2 outputs): a predicated choice, no per-pair branch or call.
-                        if constexpr (EW) fp8_pack8_ocp(qfmt == NK_DT_E4M3, qv, w2);
-                        else fp8_pack8(qfmt, qv, w2);
-                        store_q8<ALIGNED>(reinterpret_cast<unsigned char*>(p0.y + (uint64_t)(row * p0.sy)), e, n, w2);
-                        if constexpr (TF) nk_store_s64(smem + (int)(row & (TM - 1)) * tpitch + e, w2[0], w2[1]);
                     }
+                };
+                if constexpr (QF) {
+                    if (qfmt == NK_DT_E4M3) out_pass(NkConst<1>{});
+                    else out_pass(NkConst<2>{});
+                } else {
+                    out_pass(NkConst<0>{});
                 }
             }
             if constexpr (TF) {

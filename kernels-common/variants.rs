@@ -420,6 +420,9 @@ pub enum KernelKey {
         ln: bool,
         /// The fused residual add.
         residual: bool,
+        /// 8 chunks per thread (SPEC plus 16, `nk_fwd_regd8_*`): the twin of `FwdReg` with
+        /// `FwdChunks::K8` (the CUDA planner's `fwd_k8_wide` rows).
+        k8: bool,
     },
     /// `nk_fwd_regp_{dt}_{rms|ln}{|_res}`: the decode twin in pairs (CUDA, SPEC plus 256 plus
     /// 1024): a row of the 4-chunk table group G run by 2G threads of 2 chunks each (thread t's
@@ -680,7 +683,7 @@ impl KernelKey {
                         FwdChunks::K16 => 32,
                     },
             ),
-            KernelKey::FwdRegDecode { dtype, ln, residual } => Spec::Int(base(dtype, ln, residual) + 256),
+            KernelKey::FwdRegDecode { dtype, ln, residual, k8 } => Spec::Int(base(dtype, ln, residual) + 256 + 16 * k8 as u32),
             KernelKey::FwdRegPair { dtype, ln, residual } => Spec::Int(base(dtype, ln, residual) + 256 + 1024),
             KernelKey::FwdRegQDecode { dtype, ln, residual, per_row, tile, two_ctas } => {
                 Spec::Int(base(dtype, ln, residual) + 128 + 256 + 512 * per_row as u32 + 2048 * tile as u32 + 4096 * two_ctas as u32)
@@ -752,7 +755,9 @@ impl KernelKey {
             KernelKey::BwdReg { dtype, ln, residual, chunks, prefetch } => {
                 format!("nk_bwd_reg{}{}_{}_{}{}", chunks.tag(), if prefetch { "pf" } else { "" }, dtype.tag(), rms_ln(ln), res(residual))
             }
-            KernelKey::FwdRegDecode { dtype, ln, residual } => format!("nk_fwd_regd_{}_{}{}", dtype.tag(), rms_ln(ln), res(residual)),
+            KernelKey::FwdRegDecode { dtype, ln, residual, k8 } => {
+                format!("nk_fwd_regd{}_{}_{}{}", if k8 { "8" } else { "" }, dtype.tag(), rms_ln(ln), res(residual))
+            }
             KernelKey::FwdRegPair { dtype, ln, residual } => format!("nk_fwd_regp_{}_{}{}", dtype.tag(), rms_ln(ln), res(residual)),
             KernelKey::FwdRegQDecode { dtype, ln, residual, per_row, tile, two_ctas } => format!(
                 "nk_fwd_regqd{}{}_{}_{}{}{}",

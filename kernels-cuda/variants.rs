@@ -23,6 +23,7 @@ pub fn own_unit(k: KernelKey) -> bool {
         k,
         FwdRegQDecode { tile: true, .. }
             | FwdRegQDecode { two_ctas: true, .. }
+            | FwdRegDecode { k8: true, .. }
             | FwdRegQPair { .. }
             | FwdClusterStagedQ { .. }
             | BwdSmallCols { .. }
@@ -350,14 +351,16 @@ pub const VARIANTS: &[Variant] = &[
     // layouts, 4 chunks per thread; 64 registers like their plain twins.
     // The register forward's twins (SPEC + 256; the planner's TwinTuning): 16-bit, 4 chunks, at
     // most 256 threads, the weight (and bias) loaded into registers with the row.
-    v(FwdRegDecode { dtype: Bf16, ln: false, residual: false }, 256, 1),
-    v(FwdRegDecode { dtype: Bf16, ln: false, residual: true }, 256, 1),
-    v(FwdRegDecode { dtype: Bf16, ln: true, residual: false }, 256, 1),
-    v(FwdRegDecode { dtype: Bf16, ln: true, residual: true }, 256, 1),
-    v(FwdRegDecode { dtype: F16, ln: false, residual: false }, 256, 1),
-    v(FwdRegDecode { dtype: F16, ln: false, residual: true }, 256, 1),
-    v(FwdRegDecode { dtype: F16, ln: true, residual: false }, 256, 1),
-    v(FwdRegDecode { dtype: F16, ln: true, residual: true }, 256, 1),
+    v(FwdRegDecode { dtype: Bf16, ln: false, residual: false, k8: false }, 256, 1),
+    v(FwdRegDecode { dtype: Bf16, ln: false, residual: true, k8: false }, 256, 1),
+    v(FwdRegDecode { dtype: Bf16, ln: true, residual: false, k8: false }, 256, 1),
+    v(FwdRegDecode { dtype: Bf16, ln: true, residual: true, k8: false }, 256, 1),
+    v(FwdRegDecode { dtype: F16, ln: false, residual: false, k8: false }, 256, 1),
+    v(FwdRegDecode { dtype: F16, ln: false, residual: true, k8: false }, 256, 1),
+    v(FwdRegDecode { dtype: F16, ln: true, residual: false, k8: false }, 256, 1),
+    v(FwdRegDecode { dtype: F16, ln: true, residual: true, k8: false }, 256, 1),
+    v(FwdRegDecode { dtype: Bf16, ln: false, residual: false, k8: true }, 256, 1),
+    v(FwdRegDecode { dtype: Bf16, ln: true, residual: false, k8: true }, 256, 1),
     // The backward's twin for a few rows (SPEC + 256): one row per CTA; one row writes dW/dB
     // itself, more leave partial rows to the finalize. 256 threads at most (the register table's groups to
     // N = 8192 for 4 chunks, to 2048 / 4096 for 2 chunks of 16-bit / f32): at 512 the 4-chunk

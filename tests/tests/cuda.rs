@@ -235,7 +235,8 @@ fn fp8_twin_matches_register() {
 /// Rows of large 16-bit forwards bitwise as each row alone, at sizes where the planner takes the
 /// twin on one device and the plain register kernel on another (TwinTuning::SM90_HBM3E: past 64
 /// CTAs per SM an H200 runs RMSNorm's plain kernel, an H100 its twin; a row alone is the twin on
-/// both). The conformance grid's batches stop at 4099 rows, under that threshold.
+/// both; and N = 16384 on an H200's 8-chunk rows). The conformance grid's batches stop at 4099
+/// rows, under that threshold.
 fn forward_batch_invariance_past_the_twin() {
     use normkit_conformance::{check_batch_invariance, FwdCase, Ran};
     use normkit_core::{DTypes, NormDesc};
@@ -250,6 +251,10 @@ fn forward_batch_invariance_past_the_twin() {
         (rms, BF16, 1024, &[40000][..]),
         (rms, BF16, 512, &[131072][..]),
         (ln, BF16, 4096, &[9000][..]),
+        // Tuning::fwd_k8_wide (H200): N = 16384 on 256 threads of 8 chunks, the twin
+        // (`nk_fwd_regd8_*`) for a row alone, the plain kernel for 9000 rows.
+        (rms, BF16, 16384, &[9000][..]),
+        (ln, BF16, 16384, &[9000][..]),
     ];
     for (i, (desc, dt, n, ms)) in cases.into_iter().enumerate() {
         let base = FwdCase::new(desc, DTypes::uniform(dt), 1, n, 0x7a_1000 + i as u64);

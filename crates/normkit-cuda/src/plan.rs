@@ -384,7 +384,10 @@ pub fn forward(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall) ->
         dts.x != DType::F32 && dts.y != DType::F32 && (!c.residual || dts.residual != DType::F32) && (!affine || dts.weight != DType::F32);
     let slot = if all16 { 16 } else { 32 };
     let m = c.m as u64;
-    if let Some(rc) = tuning::pick(&t.fwd, c.n) {
+    // Tuning::fwd_k8_wide's row (8 chunks per thread) for bf16 forwards without the residual at
+    // its N, where the device takes it; by N and dtypes only, as the table.
+    let wide = t.fwd_k8_wide.filter(|w| t.fwd_k8 && dts.x == DType::BF16 && !c.residual && c.n > w.max_n / 2 && c.n <= w.max_n);
+    if let Some(rc) = wide.or_else(|| tuning::pick(&t.fwd, c.n)) {
         // The register-resident kernels: every tensor in x's dtype, Gemma casting, the row's
         // chunks fit REG_KMAX per thread. Chosen by N, dtypes and flags only; the 16-byte and
         // element-wise variants share one body (same chunks, same order).
@@ -399,7 +402,7 @@ pub fn forward(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall) ->
             && k_per_thread <= 2 * REG_KMAX
             && dt == DType::BF16
             && !c.residual
-            && (!c.ln || t.fwd_k8_ln);
+            && (!c.ln || t.fwd_k8_ln || wide.is_some());
         // 16 chunks per thread (a warp per row at N = 4096): 16-bit dtypes without residual,
         // where a table row asks for it (256-thread CTAs at most: the kernels' launch bound).
         let k16 = k_per_thread > 2 * REG_KMAX && k_per_thread <= 4 * REG_KMAX && wide_ok && block <= 256;
@@ -422,8 +425,10 @@ pub fn forward(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall) ->
             // every M.
             let twin = kdt(dt)
                 .ok()
-                .filter(|_| chunks == FwdChunks::K4 && c.aligned && dt != DType::F32)
-                .and_then(|dtype| kernels::lookup(KernelKey::FwdRegDecode { dtype, ln: c.ln, residual: c.residual }))
+                .filter(|_| matches!(chunks, FwdChunks::K4 | FwdChunks::K8) && c.aligned && dt != DType::F32)
+                .and_then(|dtype| {
+                    kernels::lookup(KernelKey::FwdRegDecode { dtype, ln: c.ln, residual: c.residual, k8: chunks == FwdChunks::K8 })
+                })
                 .filter(|k| block <= k.max_threads);
             let twin = match twin {
                 Some(tk) if twin_fits(t, d, occ, c, tk, blocks, block)? => Some(tk),
@@ -435,7 +440,9 @@ pub fn forward(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall) ->
             let pt = t.fwd_pair;
             let pair = twin
                 .filter(|_| (pt.rows.0..=pt.rows.1).contains(&m) && !(pt.skip_ctas.0..=pt.skip_ctas.1).contains(&blocks))
-                .filter(|_| (pt.every_op || (c.residual && !c.ln)) && k_per_thread >= 2 && rc.group.is_power_of_two())
+                .filter(|_| {
+                    (pt.every_op || (c.residual && !c.ln)) && chunks == FwdChunks::K4 && k_per_thread >= 2 && rc.group.is_power_of_two()
+                })
                 .and_then(|_| kernels::lookup(KernelKey::FwdRegPair { dtype: kdt(dt).ok()?, ln: c.ln, residual: c.residual }))
                 .filter(|pk| 2 * block <= pk.max_threads);
             let step = match (pair, twin) {
@@ -1848,6 +1855,29 @@ mod tests {
             none,
             f(1024, 1, 16, 0, 0),
         );
+        // Hopper's HBM3e parts: N = 16384 in bf16 without the residual on 256 threads of 8
+        // chunks, at every M (so a row's bits do not depend on the batch); f16, the residual and
+        // other N keep the table's row.
+        let t = Tuning::for_device(9, 4800.0);
+        for m in [1, 8, 1 << 20] {
+            let kn = |c: FwdCall| plan_fwd(&t, c).steps().map(|s| (s.kernel.name, s.block)).next().unwrap();
+            // The twin (`nk_fwd_regd8_*`, the same bits) for a few rows, else the plain kernel.
+            let (ln, rms) = if m <= 8 {
+                ("nk_fwd_regd8_bf16_ln", "nk_fwd_regd8_bf16_rms")
+            } else {
+                ("nk_fwd_reg8_bf16_ln_a", "nk_fwd_reg8_bf16_rms_a")
+            };
+            assert_eq!(kn(ln_fwd(fwd(BF16, 16384, m))), (ln, 256), "k8w ln {m}");
+            assert_eq!(kn(fwd(BF16, 16000, m)), (rms, 256), "k8w rms {m}");
+            assert_ne!(kn(fwd(F16, 16384, m)).0, "nk_fwd_reg8_f16_rms_a", "k8w f16 {m}");
+            assert_ne!(kn(FwdCall { residual: true, ..fwd(BF16, 16384, m) }).1, 256, "k8w res {m}");
+            assert!(!kn(fwd(BF16, 8192, m)).0.starts_with("nk_fwd_reg8"), "k8w 8192 {m}");
+        }
+        let t = Tuning::for_device(9, 4800.0).with_env(|k| (k == "NORMKIT_CUDA_FWD_K8W").then(|| "off".to_owned()));
+        assert_eq!(t.fwd_k8_wide, None);
+        let t = Tuning::for_device(9, 3350.0).with_env(|k| (k == "NORMKIT_CUDA_FWD_K8W").then(|| "32768:512:1".to_owned()));
+        assert_eq!(t.fwd_k8_wide, Some(tuning::RowConfig { max_n: 32768, group: 512, rows_per_cta: 1 }));
+        assert_eq!(Tuning::for_device(9, 3350.0).fwd_k8_wide, None);
         // NORMKIT_CUDA_FWD_GRID=persist: 16 CTAs of 128 threads per SM.
         let t = Tuning { fwd_persistent: true, ..sm90() };
         check(

@@ -25,6 +25,7 @@
 //! | `NORMKIT_CUDA_BWD4F_MAX_M` | [`Tuning::bwd_reg4_few_max_m`] | the most rows of a call that takes those rows (`0`: never) |
 //! | `NORMKIT_CUDA_BWD_K1_ABOVE` | [`Tuning::bwd_k1_above`] | f32 backward: N above which one chunk per thread is used |
 //! | `NORMKIT_CUDA_FWD_K8` | [`Tuning::fwd_k8`], [`Tuning::fwd_k8_ln`] | `0`: no 8-chunk forward kernels; `all`: also for LayerNorm |
+//! | `NORMKIT_CUDA_FWD_K8W` | [`Tuning::fwd_k8_wide`] | `max_n:group:rows_per_cta`: the 8-chunk row for bf16 forwards without the residual at N in (max_n / 2, max_n]; `off`: none; changes bits where it runs |
 //! | `NORMKIT_CUDA_PF` | [`Tuning::bwd_reg_prefetch`] | `0`: the backward register kernels without their prefetching twins |
 //! | `NORMKIT_CUDA_FULL` | [`Tuning::no_full`] | `0`: register kernels without their FULL specialisation |
 //! | `NORMKIT_CUDA_FWD_GRID` | [`Tuning::fwd_persistent`] | `persist`: forward register kernels on an occupancy-sized grid |
@@ -70,7 +71,7 @@
 //! | `NORMKIT_CUDA_CSTAGE_PF` | [`ClusterTuning::staged_pf`] | `S[:D]`: the staged kernels that carry the L2 prefetch take S stages of the row D ahead (1 or 2) at the top of each row; `0`: none |
 
 /// The environment variables [`Tuning::with_env`] reads, in the order of the table above.
-pub const ENV_OVERRIDES: [&str; 50] = [
+pub const ENV_OVERRIDES: [&str; 51] = [
     "NORMKIT_CUDA_FWD_TABLE",
     "NORMKIT_CUDA_BWD_TABLE",
     "NORMKIT_CUDA_BWD4_TABLE",
@@ -78,6 +79,7 @@ pub const ENV_OVERRIDES: [&str; 50] = [
     "NORMKIT_CUDA_BWD4F_MAX_M",
     "NORMKIT_CUDA_BWD_K1_ABOVE",
     "NORMKIT_CUDA_FWD_K8",
+    "NORMKIT_CUDA_FWD_K8W",
     "NORMKIT_CUDA_PF",
     "NORMKIT_CUDA_FULL",
     "NORMKIT_CUDA_FWD_GRID",
@@ -552,6 +554,16 @@ pub struct Tuning {
     pub fwd_k8: bool,
     /// ... for LayerNorm as well (env `NORMKIT_CUDA_FWD_K8=all`; tuning).
     pub fwd_k8_ln: bool,
+    /// The forward's row for bf16 RMSNorm and LayerNorm without the residual at N in
+    /// (`max_n` / 2, `max_n`], in place of [`Tuning::fwd`]'s: groups of `group` threads with 8
+    /// chunks each (`nk_fwd_reg8_*`), where the table gives 4. Chosen by N, so every M of such an
+    /// N has the same bits (other bits than the table's row: a device property, like the table).
+    /// Set by [`Tuning::for_device`] for Hopper's HBM3e parts: on an H200 at N = 16384,
+    /// 256 threads of 8 chunks against 512 of 4 took ln_fwd 16384×16384 from 325 to 278 µs
+    /// (−14%), 4096×16384 −8%, rms_fwd −6% (bench/results/nvidia-h200-2026-11-28/call6). With the
+    /// residual (no 8-chunk kernel) and in f16 (none compiled) the table's row stays.
+    /// Env `NORMKIT_CUDA_FWD_K8W`.
+    pub fwd_k8_wide: Option<RowConfig>,
     /// Forward register kernels on an occupancy-sized persistent grid instead of one CTA per
     /// `rows_per_cta` rows (env `NORMKIT_CUDA_FWD_GRID=persist`; tuning): one CTA per group of
     /// rows lets the hardware balance the last wave (the persistent grid left the tail ~3% idle
@@ -799,6 +811,7 @@ impl Tuning {
             bwd_k1_above: 4096,
             fwd_k8: true,
             fwd_k8_ln: false,
+            fwd_k8_wide: None,
             fwd_persistent: false,
             bwd_reg_prefetch: true,
             bwd_reg_prefetch_f32: false,
@@ -896,6 +909,7 @@ impl Tuning {
         let mut t = Self::for_cc(major);
         if major == 9 && mem_gbps >= 3800.0 {
             t.fwd_twin = TwinTuning::SM90_HBM3E;
+            t.fwd_k8_wide = Some(rc(16384, 256, 1));
         }
         t
     }
@@ -922,6 +936,15 @@ impl Tuning {
         self.bwd_k1_above = get("NORMKIT_CUDA_BWD_K1_ABOVE").and_then(|v| v.parse().ok()).unwrap_or(self.bwd_k1_above);
         self.fwd_k8 = on_unless_0("NORMKIT_CUDA_FWD_K8");
         self.fwd_k8_ln = get("NORMKIT_CUDA_FWD_K8").is_some_and(|v| v == "all");
+        match get("NORMKIT_CUDA_FWD_K8W").as_deref().map(str::trim) {
+            Some("off") => self.fwd_k8_wide = None,
+            Some(v) => {
+                if let Some(&row) = merge(Vec::new(), Some(v)).first() {
+                    self.fwd_k8_wide = Some(row);
+                }
+            }
+            None => {}
+        }
         self.bwd_reg_prefetch = on_unless_0("NORMKIT_CUDA_PF");
         self.no_full = get("NORMKIT_CUDA_FULL").is_some_and(|v| v == "0");
         self.fwd_persistent = get("NORMKIT_CUDA_FWD_GRID").is_some_and(|v| v == "persist");
