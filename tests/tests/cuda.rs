@@ -255,6 +255,9 @@ fn forward_batch_invariance_past_the_twin() {
         // (`nk_fwd_regd8_*`) for a row alone, the plain kernel for 9000 rows.
         (rms, BF16, 16384, &[9000][..]),
         (ln, BF16, 16384, &[9000][..]),
+        // LayerNorm at N = 8192: the table's 4-chunk row by default, 8 chunks with
+        // NORMKIT_CUDA_FWD_K8W_LN=8192:128:1 (passed so on an H200, rowq/call9).
+        (ln, BF16, 8192, &[9000][..]),
     ];
     for (i, (desc, dt, n, ms)) in cases.into_iter().enumerate() {
         let base = FwdCase::new(desc, DTypes::uniform(dt), 1, n, 0x7a_1000 + i as u64);

@@ -294,6 +294,10 @@ fn twin_fits(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall, tk: 
     }
     let sms = u64::from(d.sms);
     let wave = sms * u64::from(occ.blocks_per_sm(tk, block, 0)?.max(1));
+    if matches!(tk.key, KernelKey::FwdRegDecode { k8: true, .. }) {
+        let per_sm = if c.ln { t.fwd_twin.k8_ln_ctas_per_sm } else { t.fwd_twin.k8_rms_ctas_per_sm };
+        return Ok(u64::from(blocks) <= wave.max(sms.saturating_mul(u64::from(per_sm))));
+    }
     let per_sm = if c.ln { t.fwd_twin.ln_ctas_per_sm } else { t.fwd_twin.rms_ctas_per_sm };
     let wide = !c.residual && block == t.fwd_twin.wide_block && u64::from(blocks) <= sms.saturating_mul(u64::from(per_sm));
     Ok(u64::from(blocks) <= wave || wide)
@@ -386,7 +390,9 @@ pub fn forward(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall) ->
     let m = c.m as u64;
     // Tuning::fwd_k8_wide's row (8 chunks per thread) for bf16 forwards without the residual at
     // its N, where the device takes it; by N and dtypes only, as the table.
-    let wide = t.fwd_k8_wide.filter(|w| t.fwd_k8 && dts.x == DType::BF16 && !c.residual && c.n > w.max_n / 2 && c.n <= w.max_n);
+    // Tuning::fwd_k8_wide_ln's for LayerNorm.
+    let k8_at = |w: &tuning::RowConfig| t.fwd_k8 && dts.x == DType::BF16 && !c.residual && c.n > w.max_n / 2 && c.n <= w.max_n;
+    let wide = t.fwd_k8_wide.filter(k8_at).or(t.fwd_k8_wide_ln.filter(|w| c.ln && k8_at(w)));
     if let Some(rc) = wide.or_else(|| tuning::pick(&t.fwd, c.n)) {
         // The register-resident kernels: every tensor in x's dtype, Gemma casting, the row's
         // chunks fit REG_KMAX per thread. Chosen by N, dtypes and flags only; the 16-byte and
@@ -1476,6 +1482,11 @@ mod tests {
             if k.name.starts_with("nk_fwd_regd_") {
                 return Ok((65536 / (96 * block)).clamp(1, per_sm(block, smem)));
             }
+            // The 8-chunk twins: 128 (RMSNorm) and 168 (LayerNorm) registers.
+            if k.name.starts_with("nk_fwd_regd8_") {
+                let regs = if k.name.contains("_ln") { 168 } else { 128 };
+                return Ok((65536 / (regs * block)).clamp(1, per_sm(block, smem)));
+            }
             // The quantised twins: 120-125 registers (sm_90a, RMSNorm), 4 CTAs of 128 threads.
             if k.name.starts_with("nk_fwd_regqd") {
                 return Ok((65536 / (128 * block)).clamp(1, per_sm(block, smem)));
@@ -1861,23 +1872,34 @@ mod tests {
         let t = Tuning::for_device(9, 4800.0);
         for m in [1, 8, 1 << 20] {
             let kn = |c: FwdCall| plan_fwd(&t, c).steps().map(|s| (s.kernel.name, s.block)).next().unwrap();
-            // The twin (`nk_fwd_regd8_*`, the same bits) for a few rows, else the plain kernel.
-            let (ln, rms) = if m <= 8 {
-                ("nk_fwd_regd8_bf16_ln", "nk_fwd_regd8_bf16_rms")
-            } else {
-                ("nk_fwd_reg8_bf16_ln_a", "nk_fwd_reg8_bf16_rms_a")
-            };
+            // The twin (`nk_fwd_regd8_*`, the same bits): RMSNorm's at every M, LayerNorm's for
+            // up to 2 CTAs per SM, else the plain kernel.
+            let (ln, rms) =
+                if m <= 8 { ("nk_fwd_regd8_bf16_ln", "nk_fwd_regd8_bf16_rms") } else { ("nk_fwd_reg8_bf16_ln_a", "nk_fwd_regd8_bf16_rms") };
             assert_eq!(kn(ln_fwd(fwd(BF16, 16384, m))), (ln, 256), "k8w ln {m}");
             assert_eq!(kn(fwd(BF16, 16000, m)), (rms, 256), "k8w rms {m}");
             assert_ne!(kn(fwd(F16, 16384, m)).0, "nk_fwd_reg8_f16_rms_a", "k8w f16 {m}");
             assert_ne!(kn(FwdCall { residual: true, ..fwd(BF16, 16384, m) }).1, 256, "k8w res {m}");
             assert!(!kn(fwd(BF16, 8192, m)).0.starts_with("nk_fwd_reg8"), "k8w 8192 {m}");
+            assert!(!kn(ln_fwd(fwd(BF16, 8192, m))).0.contains("8_"), "k8w ln 8192 {m}");
+            // LayerNorm's 8-chunk twin to 2 CTAs per SM (OCC: 132 SMs).
+            assert_eq!(kn(ln_fwd(fwd(BF16, 16384, 264))).0, "nk_fwd_regd8_bf16_ln", "k8w ln twin 264");
+            assert_eq!(kn(ln_fwd(fwd(BF16, 16384, 265))).0, "nk_fwd_reg8_bf16_ln_a", "k8w ln twin 265");
+            // NORMKIT_CUDA_FWD_K8W_LN: LayerNorm alone at N = 8192 on 128 threads of 8 chunks.
+            let t = t.clone().with_env(|k| (k == "NORMKIT_CUDA_FWD_K8W_LN").then(|| "8192:128:1".to_owned()));
+            let ln8 = if m <= 8 { "nk_fwd_regd8_bf16_ln" } else { "nk_fwd_reg8_bf16_ln_a" };
+            let kn = |c: FwdCall| plan_fwd(&t, c).steps().map(|s| (s.kernel.name, s.block)).next().unwrap();
+            assert_eq!(kn(ln_fwd(fwd(BF16, 8192, m))), (ln8, 128), "k8w ln 8192 {m}");
+            assert!(!kn(fwd(BF16, 8192, m)).0.contains("8_"), "k8w ln only {m}");
+            assert!(!kn(ln_fwd(fwd(BF16, 4096, m))).0.contains("8_"), "k8w ln 4096 {m}");
         }
         let t = Tuning::for_device(9, 4800.0).with_env(|k| (k == "NORMKIT_CUDA_FWD_K8W").then(|| "off".to_owned()));
         assert_eq!(t.fwd_k8_wide, None);
         let t = Tuning::for_device(9, 3350.0).with_env(|k| (k == "NORMKIT_CUDA_FWD_K8W").then(|| "32768:512:1".to_owned()));
         assert_eq!(t.fwd_k8_wide, Some(tuning::RowConfig { max_n: 32768, group: 512, rows_per_cta: 1 }));
         assert_eq!(Tuning::for_device(9, 3350.0).fwd_k8_wide, None);
+        assert_eq!(Tuning::for_device(9, 3350.0).fwd_k8_wide_ln, None);
+        assert_eq!(Tuning::for_device(9, 4800.0).fwd_k8_wide_ln, None);
         // NORMKIT_CUDA_FWD_GRID=persist: 16 CTAs of 128 threads per SM.
         let t = Tuning { fwd_persistent: true, ..sm90() };
         check(

@@ -26,6 +26,7 @@
 //! | `NORMKIT_CUDA_BWD_K1_ABOVE` | [`Tuning::bwd_k1_above`] | f32 backward: N above which one chunk per thread is used |
 //! | `NORMKIT_CUDA_FWD_K8` | [`Tuning::fwd_k8`], [`Tuning::fwd_k8_ln`] | `0`: no 8-chunk forward kernels; `all`: also for LayerNorm |
 //! | `NORMKIT_CUDA_FWD_K8W` | [`Tuning::fwd_k8_wide`] | `max_n:group:rows_per_cta`: the 8-chunk row for bf16 forwards without the residual at N in (max_n / 2, max_n]; `off`: none; changes bits where it runs |
+//! | `NORMKIT_CUDA_FWD_K8W_LN` | [`Tuning::fwd_k8_wide_ln`] | the same for LayerNorm only |
 //! | `NORMKIT_CUDA_PF` | [`Tuning::bwd_reg_prefetch`] | `0`: the backward register kernels without their prefetching twins |
 //! | `NORMKIT_CUDA_FULL` | [`Tuning::no_full`] | `0`: register kernels without their FULL specialisation |
 //! | `NORMKIT_CUDA_FWD_GRID` | [`Tuning::fwd_persistent`] | `persist`: forward register kernels on an occupancy-sized grid |
@@ -71,7 +72,7 @@
 //! | `NORMKIT_CUDA_CSTAGE_PF` | [`ClusterTuning::staged_pf`] | `S[:D]`: the staged kernels that carry the L2 prefetch take S stages of the row D ahead (1 or 2) at the top of each row; `0`: none |
 
 /// The environment variables [`Tuning::with_env`] reads, in the order of the table above.
-pub const ENV_OVERRIDES: [&str; 51] = [
+pub const ENV_OVERRIDES: [&str; 52] = [
     "NORMKIT_CUDA_FWD_TABLE",
     "NORMKIT_CUDA_BWD_TABLE",
     "NORMKIT_CUDA_BWD4_TABLE",
@@ -80,6 +81,7 @@ pub const ENV_OVERRIDES: [&str; 51] = [
     "NORMKIT_CUDA_BWD_K1_ABOVE",
     "NORMKIT_CUDA_FWD_K8",
     "NORMKIT_CUDA_FWD_K8W",
+    "NORMKIT_CUDA_FWD_K8W_LN",
     "NORMKIT_CUDA_PF",
     "NORMKIT_CUDA_FULL",
     "NORMKIT_CUDA_FWD_GRID",
@@ -457,18 +459,29 @@ pub struct TwinTuning {
     pub rms_ctas_per_sm: u32,
     /// LayerNorm without residual: the same.
     pub ln_ctas_per_sm: u32,
+    /// The 8-chunk twin (`nk_fwd_regd8_*`, [`Tuning::fwd_k8_wide`]'s rows) for RMSNorm: on grids
+    /// of up to this many CTAs per SM (or one wave). H200, call 10 of
+    /// bench/results/nvidia-h200-2026-11-28/rowq (one build by environment, D T T D): at N =
+    /// 16384 the twin (128 registers, no spill) against the plain 8-chunk kernel (64 registers at
+    /// its 1024-thread bound, 16 bytes spilled) 16384×16384 271.5 → 257.4 µs, 1024×16384 −17%,
+    /// 8192×16384 −6%: every grid.
+    pub k8_rms_ctas_per_sm: u32,
+    /// ... for LayerNorm (168 registers, one CTA per SM): 256×16384 10.63 → 7.65 µs (2 CTAs per
+    /// SM), but 512×16384 +13% and 16384×16384 +58%.
+    pub k8_ln_ctas_per_sm: u32,
 }
 
 impl TwinTuning {
     /// Hopper (H100 measurements above).
-    pub const SM90: TwinTuning = TwinTuning { wide_block: 128, rms_ctas_per_sm: u32::MAX, ln_ctas_per_sm: 16 };
+    pub const SM90: TwinTuning =
+        TwinTuning { wide_block: 128, rms_ctas_per_sm: u32::MAX, ln_ctas_per_sm: 16, k8_rms_ctas_per_sm: u32::MAX, k8_ln_ctas_per_sm: 2 };
     /// Hopper with HBM3e (H200): RMSNorm's twin past its first wave only up to 64 CTAs per SM.
     /// There the plain register kernel (the same bits) streams faster: H200, one build by
     /// environment, twin against none past decode (NORMKIT_CUDA_FWD_DECODE=0), each twice
     /// (bench/results/nvidia-h200-2026-11-28/pf/call4, `summary-T0.md`): rms_fwd 32768×4096
     /// 142.4 → 131.9 µs, 16384×4096 (124 CTAs per SM) 71.9 → 67.3, but 65536×512 (62 per SM)
     /// 35.5 → 35.7 and 4096×1024 (8 per SM) 5.17 → 5.69.
-    pub const SM90_HBM3E: TwinTuning = TwinTuning { wide_block: 128, rms_ctas_per_sm: 64, ln_ctas_per_sm: 16 };
+    pub const SM90_HBM3E: TwinTuning = TwinTuning { rms_ctas_per_sm: 64, ..TwinTuning::SM90 };
 }
 
 /// Where the forward's twin (`nk_fwd_regd_*`, groups of at most 128 threads with 4 chunks each)
@@ -564,6 +577,14 @@ pub struct Tuning {
     /// residual (no 8-chunk kernel) and in f16 (none compiled) the table's row stays.
     /// Env `NORMKIT_CUDA_FWD_K8W`.
     pub fwd_k8_wide: Option<RowConfig>,
+    /// [`Tuning::fwd_k8_wide`]'s kind of row for LayerNorm only (bf16, no residual); none by
+    /// default on every device. Measured on an H200 at N = 8192 (`8192:128:1`, 128 threads of 8
+    /// chunks against the table's 256 of 4, A/B in bench/results/nvidia-h200-2026-11-28/rowq/call9):
+    /// ln_fwd 1024–32768 rows 5–8% faster (32768×8192 297.0 → 278.8 µs) but 512×8192 +10%,
+    /// 4096×8192 +2.6%, 64×6000 +25%: the 8-chunk twin's longer chain per thread costs the rows
+    /// that are bound by latency, and a row's kernel may not be chosen by M. Env
+    /// `NORMKIT_CUDA_FWD_K8W_LN` (`max_n:group:rows_per_cta` or `off`).
+    pub fwd_k8_wide_ln: Option<RowConfig>,
     /// Forward register kernels on an occupancy-sized persistent grid instead of one CTA per
     /// `rows_per_cta` rows (env `NORMKIT_CUDA_FWD_GRID=persist`; tuning): one CTA per group of
     /// rows lets the hardware balance the last wave (the persistent grid left the tail ~3% idle
@@ -812,6 +833,7 @@ impl Tuning {
             fwd_k8: true,
             fwd_k8_ln: false,
             fwd_k8_wide: None,
+            fwd_k8_wide_ln: None,
             fwd_persistent: false,
             bwd_reg_prefetch: true,
             bwd_reg_prefetch_f32: false,
@@ -936,15 +958,17 @@ impl Tuning {
         self.bwd_k1_above = get("NORMKIT_CUDA_BWD_K1_ABOVE").and_then(|v| v.parse().ok()).unwrap_or(self.bwd_k1_above);
         self.fwd_k8 = on_unless_0("NORMKIT_CUDA_FWD_K8");
         self.fwd_k8_ln = get("NORMKIT_CUDA_FWD_K8").is_some_and(|v| v == "all");
-        match get("NORMKIT_CUDA_FWD_K8W").as_deref().map(str::trim) {
-            Some("off") => self.fwd_k8_wide = None,
+        let k8_row = |name: &str, row: &mut Option<RowConfig>| match get(name).as_deref().map(str::trim) {
+            Some("off") => *row = None,
             Some(v) => {
-                if let Some(&row) = merge(Vec::new(), Some(v)).first() {
-                    self.fwd_k8_wide = Some(row);
+                if let Some(&r) = merge(Vec::new(), Some(v)).first() {
+                    *row = Some(r);
                 }
             }
             None => {}
-        }
+        };
+        k8_row("NORMKIT_CUDA_FWD_K8W", &mut self.fwd_k8_wide);
+        k8_row("NORMKIT_CUDA_FWD_K8W_LN", &mut self.fwd_k8_wide_ln);
         self.bwd_reg_prefetch = on_unless_0("NORMKIT_CUDA_PF");
         self.no_full = get("NORMKIT_CUDA_FULL").is_some_and(|v| v == "0");
         self.fwd_persistent = get("NORMKIT_CUDA_FWD_GRID").is_some_and(|v| v == "persist");
