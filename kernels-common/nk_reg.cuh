@@ -452,31 +452,37 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
             // y of chunk k (elements e..): x̂·(w + offset) + b; an absent weight multiplies by 1 and
             // an absent bias adds −0, both exact, so they are skipped (no instruction per element).
             auto ycalc = [&](int k, int64_t e, float (&y)[CH]) {
-                float v[CH];
-                Raw hk;
-                get(k, hk);
-                unpack<NARROW>(DT, hk, v);
-                // x̂ = (x − mean)·rstd, then ·(w + offset); QF: (x·(w + offset))·rstd, so that the
-                // row's max |y| follows from max |x·(w + offset)|.
-                if constexpr (QF) {
+                if constexpr (QK) {
+                    // The kept products p = x·(w + offset): y = p·rstd.
     #pragma unroll
-                    for (int j = 0; j < CH; ++j) y[j] = v[j];
+                    for (int j = 0; j < CH; ++j) y[j] = nk_mul_rn(pq[QK ? k : 0][j], rstd);
                 } else {
+                    float v[CH];
+                    Raw hk;
+                    get(k, hk);
+                    unpack<NARROW>(DT, hk, v);
+                    // x̂ = (x − mean)·rstd, then ·(w + offset); QF: (x·(w + offset))·rstd, so that
+                    // the row's max |y| follows from max |x·(w + offset)|.
+                    if constexpr (QF) {
     #pragma unroll
-                    for (int j = 0; j < CH; ++j) y[j] = nk_mul_rn(LN ? nk_sub_rn(v[j], mean) : v[j], rstd);
-                }
-                if (has_w) {
-                    Raw wr;
-                    float w[CH];
-                    if constexpr (EW) wr = wreg[k];
-                    else load_chunk<ALIGNED, NARROW>(wp, DT, e, n, wr);
-                    unpack<NARROW>(DT, wr, w);
+                        for (int j = 0; j < CH; ++j) y[j] = v[j];
+                    } else {
     #pragma unroll
-                    for (int j = 0; j < CH; ++j) y[j] = nk_mul_rn(y[j], nk_add_rn(w[j], offset));
-                }
-                if constexpr (QF) {
+                        for (int j = 0; j < CH; ++j) y[j] = nk_mul_rn(LN ? nk_sub_rn(v[j], mean) : v[j], rstd);
+                    }
+                    if (has_w) {
+                        Raw wr;
+                        float w[CH];
+                        if constexpr (EW) wr = wreg[k];
+                        else load_chunk<ALIGNED, NARROW>(wp, DT, e, n, wr);
+                        unpack<NARROW>(DT, wr, w);
     #pragma unroll
-                    for (int j = 0; j < CH; ++j) y[j] = nk_mul_rn(y[j], rstd);
+                        for (int j = 0; j < CH; ++j) y[j] = nk_mul_rn(y[j], nk_add_rn(w[j], offset));
+                    }
+                    if constexpr (QF) {
+    #pragma unroll
+                        for (int j = 0; j < CH; ++j) y[j] = nk_mul_rn(y[j], rstd);
+                    }
                 }
                 if (has_b) {
                     Raw br;
@@ -551,21 +557,7 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
                         if (FULL || (k < K && c < nch)) {
                             const int64_t e = (int64_t)c * CH;
                             float y[CH];
-                            if constexpr (QK) {
-                                // ycalc's y from the kept products: p·rstd (+ b).
-        #pragma unroll
-                                for (int j = 0; j < CH; ++j) y[j] = nk_mul_rn(pq[QK ? k : 0][j], rstd);
-                                if (has_b) {
-                                    Raw br;
-                                    float b[CH];
-                                    load_chunk<ALIGNED, NARROW>(bp, DT, e, n, br);
-                                    unpack<NARROW>(DT, br, b);
-        #pragma unroll
-                                    for (int j = 0; j < CH; ++j) y[j] = nk_add_rn(y[j], b[j]);
-                                }
-                            } else {
-                                ycalc(k, e, y);
-                            }
+                            ycalc(k, e, y);
                             const int lim = FULL ? CH : chunk_len(e, n);
                             float qv[CH];
         #pragma unroll
