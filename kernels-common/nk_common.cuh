@@ -272,6 +272,38 @@ NK_DEVICE void group_sum_nb(float (&v)[NV], int G, float* scratch) {
     }
 }
 
+// The sum over a group of 2G virtual threads that G threads hold two apiece (G a power of two,
+// at least a warp): v[0] is virtual thread t's value, v[1] virtual thread G + t's. The additions
+// of group_sum_nb over the 2G threads, in its order: each virtual warp's butterfly (v[0]'s warps
+// are the group's first G / 32, v[1]'s the next), then the left fold of the 2G / 32 warp sums
+// from the first. The half-thread forward (nk_reg.cuh, HALF) reduces a 4-chunk group's row with
+// it: the same bits on half the threads.
+NK_DEVICE float group_sum_half(float (&v)[2], int G, float* scratch) {
+#pragma unroll
+    for (int o = NK_WARP / 2; o > 0; o >>= 1) {
+        v[0] = v[0] + nk_shfl_xor(v[0], o);
+        v[1] = v[1] + nk_shfl_xor(v[1], o);
+    }
+    const int tid = nk_tid();
+    const int warp = tid / NK_WARP, lane = tid % NK_WARP, nwarps = nk_bdim() / NK_WARP;
+    if (lane == 0) {
+        scratch[warp] = v[0];
+        scratch[nwarps + warp] = v[1];
+    }
+    nk_sync();
+    const int wpg = G / NK_WARP, w0 = (tid >> nk_ilog2(G)) * wpg;
+    float s = scratch[w0];
+#pragma unroll
+    for (int i = 1; i < LAT_WPG; ++i)
+        if (i < wpg) s = s + scratch[w0 + i];
+    for (int i = LAT_WPG; i < wpg; ++i) s = s + scratch[w0 + i];
+#pragma unroll
+    for (int i = 0; i < LAT_WPG; ++i)
+        if (i < wpg) s = s + scratch[nwarps + w0 + i];
+    for (int i = LAT_WPG; i < wpg; ++i) s = s + scratch[nwarps + w0 + i];
+    return s;
+}
+
 // Everything the forward output formula needs besides the element, its weight and its bias.
 struct FwdConsts {
     float mean, rstd;       // fp32 statistics (mean = 0 for RMSNorm), in every casting mode

@@ -154,6 +154,19 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
     constexpr bool TWO = NARROW && (!Q || (!LN && RES));
     constexpr bool PAIR = EW && (SPEC & 1024) != 0;
     static_assert(!(PAIR && TF) && (!PAIR || TWO), "pairs: two accumulators, no yT tiles");
+    // HALF (SPEC + 256 + 16 + 8192, `nk_fwd_regh_*`): the pairs' converse, a row of the 4-chunk
+    // table's group G run by G / 2 threads of 8 chunks, launched as group G / 2 (at least a warp).
+    // Chunk k of thread t is chunk k / 2 of G-thread t (k even) or of G-thread G / 2 + t (k odd),
+    // so the thread keeps four accumulators — those two G-threads' even and odd chunks, each in
+    // chunk order — adds each pair (even + odd) and hands both sums to group_sum_half, which adds
+    // them in group_sum_nb's order over the G threads: the same bits as the 4-chunk kernels, with
+    // twice the loads in flight per thread (the large batches; the decode rows keep the 4-chunk
+    // twin, NOTES v27).
+    constexpr bool HALF = EW && (SPEC & 8192) != 0;
+    static_assert(!HALF || (TWO && !PAIR && !Q && KMAX == 8), "half: the 16-bit 8-chunk twin");
+    constexpr int NA = HALF ? 4 : 2;
+    // The accumulator of chunk k (TWO).
+    auto acc_of = [](int k) -> int { return HALF ? ((k >> 1) & 1) | ((k & 1) << 1) : PAIR ? 0 : k & 1; };
     constexpr int NS = RES ? 2 : 1, SW = NARROW ? 1 : 2;
     if constexpr (EW) {
         if (p0.flags & NK_F_TRIGGER) nk_grid_dep_launch();
@@ -171,7 +184,13 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
     if constexpr (Q && !QP) qscale = q_tensor_scale(p0);
     NK_DYN_SMEM(smem);
     int par = 0, buf = 0;
-    const bool has_w = (p.flags & NK_F_WEIGHT) != 0, has_b = (p.flags & NK_F_BIAS) != 0;
+    // QK is compiled without a bias: the planner never gives the per-row RMSNorm twin one (its row
+    // max comes from x·(w + offset), which a bias would break), and the bias's load, unpack and
+    // add, predicated off but issued, were 17 of the ~39 instructions of each output chunk
+    // (rms_fwd_fp8_row 32768×4096 130.4 → 123.2 µs on an H200, rowq/call12). The other QF kernels
+    // keep the code: without it, bf16 add + RMSNorm's twin at (256, 2) was 1.3-3.5% slower at
+    // 16384-32768 rows of 4096 (call 12).
+    const bool has_w = (p.flags & NK_F_WEIGHT) != 0, has_b = !QK && (p.flags & NK_F_BIAS) != 0;
     const bool stats = (p.flags & NK_F_STATS) != 0;
     const int G = p.group, rpc = p.rpc, tid = nk_tid(), bd = nk_bdim();
     // EW: G is a power of two (every table's group), so shifts replace the divisions by it.
@@ -296,7 +315,12 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
         // accumulator starts at −0, the identity of addition, so that "even + odd" is exactly the
         // even sum where a thread has no odd chunk (and both halves of a pair start alike).
         const float start0 = PAIR && t >= (G >> 1) ? -0.f : 0.f;
-        float acc[2] = {start0, -0.f};
+        // HALF: acc[2], acc[3] the second G-thread's even and odd chunks'.
+        float acc[NA] = {start0, -0.f};
+        if constexpr (HALF) {
+            acc[NA - 2] = 0.f;
+            acc[NA - 1] = -0.f;
+        }
         // QF: the thread's max |x·(w + offset)| (0: the identity for magnitudes); QK: the
         // products themselves, kept for the output pass (y = p·rstd), which reads them instead of
         // unpacking x and the weight and multiplying again (the same values, so the same bits).
@@ -305,7 +329,11 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
         // The row's sum: the thread's even + odd, then the group sum of G (PAIR: G / 2). QF: mxp
         // travels beside it (a pair exchanges both; group_sum_nb's MAX1) and holds the row's max
         // after.
-        auto row_sum = [&](float (&a)[2]) -> float {
+        auto row_sum = [&](float (&a)[NA]) -> float {
+            if constexpr (HALF) {
+                float s2[2] = {a[0] + a[1], a[NA - 2] + a[NA - 1]};
+                return group_sum_half(s2, G, scratch[par]);
+            }
             constexpr int NV = QF ? 2 : 1;
             float s[NV];
             s[0] = a[0];
@@ -385,7 +413,7 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
                         if (!LN) {
                             float v[CH];
                             unpack<NARROW>(DT, hk, v);
-                            if constexpr (TWO) add_chunk_rn<ALIGNED>(acc[PAIR ? 0 : k & 1], v, false, (int64_t)c * CH, n);
+                            if constexpr (TWO) add_chunk_rn<ALIGNED>(acc[acc_of(k)], v, false, (int64_t)c * CH, n);
                             else add_chunk<ALIGNED>(acc[0], v, false, (int64_t)c * CH, n);
                             if constexpr (QF) {
                                 // ycalc's product before rstd (the weight from the registers).
@@ -416,7 +444,7 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
                         float v[CH];
                         get(k, hk);
                         unpack<NARROW>(DT, hk, v);
-                        if constexpr (TWO) add_chunk_rn<ALIGNED>(acc[PAIR ? 0 : k & 1], v, true, (int64_t)c * CH, n);
+                        if constexpr (TWO) add_chunk_rn<ALIGNED>(acc[acc_of(k)], v, true, (int64_t)c * CH, n);
                         else add_chunk<ALIGNED>(acc[0], v, true, (int64_t)c * CH, n);
                     }
                 }
@@ -424,7 +452,11 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
             const float sum = row_sum(acc);
             par ^= 1;
             mean = nk_div_rn(sum, nf);
-            float a2[2] = {start0, -0.f};
+            float a2[NA] = {start0, -0.f};
+            if constexpr (HALF) {
+                a2[NA - 2] = 0.f;
+                a2[NA - 1] = -0.f;
+            }
             if (active) {
 #pragma unroll
                 for (int k = 0; k < KMAX; ++k) {
@@ -434,7 +466,7 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
                         float v[CH];
                         get(k, hk);
                         unpack<NARROW>(DT, hk, v);
-                        if constexpr (TWO) add_centred_rn<ALIGNED>(a2[PAIR ? 0 : k & 1], v, mean, (int64_t)c * CH, n);
+                        if constexpr (TWO) add_centred_rn<ALIGNED>(a2[acc_of(k)], v, mean, (int64_t)c * CH, n);
                         else add_centred<ALIGNED>(a2[0], v, mean, (int64_t)c * CH, n);
                     }
                 }

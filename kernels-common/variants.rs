@@ -437,6 +437,18 @@ pub enum KernelKey {
         /// The fused residual add.
         residual: bool,
     },
+    /// `nk_fwd_regh_{dt}_{rms|ln}`: the pairs' converse (CUDA, SPEC plus 256 plus 16 plus 8192):
+    /// a row of the 4-chunk table group G run by G / 2 threads of 8 chunks each (thread t's even
+    /// chunks are G-thread t's, its odd ones G-thread G / 2 + t's), whose four partial sums are
+    /// reduced in the group-G order (`group_sum_half`): the bits of `FwdReg` and `FwdRegDecode`
+    /// at group G, with twice the loads in flight per thread, for large batches (the CUDA
+    /// planner's `fwd_half`). 16-bit without the residual, G / 2 at least a warp.
+    FwdRegHalf {
+        /// Every tensor's dtype (16-bit).
+        dtype: Dt,
+        /// LayerNorm (else RMSNorm).
+        ln: bool,
+    },
     /// `nk_fwd_regqp{|r}_{dt}_{rms|ln}{|_res}`: the quantised twin in pairs (CUDA, SPEC plus 128
     /// plus 256 plus 1024, + 512 per row): as `FwdRegPair` for `FwdRegQDecode`, a row of group G
     /// run by 2G threads of 2 chunks, the bits of `FwdRegQDecode` (no yT tiles). CUDA compiles it
@@ -603,7 +615,7 @@ impl KernelKey {
             KernelKey::FwdQSplitApply { .. } => Family::FwdQSplitApply,
             KernelKey::FwdQTranspose => Family::FwdQTranspose,
             KernelKey::FwdRegQ { .. } | KernelKey::FwdRegQDecode { .. } | KernelKey::FwdRegQPair { .. } => Family::FwdRegQ,
-            KernelKey::FwdRegDecode { .. } | KernelKey::FwdRegPair { .. } => Family::FwdReg,
+            KernelKey::FwdRegDecode { .. } | KernelKey::FwdRegPair { .. } | KernelKey::FwdRegHalf { .. } => Family::FwdReg,
             KernelKey::BwdSmall { .. } | KernelKey::BwdSmallCols { .. } => Family::BwdReg,
         }
     }
@@ -629,6 +641,7 @@ impl KernelKey {
             | KernelKey::BwdRows { .. }
             | KernelKey::FwdRegDecode { .. }
             | KernelKey::FwdRegPair { .. }
+            | KernelKey::FwdRegHalf { .. }
             | KernelKey::FwdRegQDecode { .. }
             | KernelKey::FwdRegQPair { .. }
             | KernelKey::FwdClusterStagedQ { .. }
@@ -685,6 +698,7 @@ impl KernelKey {
             ),
             KernelKey::FwdRegDecode { dtype, ln, residual, k8 } => Spec::Int(base(dtype, ln, residual) + 256 + 16 * k8 as u32),
             KernelKey::FwdRegPair { dtype, ln, residual } => Spec::Int(base(dtype, ln, residual) + 256 + 1024),
+            KernelKey::FwdRegHalf { dtype, ln } => Spec::Int(base(dtype, ln, false) + 256 + 16 + 8192),
             KernelKey::FwdRegQDecode { dtype, ln, residual, per_row, tile, two_ctas } => {
                 Spec::Int(base(dtype, ln, residual) + 128 + 256 + 512 * per_row as u32 + 2048 * tile as u32 + 4096 * two_ctas as u32)
             }
@@ -759,6 +773,7 @@ impl KernelKey {
                 format!("nk_fwd_regd{}_{}_{}{}", if k8 { "8" } else { "" }, dtype.tag(), rms_ln(ln), res(residual))
             }
             KernelKey::FwdRegPair { dtype, ln, residual } => format!("nk_fwd_regp_{}_{}{}", dtype.tag(), rms_ln(ln), res(residual)),
+            KernelKey::FwdRegHalf { dtype, ln } => format!("nk_fwd_regh_{}_{}", dtype.tag(), rms_ln(ln)),
             KernelKey::FwdRegQDecode { dtype, ln, residual, per_row, tile, two_ctas } => format!(
                 "nk_fwd_regqd{}{}_{}_{}{}{}",
                 if per_row { "r" } else { "" },

@@ -369,6 +369,10 @@ fn fp8_staged_matches_oracle() {
 /// (outputs poisoned with NaN), y close to the CPU backend's. Shapes: one row, groups of 16 to
 /// 128 threads (N = 512 to 4096), several rows per CTA (N = 1024), partial chunks (N = 3000:
 /// 3 chunks per G-thread, so the odd half has one), f16 and bf16, every flag combination.
+/// The pairs' converse as well (`nk_fwd_regh_*`: group G's rows run by G / 2 threads of 8
+/// chunks, forced at every M and N): bf16 without the residual at groups of 64 to 256 threads
+/// (N = 2048 to 8192), partial chunks (N = 3000, 5000: a G-thread with fewer chunks than its
+/// partner), one row and several hundred; it must have run.
 fn pair_forward_matches_register() {
     use cluster::{close, fwd, inputs};
     use normkit_core::cpu::CpuBackend;
@@ -382,7 +386,12 @@ fn pair_forward_matches_register() {
     let general = with(&|t| {
         t.fwd_decode_max_ctas = Some(0);
         t.fwd_pair.rows = (1, 0);
+        t.fwd_half.clear();
     });
+    let half = with(&|t| {
+        t.fwd_half = [false, true].map(|ln| normkit::cuda::tuning::HalfRule { ln, n: (0, usize::MAX), rows: (1, u64::MAX) }).to_vec();
+    });
+    let half_runs = || launches_of(&half, &["nk_fwd_regh_"]);
     let cpu = CpuBackend::new();
     let shapes = [
         (1usize, 4096usize, DType::BF16),
@@ -393,6 +402,9 @@ fn pair_forward_matches_register() {
         (20, 3000, DType::BF16),
         (128, 4096, DType::BF16),
         (129, 4096, DType::F16),
+        (1, 8192, DType::BF16),
+        (300, 8192, DType::BF16),
+        (7, 5000, DType::BF16),
     ];
     let mut bad = Vec::new();
     for &(m, n, dt) in &shapes {
@@ -404,12 +416,21 @@ fn pair_forward_matches_register() {
             let a = fwd(&pair, ln, res, l, m, dt, len, &i);
             let t = fwd(&twin, ln, res, l, m, dt, len, &i);
             let b = fwd(&general, ln, res, l, m, dt, len, &i);
+            let before = half_runs();
+            let h = fwd(&half, ln, res, l, m, dt, len, &i);
+            if dt == DType::BF16 && !res && n > 1024 {
+                assert!(half_runs() > before, "{ctx}: the half-thread kernel did not run");
+            }
             let c = fwd(&cpu, ln, res, l, m, dt, len, &i);
             assert!(a.0.to_f32_vec().iter().all(|v| v.is_finite()), "{ctx}: y not written");
             assert!(a.2.to_f32_vec().iter().all(|v| v.is_finite()), "{ctx}: rstd not written");
             close(&ctx, "y", &a.0, &c.0, &[(0, len)], 2e-2);
             // Every mismatch, pair against twin and twin against the register kernel, then one panic.
-            for (who, x, y) in [("the pair and the twin", &a, &t), ("the twin and the register kernel", &t, &b)] {
+            for (who, x, y) in [
+                ("the pair and the twin", &a, &t),
+                ("the twin and the register kernel", &t, &b),
+                ("the half and the register kernel", &h, &b),
+            ] {
                 for (what, p, q, on) in
                     [("y", &x.0, &y.0, true), ("residual_out", &x.1, &y.1, res), ("rstd", &x.2, &y.2, true), ("mean", &x.3, &y.3, ln)]
                 {
@@ -643,9 +664,11 @@ fn twin_backward_walks() {
 /// dB against the CPU backend, every output poisoned, the kernel's launch counted; one lane per
 /// chunk (RP = 1, no shared memory) up to a lane per thread (RP = the block), rows past a lane's
 /// batch of four, strided rows, a row shorter than the block's chunks, 4-chunk groups (N = 8192);
-/// dx bitwise the twin's alone (the same row code); the same call again bitwise.
+/// dx bitwise the twin's alone (the same row code); the same call again bitwise. In place (dx
+/// over dy) the column CTAs must not run (they read rows' dy that the row CTAs overwrite): the
+/// twin alone's bits.
 fn twin_backward_columns() {
-    use cluster::{bwd, fwd, inputs};
+    use cluster::{bwd, bwd_in_place, fwd, inputs};
     use normkit_core::Layout;
     let cols = |rows: usize| {
         with(&move |t| {
@@ -697,6 +720,16 @@ fn twin_backward_columns() {
             assert!(a.0.bits_eq(&b.0), "{ctx}: dx differs from the twin alone");
             let again = bwd(&k, ln, res, l, dt, len, n, &x, &f.3, &f.2, &i);
             assert!(a.0.bits_eq(&again.0) && a.1.bits_eq(&again.1) && a.2.bits_eq(&again.2), "{ctx}: not repeatable");
+            // (Contiguous rows only: in place, the gaps of strided rows keep dy.)
+            if !res && stride == n {
+                let before = launches_of(&k, &["nk_bwd_smc"]);
+                let p = bwd_in_place(&k, ln, l, dt, n, &x, &f.3, &f.2, &i);
+                assert_eq!(launches_of(&k, &["nk_bwd_smc"]), before, "{ctx}: the column launch ran in place");
+                let want = [&b.0, &b.1, &b.2];
+                for (what, got, want, on) in [("dx", &p.0, want[0], true), ("dw", &p.1, want[1], true), ("db", &p.2, want[2], ln)] {
+                    assert!(!on || got.bits_eq(want), "{ctx}: in place, {what} differs from the twin alone's");
+                }
+            }
         }
     }
 }
@@ -853,6 +886,37 @@ mod cluster {
         }
         k.backward(&d, a).unwrap();
         (k.download(&dx).unwrap(), k.download(&dw).unwrap(), k.download(&db).unwrap())
+    }
+
+    /// [`bwd`] with dx written over dy (`InOut::InPlace`).
+    #[allow(clippy::too_many_arguments)] // bwd's, less the residual
+    pub(super) fn bwd_in_place<K: NormKernel>(
+        k: &K,
+        ln: bool,
+        l: Layout,
+        dt: DType,
+        n: usize,
+        hx: &HostBuf,
+        mu: &HostBuf,
+        rs: &HostBuf,
+        i: &Inputs,
+    ) -> (HostBuf, HostBuf, HostBuf) {
+        let d = desc(ln, false);
+        let x = k.upload(hx).unwrap();
+        let w = k.upload(&i.w).unwrap();
+        let mut dy = k.upload(&i.dy).unwrap();
+        let mu = k.upload(mu).unwrap();
+        let rs = k.upload(rs).unwrap();
+        let mut dw = k.upload(&HostBuf::filled(dt, n, f32::NAN)).unwrap();
+        let mut db = k.upload(&HostBuf::filled(dt, n, f32::NAN)).unwrap();
+        let mut a = Backward::new(MatRef::with_layout(&x, l), InOut::in_place(MatMut::with_layout(&mut dy, l)), VecRef::new(&rs))
+            .weight(VecRef::new(&w))
+            .dw(VecMut::new(&mut dw));
+        if ln {
+            a = a.mean(VecRef::new(&mu)).db(VecMut::new(&mut db));
+        }
+        k.backward(&d, a).unwrap();
+        (k.download(&dy).unwrap(), k.download(&dw).unwrap(), k.download(&db).unwrap())
     }
 
     pub(super) fn close(ctx: &str, what: &str, a: &HostBuf, b: &HostBuf, rows: &[(usize, usize)], tol: f32) {

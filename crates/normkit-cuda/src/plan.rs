@@ -451,14 +451,29 @@ pub fn forward(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall) ->
                 })
                 .and_then(|_| kernels::lookup(KernelKey::FwdRegPair { dtype: kdt(dt).ok()?, ln: c.ln, residual: c.residual }))
                 .filter(|pk| 2 * block <= pk.max_threads);
-            let step = match (pair, twin) {
-                (Some(pk), _) => {
+            // Tuning::fwd_half: the table's 4-chunk row on half its threads, 8 chunks each
+            // (`nk_fwd_regh_*`, group G / 2: the kernel keeps group G's reduction order, the same
+            // bits at every M), for calls with the rows for it.
+            let half = t
+                .fwd_half
+                .iter()
+                .find(|h| h.ln == c.ln && (h.n.0..=h.n.1).contains(&c.n) && (h.rows.0..=h.rows.1).contains(&m))
+                .filter(|_| chunks == FwdChunks::K4 && c.aligned && !c.residual && rc.group >= 64 && rc.group.is_power_of_two())
+                .and_then(|_| kernels::lookup(KernelKey::FwdRegHalf { dtype: kdt(dt).ok()?, ln: c.ln }))
+                .filter(|hk| block / 2 <= hk.max_threads);
+            let step = match (half, pair, twin) {
+                (Some(hk), _, _) => {
+                    fields.group = rc.group as i32 / 2;
+                    let blocks = if t.fwd_persistent { persistent_blocks(d, occ, hk, block / 2, 0, work)? } else { blocks };
+                    trigger_step(t, &mut fields, hk, blocks, block / 2)
+                }
+                (None, Some(pk), _) => {
                     fields.group = 2 * rc.group as i32;
                     let blocks = persistent_blocks(d, occ, pk, 2 * block, 0, work)?;
                     trigger_step(t, &mut fields, pk, blocks, 2 * block)
                 }
-                (None, Some(k)) => trigger_step(t, &mut fields, k, blocks, block),
-                (None, None) => Step::plain(k, (blocks, 1), block, 0),
+                (None, None, Some(k)) => trigger_step(t, &mut fields, k, blocks, block),
+                (None, None, None) => Step::plain(k, (blocks, 1), block, 0),
             };
             // Tuning::fwd_twin_cap(_auto): padding that leaves at most K of the twin's CTAs on
             // an SM — by default its own share, ⌈grid / SMs⌉, up to 2 — so that the next call's
@@ -1306,7 +1321,9 @@ fn backward_small(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &BwdCall,
 /// 8-element chunks each from x, dy and the statistics, RP = `slot` lanes per chunk adding rows
 /// in row order, then the lanes in lane order (kernels-common nk_reg.cuh `bwd_cols`): no
 /// workspace, no finalize. RP: the power of two at or above M / [`Tuning::bwd_small_cols_rows`],
-/// at most the block.
+/// at most the block. Not in place (dx over dy): a column CTA reads every row's dy, which the
+/// row CTAs of the same launch overwrite (a run on an H200 read dx back into dB:
+/// bench/results/nvidia-h200-2026-11-28/rowq/call13/tests.log).
 fn backward_small_cols(
     t: &Tuning,
     d: &DeviceFacts,
@@ -1319,7 +1336,7 @@ fn backward_small_cols(
     let m = c.m;
     // 16-bit only (kernels-cuda/variants.rs has no f32 column kernels).
     let in_range = t.bwd_small_cols.is_some_and(|(lo, hi)| (lo..=hi).contains(&m)) && m.saturating_mul(c.n) <= t.bwd_small_cols_max_elems;
-    if !in_range || c.nacc() == 0 || !block.is_power_of_two() || dtype == Dt::F32 {
+    if !in_range || c.nacc() == 0 || !block.is_power_of_two() || dtype == Dt::F32 || c.in_place {
         return Ok(None);
     }
     let Some(k) = kernels::lookup(KernelKey::BwdSmallCols { dtype, ln: c.ln, residual: c.d_residual, chunks }) else { return Ok(None) };
@@ -1515,7 +1532,18 @@ mod tests {
         }
     }
     fn bwd(dt: DType, n: usize, m: usize) -> BwdCall {
-        BwdCall { m, n, dtypes: DTypes::uniform(dt), ln: false, d_residual: false, weight: true, dw: true, db: false, aligned: true }
+        BwdCall {
+            m,
+            n,
+            dtypes: DTypes::uniform(dt),
+            ln: false,
+            d_residual: false,
+            weight: true,
+            dw: true,
+            db: false,
+            aligned: true,
+            in_place: false,
+        }
     }
     fn ln_fwd(c: FwdCall) -> FwdCall {
         FwdCall { ln: true, bias: true, ..c }
@@ -1761,7 +1789,8 @@ mod tests {
         // wave only up to 64 CTAs per SM; an H100's bandwidth keeps TwinTuning::SM90.
         assert_eq!(Tuning::for_device(9, 3350.0), Tuning::for_sm90());
         assert_eq!(Tuning::for_device(10, 4100.0), Tuning::for_sm100());
-        let h200 = Tuning::for_device(9, 4100.0);
+        // (Without Tuning::fwd_half, which takes some of these calls: forward_overrides_as_before.)
+        let h200 = Tuning { fwd_half: Vec::new(), ..Tuning::for_device(9, 4100.0) };
         assert_eq!(h200.fwd_twin, TwinTuning::SM90_HBM3E);
         let twin_h200 = |c: FwdCall| plan_fwd(&h200, c).steps().next().unwrap().kernel.name.starts_with("nk_fwd_regd_");
         for (c, want, why) in [
@@ -1892,6 +1921,47 @@ mod tests {
             assert_eq!(kn(ln_fwd(fwd(BF16, 8192, m))), (ln8, 128), "k8w ln 8192 {m}");
             assert!(!kn(fwd(BF16, 8192, m)).0.contains("8_"), "k8w ln only {m}");
             assert!(!kn(ln_fwd(fwd(BF16, 4096, m))).0.contains("8_"), "k8w ln 4096 {m}");
+        }
+        // Tuning::fwd_half on HBM3e (tuning::HALF_SM90_HBM3E): bf16 without the residual on half
+        // the table's threads (8 chunks each, the table's group halved) — RMSNorm at N in (4096,
+        // 8192] from 512 rows and in (2048, 4096] from 2048, LayerNorm at N = 8192 from 512 rows
+        // and at 4096 for 2048 to 8192 rows; the other calls keep their kernels, and the
+        // residual, f16 and the H100 never take it.
+        let t = Tuning::for_device(9, 4800.0);
+        let kn = |t: &Tuning, c: FwdCall| plan_fwd(t, c).steps().map(|s| (s.kernel.name, s.block)).next().unwrap();
+        let group = |t: &Tuning, c: FwdCall| plan_fwd(t, c).fields.group;
+        let (hr, hl) = ("nk_fwd_regh_bf16_rms", "nk_fwd_regh_bf16_ln");
+        assert_eq!(kn(&t, fwd(BF16, 8192, 512)), (hr, 128));
+        assert_eq!(group(&t, fwd(BF16, 8192, 512)), 128);
+        assert_eq!(kn(&t, fwd(BF16, 6000, 1 << 20)), (hr, 128));
+        assert_eq!(kn(&t, fwd(BF16, 8192, 511)).1, 256);
+        assert!(!kn(&t, fwd(BF16, 8192, 511)).0.starts_with("nk_fwd_regh"));
+        assert_eq!(group(&t, fwd(BF16, 8192, 511)), 256);
+        assert_eq!(kn(&t, fwd(BF16, 4096, 2048)), (hr, 64));
+        assert_ne!(kn(&t, fwd(BF16, 4096, 2047)).0, hr);
+        assert_eq!(kn(&t, ln_fwd(fwd(BF16, 8192, 512))), (hl, 128));
+        assert_ne!(kn(&t, ln_fwd(fwd(BF16, 8192, 511))).0, hl);
+        assert_ne!(kn(&t, ln_fwd(fwd(BF16, 6000, 4096))).0, hl);
+        assert_eq!(kn(&t, ln_fwd(fwd(BF16, 4096, 8192))), (hl, 64));
+        assert_ne!(kn(&t, ln_fwd(fwd(BF16, 4096, 8193))).0, hl);
+        assert_ne!(kn(&t, ln_fwd(fwd(BF16, 4096, 2047))).0, hl);
+        assert_ne!(kn(&t, FwdCall { residual: true, ..fwd(BF16, 8192, 4096) }).0, hr);
+        assert!(!kn(&t, fwd(F16, 8192, 4096)).0.starts_with("nk_fwd_regh"));
+        assert!(!kn(&t, fwd(BF16, 2048, 1 << 20)).0.starts_with("nk_fwd_regh"));
+        assert!(Tuning::for_device(9, 3350.0).fwd_half.is_empty());
+        // NORMKIT_CUDA_FWD_HALF: the rules replaced (`all`: both ops; `max`: no row limit); `off`;
+        // malformed values keep the default.
+        let env = |v: &'static str| Tuning::for_device(9, 4800.0).with_env(move |k| (k == "NORMKIT_CUDA_FWD_HALF").then(|| v.to_owned()));
+        let e = env("all:2049:8192:1:max,rms:1025:2048:5:9");
+        assert_eq!(kn(&e, fwd(BF16, 4096, 1)), (hr, 64));
+        assert_eq!(kn(&e, ln_fwd(fwd(BF16, 6000, 1))), (hl, 128));
+        assert_eq!(kn(&e, fwd(BF16, 2048, 9)), (hr, 128));
+        assert_eq!(plan_fwd(&e, fwd(BF16, 2048, 9)).fields.group, 32);
+        assert!(!kn(&e, fwd(BF16, 2048, 10)).0.starts_with("nk_fwd_regh"));
+        assert!(!kn(&e, ln_fwd(fwd(BF16, 2048, 9))).0.starts_with("nk_fwd_regh"));
+        assert!(env("off").fwd_half.is_empty());
+        for bad in ["rms:8192:4096:1:1", "rms:1:2:3", "layer:1:2:3:4", "rms:1:2:3:4,ln:1"] {
+            assert_eq!(env(bad).fwd_half, tuning::HALF_SM90_HBM3E.to_vec(), "{bad}");
         }
         let t = Tuning::for_device(9, 4800.0).with_env(|k| (k == "NORMKIT_CUDA_FWD_K8W").then(|| "off".to_owned()));
         assert_eq!(t.fwd_k8_wide, None);
@@ -2176,6 +2246,9 @@ mod tests {
             none,
             fc(256, 4, 16),
         );
+        // In place (dx over dy): the twin alone, its CTAs' partial rows and the finalize.
+        let ip = plan_bwd(&cols, BwdCall { in_place: true, ..ln_bwd(bwd(BF16, 4096, 128)) });
+        assert_eq!(ip.steps().map(|s| s.kernel.name).collect::<Vec<_>>(), ["nk_bwd_sm_bf16_ln", "nk_bwd_finalize_wide"]);
         // The defaults: column CTAs from 2 to 1024 rows, lanes adding 1 row to M = 8, 2 to 64, 4 to
         // 128, then 8: 8×4096 RP 8, CB 32, 16 column CTAs; 128 rows RP 32, CB 8, 64; 1024 rows RP
         // 128, CB 2, 256. One row: the twin alone.
@@ -2605,7 +2678,18 @@ mod tests {
                                         for db in [false, ln && bias] {
                                             for m in MS {
                                                 for aligned in [true, false] {
-                                                    let c = BwdCall { m, n, dtypes, ln, d_residual: residual, weight, dw, db, aligned };
+                                                    let c = BwdCall {
+                                                        m,
+                                                        n,
+                                                        dtypes,
+                                                        ln,
+                                                        d_residual: residual,
+                                                        weight,
+                                                        dw,
+                                                        db,
+                                                        aligned,
+                                                        in_place: false,
+                                                    };
                                                     let what = || format!("{c:?}");
                                                     match backward(t, &d, occ, &c) {
                                                         Ok(l) => {

@@ -27,6 +27,7 @@
 //! | `NORMKIT_CUDA_FWD_K8` | [`Tuning::fwd_k8`], [`Tuning::fwd_k8_ln`] | `0`: no 8-chunk forward kernels; `all`: also for LayerNorm |
 //! | `NORMKIT_CUDA_FWD_K8W` | [`Tuning::fwd_k8_wide`] | `max_n:group:rows_per_cta`: the 8-chunk row for bf16 forwards without the residual at N in (max_n / 2, max_n]; `off`: none; changes bits where it runs |
 //! | `NORMKIT_CUDA_FWD_K8W_LN` | [`Tuning::fwd_k8_wide_ln`] | the same for LayerNorm only |
+//! | `NORMKIT_CUDA_FWD_HALF` | [`Tuning::fwd_half`] | `op:min_n:max_n:min_rows:max_rows,...` (op `rms`, `ln` or `all`): the rules replaced (the 4-chunk rows on half the threads, same bits); `off`: none |
 //! | `NORMKIT_CUDA_PF` | [`Tuning::bwd_reg_prefetch`] | `0`: the backward register kernels without their prefetching twins |
 //! | `NORMKIT_CUDA_FULL` | [`Tuning::no_full`] | `0`: register kernels without their FULL specialisation |
 //! | `NORMKIT_CUDA_FWD_GRID` | [`Tuning::fwd_persistent`] | `persist`: forward register kernels on an occupancy-sized grid |
@@ -471,6 +472,35 @@ pub struct TwinTuning {
     pub k8_ln_ctas_per_sm: u32,
 }
 
+/// One rule of [`Tuning::fwd_half`]: RMSNorm's or LayerNorm's calls with N in `n` and a row
+/// count in `rows` (both inclusive; the table's group at least 64 threads).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HalfRule {
+    /// LayerNorm (else RMSNorm).
+    pub ln: bool,
+    /// The least and the largest N.
+    pub n: (usize, usize),
+    /// The fewest and the most rows.
+    pub rows: (u64, u64),
+}
+
+/// [`Tuning::for_device`]'s rules for Hopper with HBM3e (H200): one build by environment, every
+/// call of N = 4096 and 8192 on half the threads against none (H200,
+/// bench/results/nvidia-h200-2026-11-28/rowq/call13, `summary-half.md`), and the A/B of the
+/// first rules against main (`summary-ab.md`):
+/// - RMSNorm, N in (4096, 8192]: 512×8192 5.89 → 5.03 µs, 2048×8192 20.96 → 18.73, 32768×8192
+///   265.5 → 255.5, 512×6000 −19%, 16384×6000 −10%; but 256×8192 +3.8% and 1-128 rows +4-9%.
+/// - RMSNorm, N in (2048, 4096]: 8192×4096 −7%, 32768×4096 −1.4%, 2048 rows −0.9%; 512 rows +17%.
+/// - LayerNorm, N = 8192: 512 rows −14%, 2048 −13%, 32768 −3.5%; 256 rows +11%. At N = 6000
+///   16384 rows were 3.9% slower (the partial-chunk code): LayerNorm takes N = 8192 only.
+/// - LayerNorm, N = 4096: 2048 rows −12%, 8192 −4.5%, but 32768 +1.0% and 512 +40%.
+pub const HALF_SM90_HBM3E: [HalfRule; 4] = [
+    HalfRule { ln: false, n: (4097, 8192), rows: (512, u64::MAX) },
+    HalfRule { ln: false, n: (2049, 4096), rows: (2048, u64::MAX) },
+    HalfRule { ln: true, n: (8192, 8192), rows: (512, u64::MAX) },
+    HalfRule { ln: true, n: (4096, 4096), rows: (2048, 8192) },
+];
+
 impl TwinTuning {
     /// Hopper (H100 measurements above).
     pub const SM90: TwinTuning =
@@ -585,6 +615,11 @@ pub struct Tuning {
     /// that are bound by latency, and a row's kernel may not be chosen by M. Env
     /// `NORMKIT_CUDA_FWD_K8W_LN` (`max_n:group:rows_per_cta` or `off`).
     pub fwd_k8_wide_ln: Option<RowConfig>,
+    /// Where bf16 forwards without the residual run the 4-chunk table's row on half its threads,
+    /// 8 chunks each (`nk_fwd_regh_*`, the same bits as the table's kernels, so chosen by M as
+    /// well), where one of these rules takes the call. None on the H100 (not measured there);
+    /// [`HALF_SM90_HBM3E`] on the H200. Env `NORMKIT_CUDA_FWD_HALF`.
+    pub fwd_half: Vec<HalfRule>,
     /// Forward register kernels on an occupancy-sized persistent grid instead of one CTA per
     /// `rows_per_cta` rows (env `NORMKIT_CUDA_FWD_GRID=persist`; tuning): one CTA per group of
     /// rows lets the hardware balance the last wave (the persistent grid left the tail ~3% idle
@@ -834,6 +869,7 @@ impl Tuning {
             fwd_k8_ln: false,
             fwd_k8_wide: None,
             fwd_k8_wide_ln: None,
+            fwd_half: Vec::new(),
             fwd_persistent: false,
             bwd_reg_prefetch: true,
             bwd_reg_prefetch_f32: false,
@@ -932,6 +968,7 @@ impl Tuning {
         if major == 9 && mem_gbps >= 3800.0 {
             t.fwd_twin = TwinTuning::SM90_HBM3E;
             t.fwd_k8_wide = Some(rc(16384, 256, 1));
+            t.fwd_half = HALF_SM90_HBM3E.to_vec();
         }
         t
     }
@@ -969,6 +1006,29 @@ impl Tuning {
         };
         k8_row("NORMKIT_CUDA_FWD_K8W", &mut self.fwd_k8_wide);
         k8_row("NORMKIT_CUDA_FWD_K8W_LN", &mut self.fwd_k8_wide_ln);
+        match get("NORMKIT_CUDA_FWD_HALF").as_deref().map(str::trim) {
+            Some("off") => self.fwd_half.clear(),
+            Some(v) => {
+                let rule = |e: &str| -> Option<Vec<HalfRule>> {
+                    let f: Vec<&str> = e.split(':').map(str::trim).collect();
+                    let [op, lo, hi, rlo, rhi] = f[..] else { return None };
+                    let n = (lo.parse().ok()?, hi.parse().ok()?);
+                    let rows = (rlo.parse().ok()?, if rhi == "max" { u64::MAX } else { rhi.parse().ok()? });
+                    let ops: &[bool] = match op {
+                        "rms" => &[false],
+                        "ln" => &[true],
+                        "all" => &[false, true],
+                        _ => return None,
+                    };
+                    (n.0 <= n.1 && rows.0 <= rows.1).then(|| ops.iter().map(|&ln| HalfRule { ln, n, rows }).collect())
+                };
+                let rules: Option<Vec<Vec<HalfRule>>> = v.split(',').map(rule).collect();
+                if let Some(r) = rules {
+                    self.fwd_half = r.concat();
+                }
+            }
+            None => {}
+        }
         self.bwd_reg_prefetch = on_unless_0("NORMKIT_CUDA_PF");
         self.no_full = get("NORMKIT_CUDA_FULL").is_some_and(|v| v == "0");
         self.fwd_persistent = get("NORMKIT_CUDA_FWD_GRID").is_some_and(|v| v == "persist");

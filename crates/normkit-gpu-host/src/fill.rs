@@ -130,6 +130,9 @@ pub struct BwdInfo {
     /// `d_residual_out` 16-byte aligned with strides that are multiples of 8, the weight 16-byte
     /// aligned (the statistics, `dw` and `db` do not count).
     pub aligned: bool,
+    /// dx is written over dy (`InOut::InPlace`): no kernel may read a row's dy once another CTA
+    /// may have written that row's dx.
+    pub in_place: bool,
 }
 
 impl BwdInfo {
@@ -284,6 +287,7 @@ pub fn bwd_params<B: DeviceBuffer + ?Sized>(desc: &NormDesc, a: &Backward<'_, B>
         dw: flags & F_WEIGHT != 0,
         db: flags & F_BIAS != 0,
         aligned: vec_ok,
+        in_place: matches!(a.dy, InOut::InPlace(_)),
     };
     (p, info)
 }

@@ -168,6 +168,7 @@ fn a_full_backward_call_fills_every_operand_field() {
         dw: true,
         db: true,
         aligned: false, /* w + 4 bytes */
+        in_place: false,
     };
     assert_eq!(info, want);
     assert_eq!(info.nacc(), 2);
@@ -188,7 +189,18 @@ fn an_in_place_backward_without_weight_leaves_the_optional_fields_zero() {
     assert_eq!((p.dt_x, p.dt_y, p.dt_w), (DT_BF16, DT_BF16, DT_F32));
     assert_eq!(
         info,
-        BwdInfo { m, n, dtypes: plan.dtypes, ln: false, d_residual: false, weight: false, dw: false, db: false, aligned: true }
+        BwdInfo {
+            m,
+            n,
+            dtypes: plan.dtypes,
+            ln: false,
+            d_residual: false,
+            weight: false,
+            dw: false,
+            db: false,
+            aligned: true,
+            in_place: true
+        }
     );
     assert_eq!(info.nacc(), 0);
 }

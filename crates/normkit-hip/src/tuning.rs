@@ -193,6 +193,7 @@ pub const fn designed_waves(key: KernelKey) -> u32 {
         | FwdRegQPair { .. }
         | FwdRegDecode { .. }
         | FwdRegPair { .. }
+        | FwdRegHalf { .. }
         | BwdSmall { .. }
         | BwdSmallCols { .. } => 1,
     }
