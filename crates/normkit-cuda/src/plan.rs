@@ -693,6 +693,11 @@ fn forward_fp8(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall, q:
             };
             let k = twin.unwrap_or(k);
             let blocks = if t.fp8.reg_grid_rows { work.min(MAX_GRID) as u32 } else { persistent_blocks(d, occ, k, block, 0, work)? };
+            // Fp8Tuning::twin_l2_ahead: the RMSNorm twin's L2 prefetch without the residual (`pf`
+            // walks ahead of its registers'; the other twins compile none).
+            if twin.is_some() && !c.ln && !c.residual {
+                fields.pf = i32::try_from(f.twin_l2_ahead).unwrap_or(i32::MAX);
+            }
             let step = match twin {
                 // Fp8Tuning::twin_cap_auto: padded to its own share of an SM (with PDL).
                 Some(tk) => share_of_sm(d, occ, trigger_step(t, &mut fields, tk, blocks, block), f.twin_cap_auto)?,
@@ -3007,6 +3012,23 @@ mod tests {
             let s = l.steps().next().unwrap();
             (s.kernel.name, l.fields.group, l.fields.rpc, s.mode)
         };
+        // Fp8Tuning::twin_l2_ahead: 1 on HBM3e for RMSNorm's twin without the residual, per row
+        // and per tensor; 0 for the residual, LayerNorm and the H100.
+        let pf = |t: &Tuning, per_row: bool, ln: bool, residual: bool| {
+            let c = FwdCall {
+                dtypes: DTypes { y: DType::F8E4M3, ..DTypes::uniform(DType::BF16) },
+                fp8: Some(Fp8Info { per_row, transposed: false }),
+                ln,
+                bias: ln,
+                residual,
+                ..fwd(DType::BF16, 4096, 32768)
+            };
+            forward(t, &d, &OCC, &c).unwrap().fields.pf
+        };
+        let h200 = Tuning::for_device(9, 4800.0);
+        assert_eq!([pf(&h200, true, false, false), pf(&h200, false, false, false)], [1, 1]);
+        assert_eq!([pf(&h200, true, false, true), pf(&h200, true, true, false), pf(&h200, false, true, true)], [0, 0, 0]);
+        assert_eq!(pf(&Tuning::for_sm90(), true, false, false), 0);
         let t = Tuning::for_sm90();
         let pdl = if t.pdl { Mode::Pdl } else { Mode::Plain };
         // 32768 rows: 62 walks at one row per CTA, so two (wide_cta_walks).

@@ -58,6 +58,7 @@
 //! | `NORMKIT_CUDA_FP8_TWIN_N` | [`Fp8Tuning::twin_tile_n`] | `LO:HI`: the N range of the twin's yT tiles |
 //! | `NORMKIT_CUDA_FP8_TWIN_CAP` | [`Fp8Tuning::twin_cap_auto`] | a number N: the quantised twin (and its pairs) padded to ⌈grid / SMs⌉ CTAs per SM where that is at most N; `0` / `off`: never |
 //! | `NORMKIT_CUDA_FP8_TWIN_X2` | [`Fp8Tuning::twin_x2_min_elems`] | a number E: calls of at least E elements take the quantised twin's two-CTAs-per-SM build where there is one; `off`: never |
+//! | `NORMKIT_CUDA_FP8_L2PF` | [`Fp8Tuning::twin_l2_ahead`] | a number K: the quantised twin prefetches into L2 the row K walks past the one its registers fetch; `0` / `off`: none |
 //! | `NORMKIT_CUDA_FP8_STAGED` | [`Fp8Tuning::staged`] | `0`: rows past the register kernels take the split path, not the staged cluster forward (`nk_fwd_csq_*`) |
 //! | `NORMKIT_CUDA_ROWS` | [`RowsTuning::on`], [`RowsTuning::rpc`] | `off` / `0`: no row-batch backward; a number: its groups per CTA |
 //! | `NORMKIT_CUDA_CLUSTER` | [`ClusterTuning::on`] | `0`: no cluster kernels |
@@ -73,7 +74,7 @@
 //! | `NORMKIT_CUDA_CSTAGE_PF` | [`ClusterTuning::staged_pf`] | `S[:D]`: the staged kernels that carry the L2 prefetch take S stages of the row D ahead (1 or 2) at the top of each row; `0`: none |
 
 /// The environment variables [`Tuning::with_env`] reads, in the order of the table above.
-pub const ENV_OVERRIDES: [&str; 52] = [
+pub const ENV_OVERRIDES: [&str; 54] = [
     "NORMKIT_CUDA_FWD_TABLE",
     "NORMKIT_CUDA_BWD_TABLE",
     "NORMKIT_CUDA_BWD4_TABLE",
@@ -83,6 +84,7 @@ pub const ENV_OVERRIDES: [&str; 52] = [
     "NORMKIT_CUDA_FWD_K8",
     "NORMKIT_CUDA_FWD_K8W",
     "NORMKIT_CUDA_FWD_K8W_LN",
+    "NORMKIT_CUDA_FWD_HALF",
     "NORMKIT_CUDA_PF",
     "NORMKIT_CUDA_FULL",
     "NORMKIT_CUDA_FWD_GRID",
@@ -112,6 +114,7 @@ pub const ENV_OVERRIDES: [&str; 52] = [
     "NORMKIT_CUDA_FP8_TWIN_TW",
     "NORMKIT_CUDA_FP8_TWIN_N",
     "NORMKIT_CUDA_FP8_STAGED",
+    "NORMKIT_CUDA_FP8_L2PF",
     "NORMKIT_CUDA_FP8_TWIN_CAP",
     "NORMKIT_CUDA_FP8_TWIN_X2",
     "NORMKIT_CUDA_ROWS",
@@ -437,6 +440,17 @@ pub struct Fp8Tuning {
     /// 2048×8192 +1.2%, 1024×8192 +5%, 512×8192 +10%, 4096×1024 +9.5%. Env
     /// `NORMKIT_CUDA_FP8_TWIN_X2` (E; `off`: never).
     pub twin_x2_min_elems: u64,
+    /// K > 0: the quantised RMSNorm twin without the residual (not its yT tiles) has its
+    /// group's first thread prefetch into L2, by one bulk copy per row, the row K walks past the
+    /// one whose registers it has just asked for, so that those loads find it in L2 (the twin
+    /// has one row in flight per group: its per-row build waited on them, NOTES v27). 0: none
+    /// (the default); 1 on HBM3e Hopper ([`Tuning::for_device`]). H200, one build by
+    /// environment against main, main K=1 K=2 off off K=2 K=1 main
+    /// (bench/results/nvidia-h200-2026-11-28/rowq/call15, `summary-pf1.md`): K = 1 per row
+    /// 32768×4096 124.4 → 108.5 µs, 8192×8192 −14%, 2048×8192 −6%; per tensor 32768×4096 103.4 →
+    /// 100.8, 4096×1024 −4%; per row 128×4096 +1.2%; K = 2 no better. Env
+    /// `NORMKIT_CUDA_FP8_L2PF` (K; `0` / `off`: none).
+    pub twin_l2_ahead: u32,
 }
 
 /// Where the 16-bit register forward (4 chunks per thread, 16-byte layouts) runs its twin
@@ -915,6 +929,7 @@ impl Tuning {
                 staged: true,
                 twin_cap_auto: 2,
                 twin_x2_min_elems: 1 << 25,
+                twin_l2_ahead: 0,
             },
             rows: RowsTuning { on: true, rpc: None, min_n: 512, max_n: 2048, cta_threads: 256 },
             cluster: ClusterTuning {
@@ -969,6 +984,7 @@ impl Tuning {
             t.fwd_twin = TwinTuning::SM90_HBM3E;
             t.fwd_k8_wide = Some(rc(16384, 256, 1));
             t.fwd_half = HALF_SM90_HBM3E.to_vec();
+            t.fp8.twin_l2_ahead = 1;
         }
         t
     }
@@ -1091,6 +1107,7 @@ impl Tuning {
         };
         self.bwd_twin_cap_auto = cap("NORMKIT_CUDA_BWD_TWIN_CAP", self.bwd_twin_cap_auto);
         self.fp8.twin_cap_auto = cap("NORMKIT_CUDA_FP8_TWIN_CAP", self.fp8.twin_cap_auto);
+        self.fp8.twin_l2_ahead = cap("NORMKIT_CUDA_FP8_L2PF", self.fp8.twin_l2_ahead);
         match get("NORMKIT_CUDA_FP8_TWIN_X2").as_deref().map(str::trim) {
             Some("off") => self.fp8.twin_x2_min_elems = u64::MAX,
             Some(v) => self.fp8.twin_x2_min_elems = v.parse().unwrap_or(self.fp8.twin_x2_min_elems),
