@@ -390,8 +390,10 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
                     // RMSNorm without the residual only: with the residual's row as well, K = 1
                     // made add + RMSNorm 4-15% slower, and the code alone (K = 0) cost its decode
                     // rows 2-5% (H200, rowq/call15); LayerNorm's twins were not measured.
-                    if constexpr (!TF && !RES && !LN) {
-                        const int64_t ahead = row + (int64_t)(1 + p0.pf) * step;
+                    // The yT tile kernels (TF): the row of the tile walk after the one just asked
+                    // for (K = 1 whatever p0.pf).
+                    if constexpr (!RES && !LN) {
+                        const int64_t ahead = TF ? next_row0(next_row0(row0)) + g : row + (int64_t)(1 + p0.pf) * step;
                         if (p0.pf > 0 && t == 0 && ahead < p.m) {
                             const unsigned bytes = (unsigned)n * (unsigned)(NARROW ? 2 : 4);
                             nk_bulk_prefetch_l2(row_ptr(p.x, ahead, p.sx, DT), bytes);

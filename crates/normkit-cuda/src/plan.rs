@@ -662,6 +662,11 @@ fn forward_fp8(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall, q:
                     let grid = (wave.min(supertiles) as u32) * cl;
                     fields.tm = tm as i32;
                     fields.tpitch = pitch as i32;
+                    // Fp8Tuning::twin_l2_ahead: the tiles' RMSNorm without the residual too, from
+                    // Fp8Tuning::tile_l2_min_n.
+                    if !c.ln && !c.residual && c.n >= f.tile_l2_min_n {
+                        fields.pf = i32::from(f.twin_l2_ahead > 0);
+                    }
                     let step = if cl > 1 {
                         Step { kernel: kt, grid: (grid, 1), block, smem: smem as u32, mode: Mode::Cluster(cl), group: None }
                     } else {
@@ -3029,6 +3034,19 @@ mod tests {
         assert_eq!([pf(&h200, true, false, false), pf(&h200, false, false, false)], [1, 1]);
         assert_eq!([pf(&h200, true, false, true), pf(&h200, true, true, false), pf(&h200, false, true, true)], [0, 0, 0]);
         assert_eq!(pf(&Tuning::for_sm90(), true, false, false), 0);
+        // The yT tiles (16-row tiles in clusters at 32768×4096): N ≥ Fp8Tuning::tile_l2_min_n.
+        let tiles = |n: usize| {
+            let c = FwdCall {
+                dtypes: DTypes { y: DType::F8E4M3, ..DTypes::uniform(DType::BF16) },
+                fp8: Some(Fp8Info { per_row: false, transposed: true }),
+                ..fwd(DType::BF16, n, 32768)
+            };
+            let l = forward(&h200, &d, &OCC, &c).unwrap();
+            let name = l.steps().next().unwrap().kernel.name;
+            (name, l.fields.pf)
+        };
+        assert_eq!(tiles(4096), ("nk_fwd_regqdt_bf16_rms", 1));
+        assert_eq!(tiles(2048), ("nk_fwd_regqdt_bf16_rms", 0));
         let t = Tuning::for_sm90();
         let pdl = if t.pdl { Mode::Pdl } else { Mode::Plain };
         // 32768 rows: 62 walks at one row per CTA, so two (wide_cta_walks).

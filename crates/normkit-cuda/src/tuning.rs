@@ -451,6 +451,12 @@ pub struct Fp8Tuning {
     /// 100.8, 4096×1024 −4%; per row 128×4096 +1.2%; K = 2 no better. Env
     /// `NORMKIT_CUDA_FP8_L2PF` (K; `0` / `off`: none).
     pub twin_l2_ahead: u32,
+    /// The least N at which the twin's yT tiles (RMSNorm without the residual) take
+    /// [`Fp8Tuning::twin_l2_ahead`]'s prefetch (of the next tile walk's row; K = 1). Default
+    /// 2049. H200 (bench/results/nvidia-h200-2026-11-28/rowq/call17, call18): rms_fwd_fp8_t
+    /// 32768×4096 181.6 → 172.2 µs, 16384×4096 −5.5%, 65536×4096 −3.5%; at N = 2048 65536 rows
+    /// +3% and 32768 +0.4% with it, within 0.6% of main without it.
+    pub tile_l2_min_n: usize,
 }
 
 /// Where the 16-bit register forward (4 chunks per thread, 16-byte layouts) runs its twin
@@ -930,6 +936,7 @@ impl Tuning {
                 twin_cap_auto: 2,
                 twin_x2_min_elems: 1 << 25,
                 twin_l2_ahead: 0,
+                tile_l2_min_n: 2049,
             },
             rows: RowsTuning { on: true, rpc: None, min_n: 512, max_n: 2048, cta_threads: 256 },
             cluster: ClusterTuning {
