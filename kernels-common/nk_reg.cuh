@@ -165,6 +165,14 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
     constexpr bool HALF = EW && (SPEC & 8192) != 0;
     static_assert(!HALF || (TWO && !PAIR && !Q && KMAX == 8), "half: the 16-bit 8-chunk twin");
     constexpr int NA = HALF ? 4 : 2;
+    // L2W: the 16-byte-aligned plain register forwards without the residual and the half-thread
+    // RMSNorm prefetch a later CTA's row into L2 (below). Not the twins and pairs (the decode
+    // rows, whose grids are a wave at most), the quantised kernels (their twin has its own), the
+    // residual's (slower with it, H200, l2w/call1; its code alone cost add + RMSNorm 4096×1024
+    // 1.6%, call 4) nor the half-thread LayerNorm (issued after its loads the code spilled 16
+    // bytes of its 128 registers and cost 4-9%, call 3; before them it cost 1-3.4% below 2^25
+    // elements, where the prefetch does not help, call 4: it needs a build of its own).
+    constexpr bool L2W = ALIGNED && !Q && !PF && !RES && (!EW || (HALF && !LN));
     // The accumulator of chunk k (TWO).
     auto acc_of = [](int k) -> int { return HALF ? ((k >> 1) & 1) | ((k & 1) << 1) : PAIR ? 0 : k & 1; };
     constexpr int NS = RES ? 2 : 1, SW = NARROW ? 1 : 2;
@@ -351,6 +359,22 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
             if constexpr (QF) mxp = s[NV - 1];
             return s[0];
         };
+        // L2W (Tuning::fwd_l2_ahead, p0.pf = D rows > 0): once the row's own loads are issued,
+        // the group's first thread sends the row D further on (that of a CTA about half a wave
+        // later, on the planner's count) to L2 by one bulk copy, so that CTA's loads find it
+        // there: more of the DRAM's requests in flight. A hint: nothing waits for it, no bit
+        // changes. After the loads, its address from the row's pointer: issued before them, with
+        // the prefetch on, 2048 rows of 4096 and 1024 of 8192 were 7-13% slower (H200,
+        // l2w/call3, `summary-v1.md`).
+        auto l2_ahead = [&](const void* xrow) {
+            if constexpr (L2W) {
+                if (p0.pf > 0 && t == 0 && p0.pf < p.m - row) {
+                    constexpr int ES = NARROW ? 2 : 4;
+                    const unsigned bytes = ((unsigned)n * (unsigned)ES) & ~15u;
+                    nk_bulk_prefetch_l2(static_cast<const char*>(xrow) + (int64_t)p0.pf * p.sx * ES, bytes);
+                }
+            }
+        };
         if (active) {
             const void* xrow = row_ptr(p.x, row, p.sx, DT);
             const void* rrow = row_ptr(p.r, row, p.sr, DT);
@@ -408,6 +432,7 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
                             if (RES) load_chunk<ALIGNED, NARROW>(rrow, DT, (int64_t)c * CH, n, r[k]);
                         }
                     }
+                    l2_ahead(xrow);
                 }
                 if (RES) {
 #pragma unroll

@@ -475,6 +475,21 @@ pub fn forward(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall) ->
                 (None, None, Some(k)) => trigger_step(t, &mut fields, k, blocks, block),
                 (None, None, None) => Step::plain(k, (blocks, 1), block, 0),
             };
+            // Tuning::fwd_l2_ahead: the plain kernels without the residual and the half-thread
+            // RMSNorm (16-byte aligned; the kernels that carry the prefetch) of a grid past its
+            // first wave prefetch into L2 the row that far on (a share of a wave's rows).
+            let l2 = t.fwd_l2_ahead.iter().find(|r| {
+                r.ln == c.ln && r.f32 == (dt == DType::F32) && (r.n.0..=r.n.1).contains(&c.n) && m.saturating_mul(c.n as u64) >= r.min_elems
+            });
+            if let Some(rule) = l2.filter(|_| {
+                c.aligned && matches!(step.kernel.key, KernelKey::FwdReg { residual: false, .. } | KernelKey::FwdRegHalf { ln: false, .. })
+            }) {
+                let wave = u64::from(d.sms) * u64::from(occ.blocks_per_sm(step.kernel, step.block, step.smem as usize)?.max(1));
+                if u64::from(step.grid.0) > wave {
+                    let rows = wave * fields.rpc.max(1) as u64 * u64::from(rule.pct) / 100;
+                    fields.pf = i32::try_from(rows).unwrap_or(i32::MAX);
+                }
+            }
             // Tuning::fwd_twin_cap(_auto): padding that leaves at most K of the twin's CTAs on
             // an SM — by default its own share, ⌈grid / SMs⌉, up to 2 — so that the next call's
             // early CTAs cannot stack on the SMs this grid leaves idle.
@@ -2874,6 +2889,75 @@ mod tests {
     /// The forward's twin in pairs (Tuning::fwd_pair): RMSNorm with the fused residual wherever
     /// the twin runs, but not on grids of 17–63 CTAs; twice the table's group and threads, the
     /// same grid; `NORMKIT_CUDA_FWD_PAIR=all` every op, `0` never.
+    #[test]
+    fn forward_l2_prefetch_rules() {
+        use DType::*;
+        // Tuning::fwd_l2_ahead on HBM3e (tuning::L2_SM90_HBM3E): the plain and half-thread
+        // kernels of a grid past its first wave prefetch the row half a wave's rows on —
+        // RMSNorm and LayerNorm without the residual in 16 bits up to N = 8192, LayerNorm in f32;
+        // from 2^24 elements; not the half-thread LayerNorm (no prefetch compiled).
+        let t = Tuning::for_device(9, 4800.0);
+        let pf = |t: &Tuning, c: FwdCall| plan_fwd(t, c).fields.pf;
+        let half_wave = |t: &Tuning, c: FwdCall| {
+            let l = plan_fwd(t, c);
+            let s = l.steps().next().unwrap();
+            132 * OCC.blocks_per_sm(s.kernel, s.block, s.smem as usize).unwrap() as i32 * l.fields.rpc / 2
+        };
+        for c in [
+            fwd(BF16, 4096, 32768),
+            fwd(BF16, 6000, 4096),
+            fwd(BF16, 8192, 8192),
+            fwd(F16, 4096, 32768),
+            ln_fwd(fwd(BF16, 4096, 32768)),
+            ln_fwd(fwd(BF16, 4096, 16384)),
+            ln_fwd(fwd(BF16, 6000, 4096)),
+            ln_fwd(fwd(BF16, 512, 65536)),
+            ln_fwd(fwd(F32, 4096, 32768)),
+        ] {
+            assert!(pf(&t, c) > 0, "{c:?}");
+            assert_eq!(pf(&t, c), half_wave(&t, c), "{c:?}");
+        }
+        // None: RMSNorm in f32, the residual, LayerNorm at N = 16384, calls below the size, the
+        // half-thread LayerNorm; none on the H100.
+        for c in [
+            fwd(F32, 4096, 32768),
+            FwdCall { residual: true, ..fwd(BF16, 4096, 32768) },
+            FwdCall { residual: true, ..ln_fwd(fwd(BF16, 4096, 32768)) },
+            ln_fwd(fwd(BF16, 16384, 16384)),
+            fwd(BF16, 4096, 2048),
+            fwd(BF16, 8192, 2047),
+            ln_fwd(fwd(BF16, 8192, 32768)),
+            ln_fwd(fwd(BF16, 4096, 8192)),
+        ] {
+            assert_eq!(pf(&t, c), 0, "{c:?}");
+        }
+        assert_eq!(pf(&Tuning::for_device(9, 3350.0), fwd(BF16, 4096, 32768)), 0);
+        assert!(Tuning::for_device(9, 3350.0).fwd_l2_ahead.is_empty());
+        // A grid of one wave, the twin, an unaligned call: none.
+        let all = Tuning::for_device(9, 4800.0).with_env(|k| (k == "NORMKIT_CUDA_FWD_L2PF").then(|| "50".to_owned()));
+        assert_eq!(pf(&all, fwd(BF16, 4096, 1024)), 0);
+        assert_eq!(pf(&all, fwd(BF16, 4096, 8)), 0);
+        assert_eq!(pf(&all, FwdCall { aligned: false, ..fwd(BF16, 4096, 32768) }), 0);
+        // NORMKIT_CUDA_FWD_L2PF: `P` every op at every size; rules `op:dt:min_n:max_n:min_elems:P`;
+        // `off`; malformed values keep the default.
+        let env = |v: &'static str| Tuning::for_device(9, 4800.0).with_env(move |k| (k == "NORMKIT_CUDA_FWD_L2PF").then(|| v.to_owned()));
+        let e = env("100");
+        assert_eq!(e.fwd_l2_ahead.len(), 4);
+        assert_eq!(pf(&e, fwd(F32, 4096, 32768)), 2 * half_wave(&e, fwd(F32, 4096, 32768)));
+        assert_eq!(pf(&e, FwdCall { residual: true, ..fwd(BF16, 4096, 32768) }), 0, "no kernel with the residual prefetches");
+        assert_eq!(pf(&e, ln_fwd(fwd(BF16, 8192, 32768))), 0, "nor the half-thread LayerNorm");
+        let e = env("ln:16:1:4096:0:25, ln:f32:1:max:0:50, rms:16:1:max:163840000:50");
+        let ln = ln_fwd(fwd(BF16, 4096, 32768));
+        assert_eq!(pf(&e, ln), half_wave(&e, ln) / 2);
+        assert_eq!(pf(&e, fwd(BF16, 4096, 32768)), 0, "below the rule's size");
+        assert!(pf(&e, fwd(BF16, 4096, 40000)) > 0);
+        assert!(pf(&e, ln_fwd(fwd(F32, 4096, 32768))) > 0);
+        assert!(env("off").fwd_l2_ahead.is_empty());
+        for bad in ["rms:16:8192:4096:1:50", "rms:16:1:2:x:5", "rms:bf16:1:2:1:3", "addrms:16:1:2:1:3", "rms:16:1:2:3", "x"] {
+            assert_eq!(env(bad).fwd_l2_ahead, tuning::L2_SM90_HBM3E.to_vec(), "{bad}");
+        }
+    }
+
     #[test]
     fn forward_pair_by_op_and_grid() {
         let d = h100();

@@ -28,6 +28,7 @@
 //! | `NORMKIT_CUDA_FWD_K8W` | [`Tuning::fwd_k8_wide`] | `max_n:group:rows_per_cta`: the 8-chunk row for bf16 forwards without the residual at N in (max_n / 2, max_n]; `off`: none; changes bits where it runs |
 //! | `NORMKIT_CUDA_FWD_K8W_LN` | [`Tuning::fwd_k8_wide_ln`] | the same for LayerNorm only |
 //! | `NORMKIT_CUDA_FWD_HALF` | [`Tuning::fwd_half`] | `op:min_n:max_n:min_rows:max_rows,...` (op `rms`, `ln` or `all`): the rules replaced (the 4-chunk rows on half the threads, same bits); `off`: none |
+//! | `NORMKIT_CUDA_FWD_L2PF` | [`Tuning::fwd_l2_ahead`] | `op:dt:min_n:max_n:min_elems:P,...` (op `rms` or `ln`; dt `16` or `f32`): the rules replaced (the plain register forwards without the residual and the half-thread RMSNorm, of at least min_elems elements, prefetch into L2 the row P % of a wave on); a number P: every op at every size; `off`: none |
 //! | `NORMKIT_CUDA_PF` | [`Tuning::bwd_reg_prefetch`] | `0`: the backward register kernels without their prefetching twins |
 //! | `NORMKIT_CUDA_FULL` | [`Tuning::no_full`] | `0`: register kernels without their FULL specialisation |
 //! | `NORMKIT_CUDA_FWD_GRID` | [`Tuning::fwd_persistent`] | `persist`: forward register kernels on an occupancy-sized grid |
@@ -74,7 +75,7 @@
 //! | `NORMKIT_CUDA_CSTAGE_PF` | [`ClusterTuning::staged_pf`] | `S[:D]`: the staged kernels that carry the L2 prefetch take S stages of the row D ahead (1 or 2) at the top of each row; `0`: none |
 
 /// The environment variables [`Tuning::with_env`] reads, in the order of the table above.
-pub const ENV_OVERRIDES: [&str; 54] = [
+pub const ENV_OVERRIDES: [&str; 55] = [
     "NORMKIT_CUDA_FWD_TABLE",
     "NORMKIT_CUDA_BWD_TABLE",
     "NORMKIT_CUDA_BWD4_TABLE",
@@ -85,6 +86,7 @@ pub const ENV_OVERRIDES: [&str; 54] = [
     "NORMKIT_CUDA_FWD_K8W",
     "NORMKIT_CUDA_FWD_K8W_LN",
     "NORMKIT_CUDA_FWD_HALF",
+    "NORMKIT_CUDA_FWD_L2PF",
     "NORMKIT_CUDA_PF",
     "NORMKIT_CUDA_FULL",
     "NORMKIT_CUDA_FWD_GRID",
@@ -521,6 +523,45 @@ pub const HALF_SM90_HBM3E: [HalfRule; 4] = [
     HalfRule { ln: true, n: (4096, 4096), rows: (2048, 8192) },
 ];
 
+/// One rule of [`Tuning::fwd_l2_ahead`]: the forwards of one op (LayerNorm or RMSNorm, without
+/// the residual: its kernels carry no prefetch) in f32 or in a 16-bit dtype, with N in `n` (inclusive) and at least
+/// `min_elems` elements, prefetch the row `pct` % of a wave's rows further on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct L2Rule {
+    /// LayerNorm (else RMSNorm).
+    pub ln: bool,
+    /// f32 tensors (else 16-bit).
+    pub f32: bool,
+    /// The least and the largest N.
+    pub n: (usize, usize),
+    /// The fewest elements (M·N) of a call it takes.
+    pub min_elems: u64,
+    /// The distance, in percent of a wave's rows.
+    pub pct: u32,
+}
+
+/// [`Tuning::for_device`]'s rules for Hopper with HBM3e (H200). The distance: one build by
+/// environment at 0, 50, 100 and 200% of a wave, each twice, against main (H200,
+/// bench/results/nvidia-h200-2026-11-28/l2w/call1, `summary-p*.md`): 100% no better than 50%
+/// anywhere, 200% up to 40% slower (the L2 is not the place for two waves' rows). At 50%:
+/// - RMSNorm, 16-bit: rms_fwd 4096×6000 29.12 → 26.39 µs, 16384×6000 −10%, 32768×4096 130.6 →
+///   127.3; at N = 16384 and 512 the twin runs (no prefetch).
+/// - LayerNorm, 16-bit, N ≤ 8192: ln_fwd 32768×4096 −5%, 32768×8192 −6%, 65536×512 −1.8%; at
+///   N = 16384 (the 8-chunk rows) +2.5-4.5%: none there.
+/// - LayerNorm, f32: 32768×4096 −2.5%, 8192×4096 −3%; RMSNorm in f32 +1.3-1.9%: none.
+/// - With the residual every cell slower (+2.5-5%): none.
+///
+/// The sizes (call 3, `summary-pf.md`: the prefetch on against off in one build): from 2^24
+/// elements it helps or is neutral (rms 2048×8192 −0.6%, ln 4096×4096 −7.6%, ln 16384×1024
+/// −1.3%), below it costs (1024×8192 +4-5%, 2048×4096 +1.6%). The half-thread LayerNorm (N = 4096
+/// for 2048-8192 rows, N = 8192 from 512) carries no prefetch (NOTES v28), so those calls get
+/// none whatever the rule says.
+pub const L2_SM90_HBM3E: [L2Rule; 3] = [
+    L2Rule { ln: false, f32: false, n: (1, 8192), min_elems: 1 << 24, pct: 50 },
+    L2Rule { ln: true, f32: false, n: (1, 8192), min_elems: 1 << 24, pct: 50 },
+    L2Rule { ln: true, f32: true, n: (1, usize::MAX), min_elems: 1 << 24, pct: 50 },
+];
+
 impl TwinTuning {
     /// Hopper (H100 measurements above).
     pub const SM90: TwinTuning =
@@ -640,6 +681,12 @@ pub struct Tuning {
     /// well), where one of these rules takes the call. None on the H100 (not measured there);
     /// [`HALF_SM90_HBM3E`] on the H200. Env `NORMKIT_CUDA_FWD_HALF`.
     pub fwd_half: Vec<HalfRule>,
+    /// Where the plain register forwards and the half-thread kernels (16-byte aligned, grids
+    /// past their first wave) prefetch into L2 a later CTA's row: the first rule that takes the
+    /// call gives the distance, in percent of a wave's rows; no rule, no prefetch. A hint, no bit
+    /// changes. None on the H100 (not measured there); [`L2_SM90_HBM3E`] on the H200. Env
+    /// `NORMKIT_CUDA_FWD_L2PF`.
+    pub fwd_l2_ahead: Vec<L2Rule>,
     /// Forward register kernels on an occupancy-sized persistent grid instead of one CTA per
     /// `rows_per_cta` rows (env `NORMKIT_CUDA_FWD_GRID=persist`; tuning): one CTA per group of
     /// rows lets the hardware balance the last wave (the persistent grid left the tail ~3% idle
@@ -890,6 +937,7 @@ impl Tuning {
             fwd_k8_wide: None,
             fwd_k8_wide_ln: None,
             fwd_half: Vec::new(),
+            fwd_l2_ahead: Vec::new(),
             fwd_persistent: false,
             bwd_reg_prefetch: true,
             bwd_reg_prefetch_f32: false,
@@ -991,6 +1039,7 @@ impl Tuning {
             t.fwd_twin = TwinTuning::SM90_HBM3E;
             t.fwd_k8_wide = Some(rc(16384, 256, 1));
             t.fwd_half = HALF_SM90_HBM3E.to_vec();
+            t.fwd_l2_ahead = L2_SM90_HBM3E.to_vec();
             t.fp8.twin_l2_ahead = 1;
         }
         t
@@ -1115,6 +1164,37 @@ impl Tuning {
         self.bwd_twin_cap_auto = cap("NORMKIT_CUDA_BWD_TWIN_CAP", self.bwd_twin_cap_auto);
         self.fp8.twin_cap_auto = cap("NORMKIT_CUDA_FP8_TWIN_CAP", self.fp8.twin_cap_auto);
         self.fp8.twin_l2_ahead = cap("NORMKIT_CUDA_FP8_L2PF", self.fp8.twin_l2_ahead);
+        match get("NORMKIT_CUDA_FWD_L2PF").as_deref().map(str::trim) {
+            Some("off" | "0") => self.fwd_l2_ahead.clear(),
+            Some(v) => {
+                // `P`: every op at every size; else `op:dt:min_n:max_n:min_elems:P,...`.
+                let every = |pct: u32| -> Vec<L2Rule> {
+                    (0..4).map(|i| L2Rule { ln: i & 1 != 0, f32: i & 2 != 0, n: (1, usize::MAX), min_elems: 0, pct }).collect()
+                };
+                let rule = |e: &str| -> Option<L2Rule> {
+                    let f: Vec<&str> = e.split(':').map(str::trim).collect();
+                    let [op, dt, lo, hi, elems, pct] = f[..] else { return None };
+                    let ln = match op {
+                        "rms" => false,
+                        "ln" => true,
+                        _ => return None,
+                    };
+                    let f32 = match dt {
+                        "f32" => true,
+                        "16" => false,
+                        _ => return None,
+                    };
+                    let n = (lo.parse().ok()?, if hi == "max" { usize::MAX } else { hi.parse().ok()? });
+                    (n.0 <= n.1).then_some(L2Rule { ln, f32, n, min_elems: elems.parse().ok()?, pct: pct.parse().ok()? })
+                };
+                if let Ok(p) = v.parse::<u32>() {
+                    self.fwd_l2_ahead = every(p);
+                } else if let Some(r) = v.split(',').map(rule).collect::<Option<Vec<_>>>() {
+                    self.fwd_l2_ahead = r;
+                }
+            }
+            None => {}
+        }
         match get("NORMKIT_CUDA_FP8_TWIN_X2").as_deref().map(str::trim) {
             Some("off") => self.fp8.twin_x2_min_elems = u64::MAX,
             Some(v) => self.fp8.twin_x2_min_elems = v.parse().unwrap_or(self.fp8.twin_x2_min_elems),
