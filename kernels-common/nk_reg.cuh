@@ -166,13 +166,15 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
     static_assert(!HALF || (TWO && !PAIR && !Q && KMAX == 8), "half: the 16-bit 8-chunk twin");
     constexpr int NA = HALF ? 4 : 2;
     // L2W: the 16-byte-aligned plain register forwards without the residual and the half-thread
-    // RMSNorm prefetch a later CTA's row into L2 (below). Not the twins and pairs (the decode
-    // rows, whose grids are a wave at most), the quantised kernels (their twin has its own), the
-    // residual's (slower with it, H200, l2w/call1; its code alone cost add + RMSNorm 4096×1024
-    // 1.6%, call 4) nor the half-thread LayerNorm (issued after its loads the code spilled 16
-    // bytes of its 128 registers and cost 4-9%, call 3; before them it cost 1-3.4% below 2^25
-    // elements, where the prefetch does not help, call 4: it needs a build of its own).
-    constexpr bool L2W = ALIGNED && !Q && !PF && !RES && (!EW || (HALF && !LN));
+    // kernels prefetch a later CTA's row into L2 (below). Not the twins and pairs (the decode
+    // rows, whose grids are a wave at most), the quantised kernels (their twin has its own) nor
+    // the residual's (slower with it, H200, l2w/call1; its code alone cost add + RMSNorm
+    // 4096×1024 1.6%, call 4). The half-thread LayerNorm in a build of its own (SPEC + 16384,
+    // `nk_fwd_regh_*_ln_l2`), which issues it before its loads: after them its 128 registers
+    // spilled 16 bytes and the code cost 4-9% (call 3), and before them the code still cost
+    // 1-3.4% below 2^25 elements, where the planner keeps the build without it (call 4).
+    constexpr bool HL2 = HALF && LN && (SPEC & 16384) != 0;
+    constexpr bool L2W = ALIGNED && !Q && !PF && !RES && (!EW || (HALF && (!LN || HL2)));
     // The accumulator of chunk k (TWO).
     auto acc_of = [](int k) -> int { return HALF ? ((k >> 1) & 1) | ((k & 1) << 1) : PAIR ? 0 : k & 1; };
     constexpr int NS = RES ? 2 : 1, SW = NARROW ? 1 : 2;
@@ -390,6 +392,7 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
                     // order (the accesses are volatile), so every load is issued before the first
                     // instruction that waits for one, and the two round trips overlap.
                     nk_grid_dep_wait();
+                    if constexpr (HL2) l2_ahead(xrow);
                     const void* ws = has_w ? wp : xrow;
                     const void* bs = has_b ? bp : xrow;
 #pragma unroll
@@ -432,7 +435,7 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
                             if (RES) load_chunk<ALIGNED, NARROW>(rrow, DT, (int64_t)c * CH, n, r[k]);
                         }
                     }
-                    l2_ahead(xrow);
+                    if constexpr (!HL2) l2_ahead(xrow);
                 }
                 if (RES) {
 #pragma unroll

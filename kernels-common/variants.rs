@@ -448,6 +448,9 @@ pub enum KernelKey {
         dtype: Dt,
         /// LayerNorm (else RMSNorm).
         ln: bool,
+        /// LayerNorm's build with the L2 prefetch of a later CTA's row (SPEC plus 16384,
+        /// `nk_fwd_regh_{dt}_ln_l2`; RMSNorm's one build carries it): the same bits.
+        l2: bool,
     },
     /// `nk_fwd_regqp{|r}_{dt}_{rms|ln}{|_res}`: the quantised twin in pairs (CUDA, SPEC plus 128
     /// plus 256 plus 1024, + 512 per row): as `FwdRegPair` for `FwdRegQDecode`, a row of group G
@@ -698,7 +701,7 @@ impl KernelKey {
             ),
             KernelKey::FwdRegDecode { dtype, ln, residual, k8 } => Spec::Int(base(dtype, ln, residual) + 256 + 16 * k8 as u32),
             KernelKey::FwdRegPair { dtype, ln, residual } => Spec::Int(base(dtype, ln, residual) + 256 + 1024),
-            KernelKey::FwdRegHalf { dtype, ln } => Spec::Int(base(dtype, ln, false) + 256 + 16 + 8192),
+            KernelKey::FwdRegHalf { dtype, ln, l2 } => Spec::Int(base(dtype, ln, false) + 256 + 16 + 8192 + 16384 * l2 as u32),
             KernelKey::FwdRegQDecode { dtype, ln, residual, per_row, tile, two_ctas } => {
                 Spec::Int(base(dtype, ln, residual) + 128 + 256 + 512 * per_row as u32 + 2048 * tile as u32 + 4096 * two_ctas as u32)
             }
@@ -773,7 +776,7 @@ impl KernelKey {
                 format!("nk_fwd_regd{}_{}_{}{}", if k8 { "8" } else { "" }, dtype.tag(), rms_ln(ln), res(residual))
             }
             KernelKey::FwdRegPair { dtype, ln, residual } => format!("nk_fwd_regp_{}_{}{}", dtype.tag(), rms_ln(ln), res(residual)),
-            KernelKey::FwdRegHalf { dtype, ln } => format!("nk_fwd_regh_{}_{}", dtype.tag(), rms_ln(ln)),
+            KernelKey::FwdRegHalf { dtype, ln, l2 } => format!("nk_fwd_regh_{}_{}{}", dtype.tag(), rms_ln(ln), if l2 { "_l2" } else { "" }),
             KernelKey::FwdRegQDecode { dtype, ln, residual, per_row, tile, two_ctas } => format!(
                 "nk_fwd_regqd{}{}_{}_{}{}{}",
                 if per_row { "r" } else { "" },

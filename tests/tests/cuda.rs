@@ -372,7 +372,8 @@ fn fp8_staged_matches_oracle() {
 /// The pairs' converse as well (`nk_fwd_regh_*`: group G's rows run by G / 2 threads of 8
 /// chunks, forced at every M and N): bf16 without the residual at groups of 64 to 256 threads
 /// (N = 2048 to 8192), partial chunks (N = 3000, 5000: a G-thread with fewer chunks than its
-/// partner), one row and several hundred; it must have run.
+/// partner), one row and several hundred; it must have run. And with the L2 prefetch on at 4100
+/// rows of 8192 and 9001 of 4096 (grids of several waves; LayerNorm's `_l2` build).
 fn pair_forward_matches_register() {
     use cluster::{close, fwd, inputs};
     use normkit_core::cpu::CpuBackend;
@@ -437,6 +438,34 @@ fn pair_forward_matches_register() {
                     if on && !p.bits_eq(q) {
                         bad.push(format!("{ctx}: {what} differs between {who}"));
                     }
+                }
+            }
+        }
+    }
+    // With the L2 prefetch of a later CTA's row (Tuning::fwd_l2_ahead at every size): grids of
+    // several waves, the half-thread kernels (LayerNorm's `_l2` build) against the register
+    // kernel, bit for bit; the prefetching builds must have run.
+    let half_l2 = with(&|t| {
+        t.fwd_half = [false, true].map(|ln| normkit::cuda::tuning::HalfRule { ln, n: (0, usize::MAX), rows: (1, u64::MAX) }).to_vec();
+        t.fwd_l2_ahead =
+            [false, true].map(|ln| normkit::cuda::tuning::L2Rule { ln, f32: false, n: (1, usize::MAX), min_elems: 0, pct: 50 }).to_vec();
+    });
+    for (m, n) in [(4100usize, 8192usize), (9001, 4096)] {
+        for ln in [false, true] {
+            let ctx = format!("l2: m={m} n={n} ln={ln}");
+            let (len, dt) = (m * n, DType::BF16);
+            let i = inputs(len, n, dt, 0x12a9 + (m * n) as u64);
+            let l = Layout::contiguous(m, n);
+            let b = fwd(&general, ln, false, l, m, dt, len, &i);
+            let before = launches_of(&half_l2, &[if ln { "nk_fwd_regh_bf16_ln_l2" } else { "nk_fwd_regh_bf16_rms" }]);
+            let h = fwd(&half_l2, ln, false, l, m, dt, len, &i);
+            assert!(
+                launches_of(&half_l2, &[if ln { "nk_fwd_regh_bf16_ln_l2" } else { "nk_fwd_regh_bf16_rms" }]) > before,
+                "{ctx}: not run"
+            );
+            for (what, p, q, on) in [("y", &h.0, &b.0, true), ("rstd", &h.2, &b.2, true), ("mean", &h.3, &b.3, ln)] {
+                if on && !p.bits_eq(q) {
+                    bad.push(format!("{ctx}: {what} differs between the half (prefetching) and the register kernel"));
                 }
             }
         }

@@ -459,7 +459,7 @@ pub fn forward(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall) ->
                 .iter()
                 .find(|h| h.ln == c.ln && (h.n.0..=h.n.1).contains(&c.n) && (h.rows.0..=h.rows.1).contains(&m))
                 .filter(|_| chunks == FwdChunks::K4 && c.aligned && !c.residual && rc.group >= 64 && rc.group.is_power_of_two())
-                .and_then(|_| kernels::lookup(KernelKey::FwdRegHalf { dtype: kdt(dt).ok()?, ln: c.ln }))
+                .and_then(|_| kernels::lookup(KernelKey::FwdRegHalf { dtype: kdt(dt).ok()?, ln: c.ln, l2: false }))
                 .filter(|hk| block / 2 <= hk.max_threads);
             let step = match (half, pair, twin) {
                 (Some(hk), _, _) => {
@@ -476,18 +476,29 @@ pub fn forward(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall) ->
                 (None, None, None) => Step::plain(k, (blocks, 1), block, 0),
             };
             // Tuning::fwd_l2_ahead: the plain kernels without the residual and the half-thread
-            // RMSNorm (16-byte aligned; the kernels that carry the prefetch) of a grid past its
-            // first wave prefetch into L2 the row that far on (a share of a wave's rows).
-            let l2 = t.fwd_l2_ahead.iter().find(|r| {
-                r.ln == c.ln && r.f32 == (dt == DType::F32) && (r.n.0..=r.n.1).contains(&c.n) && m.saturating_mul(c.n as u64) >= r.min_elems
-            });
-            if let Some(rule) = l2.filter(|_| {
-                c.aligned && matches!(step.kernel.key, KernelKey::FwdReg { residual: false, .. } | KernelKey::FwdRegHalf { ln: false, .. })
-            }) {
-                let wave = u64::from(d.sms) * u64::from(occ.blocks_per_sm(step.kernel, step.block, step.smem as usize)?.max(1));
+            // kernels (16-byte aligned; the kernels that carry the prefetch, LayerNorm's
+            // half-thread kernel in its `_l2` build) of a grid past its first wave prefetch into
+            // L2 the row that far on (a share of a wave's rows).
+            // The first rule of the op, dtype and N decides (a call below its size gets none).
+            let l2 = t
+                .fwd_l2_ahead
+                .iter()
+                .find(|r| r.ln == c.ln && r.f32 == (dt == DType::F32) && (r.n.0..=r.n.1).contains(&c.n))
+                .filter(|r| m.saturating_mul(c.n as u64) >= r.min_elems);
+            let l2_kernel = match step.kernel.key {
+                KernelKey::FwdReg { residual: false, .. } | KernelKey::FwdRegHalf { ln: false, .. } => Some(step.kernel),
+                KernelKey::FwdRegHalf { dtype, ln: true, l2: false } => {
+                    kernels::lookup(KernelKey::FwdRegHalf { dtype, ln: true, l2: true })
+                }
+                _ => None,
+            };
+            let mut step = step;
+            if let (Some(rule), Some(lk), true) = (l2, l2_kernel, c.aligned) {
+                let wave = u64::from(d.sms) * u64::from(occ.blocks_per_sm(lk, step.block, step.smem as usize)?.max(1));
                 if u64::from(step.grid.0) > wave {
                     let rows = wave * fields.rpc.max(1) as u64 * u64::from(rule.pct) / 100;
                     fields.pf = i32::try_from(rows).unwrap_or(i32::MAX);
+                    step.kernel = lk;
                 }
             }
             // Tuning::fwd_twin_cap(_auto): padding that leaves at most K of the twin's CTAs on
@@ -1967,7 +1978,8 @@ mod tests {
         assert_eq!(kn(&t, ln_fwd(fwd(BF16, 8192, 512))), (hl, 128));
         assert_ne!(kn(&t, ln_fwd(fwd(BF16, 8192, 511))).0, hl);
         assert_ne!(kn(&t, ln_fwd(fwd(BF16, 6000, 4096))).0, hl);
-        assert_eq!(kn(&t, ln_fwd(fwd(BF16, 4096, 8192))), (hl, 64));
+        assert_eq!(kn(&t, ln_fwd(fwd(BF16, 4096, 8192))), ("nk_fwd_regh_bf16_ln_l2", 64), "2^25 elements: the L2 prefetch's build");
+        assert_eq!(kn(&t, ln_fwd(fwd(BF16, 4096, 8191))), (hl, 64));
         assert_ne!(kn(&t, ln_fwd(fwd(BF16, 4096, 8193))).0, hl);
         assert_ne!(kn(&t, ln_fwd(fwd(BF16, 4096, 2047))).0, hl);
         assert_ne!(kn(&t, FwdCall { residual: true, ..fwd(BF16, 8192, 4096) }).0, hr);
@@ -2895,7 +2907,7 @@ mod tests {
         // Tuning::fwd_l2_ahead on HBM3e (tuning::L2_SM90_HBM3E): the plain and half-thread
         // kernels of a grid past its first wave prefetch the row half a wave's rows on —
         // RMSNorm and LayerNorm without the residual in 16 bits up to N = 8192, LayerNorm in f32;
-        // from 2^24 elements; not the half-thread LayerNorm (no prefetch compiled).
+        // from 2^24 elements; the half-thread LayerNorm from 2^25, in its `_l2` build.
         let t = Tuning::for_device(9, 4800.0);
         let pf = |t: &Tuning, c: FwdCall| plan_fwd(t, c).fields.pf;
         let half_wave = |t: &Tuning, c: FwdCall| {
@@ -2912,13 +2924,14 @@ mod tests {
             ln_fwd(fwd(BF16, 4096, 16384)),
             ln_fwd(fwd(BF16, 6000, 4096)),
             ln_fwd(fwd(BF16, 512, 65536)),
+            ln_fwd(fwd(BF16, 8192, 32768)),
             ln_fwd(fwd(F32, 4096, 32768)),
         ] {
             assert!(pf(&t, c) > 0, "{c:?}");
             assert_eq!(pf(&t, c), half_wave(&t, c), "{c:?}");
         }
-        // None: RMSNorm in f32, the residual, LayerNorm at N = 16384, calls below the size, the
-        // half-thread LayerNorm; none on the H100.
+        // None: RMSNorm in f32, the residual, LayerNorm at N = 16384, calls below the size;
+        // none on the H100.
         for c in [
             fwd(F32, 4096, 32768),
             FwdCall { residual: true, ..fwd(BF16, 4096, 32768) },
@@ -2926,13 +2939,18 @@ mod tests {
             ln_fwd(fwd(BF16, 16384, 16384)),
             fwd(BF16, 4096, 2048),
             fwd(BF16, 8192, 2047),
-            ln_fwd(fwd(BF16, 8192, 32768)),
-            ln_fwd(fwd(BF16, 4096, 8192)),
+            ln_fwd(fwd(BF16, 8192, 2048)),
+            ln_fwd(fwd(BF16, 8192, 4095)),
         ] {
             assert_eq!(pf(&t, c), 0, "{c:?}");
         }
         assert_eq!(pf(&Tuning::for_device(9, 3350.0), fwd(BF16, 4096, 32768)), 0);
         assert!(Tuning::for_device(9, 3350.0).fwd_l2_ahead.is_empty());
+        // The half-thread LayerNorm: its `_l2` build where it prefetches, the plain build else.
+        let kn = |t: &Tuning, c: FwdCall| plan_fwd(t, c).steps().next().unwrap().kernel.name;
+        assert_eq!(kn(&t, ln_fwd(fwd(BF16, 8192, 32768))), "nk_fwd_regh_bf16_ln_l2");
+        assert_eq!(kn(&t, ln_fwd(fwd(BF16, 8192, 4095))), "nk_fwd_regh_bf16_ln");
+        assert_eq!(kn(&t, fwd(BF16, 8192, 32768)), "nk_fwd_regh_bf16_rms");
         // A grid of one wave, the twin, an unaligned call: none.
         let all = Tuning::for_device(9, 4800.0).with_env(|k| (k == "NORMKIT_CUDA_FWD_L2PF").then(|| "50".to_owned()));
         assert_eq!(pf(&all, fwd(BF16, 4096, 1024)), 0);
@@ -2945,7 +2963,7 @@ mod tests {
         assert_eq!(e.fwd_l2_ahead.len(), 4);
         assert_eq!(pf(&e, fwd(F32, 4096, 32768)), 2 * half_wave(&e, fwd(F32, 4096, 32768)));
         assert_eq!(pf(&e, FwdCall { residual: true, ..fwd(BF16, 4096, 32768) }), 0, "no kernel with the residual prefetches");
-        assert_eq!(pf(&e, ln_fwd(fwd(BF16, 8192, 32768))), 0, "nor the half-thread LayerNorm");
+        assert_eq!(kn(&env("off"), ln_fwd(fwd(BF16, 8192, 32768))), "nk_fwd_regh_bf16_ln");
         let e = env("ln:16:1:4096:0:25, ln:f32:1:max:0:50, rms:16:1:max:163840000:50");
         let ln = ln_fwd(fwd(BF16, 4096, 32768));
         assert_eq!(pf(&e, ln), half_wave(&e, ln) / 2);

@@ -28,7 +28,7 @@
 //! | `NORMKIT_CUDA_FWD_K8W` | [`Tuning::fwd_k8_wide`] | `max_n:group:rows_per_cta`: the 8-chunk row for bf16 forwards without the residual at N in (max_n / 2, max_n]; `off`: none; changes bits where it runs |
 //! | `NORMKIT_CUDA_FWD_K8W_LN` | [`Tuning::fwd_k8_wide_ln`] | the same for LayerNorm only |
 //! | `NORMKIT_CUDA_FWD_HALF` | [`Tuning::fwd_half`] | `op:min_n:max_n:min_rows:max_rows,...` (op `rms`, `ln` or `all`): the rules replaced (the 4-chunk rows on half the threads, same bits); `off`: none |
-//! | `NORMKIT_CUDA_FWD_L2PF` | [`Tuning::fwd_l2_ahead`] | `op:dt:min_n:max_n:min_elems:P,...` (op `rms` or `ln`; dt `16` or `f32`): the rules replaced (the plain register forwards without the residual and the half-thread RMSNorm, of at least min_elems elements, prefetch into L2 the row P % of a wave on); a number P: every op at every size; `off`: none |
+//! | `NORMKIT_CUDA_FWD_L2PF` | [`Tuning::fwd_l2_ahead`] | `op:dt:min_n:max_n:min_elems:P,...` (op `rms` or `ln`; dt `16` or `f32`): the rules replaced (the plain register forwards without the residual and the half-thread kernels, of at least min_elems elements, prefetch into L2 the row P % of a wave on); a number P: every op at every size; `off`: none |
 //! | `NORMKIT_CUDA_PF` | [`Tuning::bwd_reg_prefetch`] | `0`: the backward register kernels without their prefetching twins |
 //! | `NORMKIT_CUDA_FULL` | [`Tuning::no_full`] | `0`: register kernels without their FULL specialisation |
 //! | `NORMKIT_CUDA_FWD_GRID` | [`Tuning::fwd_persistent`] | `persist`: forward register kernels on an occupancy-sized grid |
@@ -523,7 +523,7 @@ pub const HALF_SM90_HBM3E: [HalfRule; 4] = [
     HalfRule { ln: true, n: (4096, 4096), rows: (2048, 8192) },
 ];
 
-/// One rule of [`Tuning::fwd_l2_ahead`]: the forwards of one op (LayerNorm or RMSNorm, without
+/// One rule of [`Tuning::fwd_l2_ahead`] (the first rule of a call's op, dtype and N decides): the forwards of one op (LayerNorm or RMSNorm, without
 /// the residual: its kernels carry no prefetch) in f32 or in a 16-bit dtype, with N in `n` (inclusive) and at least
 /// `min_elems` elements, prefetch the row `pct` % of a wave's rows further on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -554,10 +554,12 @@ pub struct L2Rule {
 /// The sizes (call 3, `summary-pf.md`: the prefetch on against off in one build): from 2^24
 /// elements it helps or is neutral (rms 2048×8192 −0.6%, ln 4096×4096 −7.6%, ln 16384×1024
 /// −1.3%), below it costs (1024×8192 +4-5%, 2048×4096 +1.6%). The half-thread LayerNorm (N = 4096
-/// for 2048-8192 rows, N = 8192 from 512) carries no prefetch (NOTES v28), so those calls get
-/// none whatever the rule says.
-pub const L2_SM90_HBM3E: [L2Rule; 3] = [
+/// for 2048-8192 rows, N = 8192 from 512; its `_l2` build) from 2^25: at 2^24 it was 2.5-3.4%
+/// slower with the prefetch (`summary-v1.md`), from 2^25 3.6-10% faster (call 4).
+pub const L2_SM90_HBM3E: [L2Rule; 5] = [
     L2Rule { ln: false, f32: false, n: (1, 8192), min_elems: 1 << 24, pct: 50 },
+    L2Rule { ln: true, f32: false, n: (4096, 4096), min_elems: 1 << 25, pct: 50 },
+    L2Rule { ln: true, f32: false, n: (8192, 8192), min_elems: 1 << 25, pct: 50 },
     L2Rule { ln: true, f32: false, n: (1, 8192), min_elems: 1 << 24, pct: 50 },
     L2Rule { ln: true, f32: true, n: (1, usize::MAX), min_elems: 1 << 24, pct: 50 },
 ];
