@@ -151,7 +151,9 @@ NK_DEVICE void nk_store_s64(void* p, uint32_t lo, uint32_t hi) { *reinterpret_ca
 // tile) are not in this backend's kernel list; these stand in so the shared sources compile,
 // and trap if ever reached.
 NK_DEVICE int nk_cluster_rank() { return 0; }
-// The L2 prefetch of the CUDA FP8 twin (not in this backend's list): nothing to do.
+// The CUDA kernels' L2 prefetch hint (the FP8 twin's, not in this backend's list, and the
+// register forwards'): nothing to do. The HIP planner never sets `pf`, so the call is never
+// reached and compiles away.
 NK_DEVICE void nk_bulk_prefetch_l2(const void*, unsigned) {}
 NK_DEVICE int nk_cluster_size() { return 1; }
 NK_DEVICE void nk_cluster_sync() { __builtin_trap(); }

@@ -475,10 +475,10 @@ pub fn forward(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall) ->
                 (None, None, Some(k)) => trigger_step(t, &mut fields, k, blocks, block),
                 (None, None, None) => Step::plain(k, (blocks, 1), block, 0),
             };
-            // Tuning::fwd_l2_ahead: the plain kernels without the residual and the half-thread
-            // kernels (16-byte aligned; the kernels that carry the prefetch, LayerNorm's
-            // half-thread kernel in its `_l2` build) of a grid past its first wave prefetch into
-            // L2 the row that far on (a share of a wave's rows).
+            // Tuning::fwd_l2_ahead: the kernels that carry the prefetch — the 16-byte-aligned
+            // plain kernels without the residual, the half-thread kernels (always aligned;
+            // LayerNorm's in its `_l2` build) — on a grid past its first wave prefetch into L2
+            // the row that far on (a share of a wave's rows).
             // The first rule of the op, dtype and N decides (a call below its size gets none).
             let l2 = t
                 .fwd_l2_ahead
@@ -486,14 +486,14 @@ pub fn forward(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall) ->
                 .find(|r| r.ln == c.ln && r.f32 == (dt == DType::F32) && (r.n.0..=r.n.1).contains(&c.n))
                 .filter(|r| m.saturating_mul(c.n as u64) >= r.min_elems);
             let l2_kernel = match step.kernel.key {
-                KernelKey::FwdReg { residual: false, .. } | KernelKey::FwdRegHalf { ln: false, .. } => Some(step.kernel),
+                KernelKey::FwdReg { residual: false, aligned: true, .. } | KernelKey::FwdRegHalf { ln: false, .. } => Some(step.kernel),
                 KernelKey::FwdRegHalf { dtype, ln: true, l2: false } => {
                     kernels::lookup(KernelKey::FwdRegHalf { dtype, ln: true, l2: true })
                 }
                 _ => None,
             };
             let mut step = step;
-            if let (Some(rule), Some(lk), true) = (l2, l2_kernel, c.aligned) {
+            if let (Some(rule), Some(lk)) = (l2, l2_kernel) {
                 let wave = u64::from(d.sms) * u64::from(occ.blocks_per_sm(lk, step.block, step.smem as usize)?.max(1));
                 if u64::from(step.grid.0) > wave {
                     let rows = wave * fields.rpc.max(1) as u64 * u64::from(rule.pct) / 100;
@@ -2898,9 +2898,6 @@ mod tests {
         assert!(paths.iter().any(|p| p.0 == Family::FwdQuantStaged), "{paths:?}");
     }
 
-    /// The forward's twin in pairs (Tuning::fwd_pair): RMSNorm with the fused residual wherever
-    /// the twin runs, but not on grids of 17–63 CTAs; twice the table's group and threads, the
-    /// same grid; `NORMKIT_CUDA_FWD_PAIR=all` every op, `0` never.
     #[test]
     fn forward_l2_prefetch_rules() {
         use DType::*;
@@ -2976,6 +2973,9 @@ mod tests {
         }
     }
 
+    /// The forward's twin in pairs (Tuning::fwd_pair): RMSNorm with the fused residual wherever
+    /// the twin runs, but not on grids of 17–63 CTAs; twice the table's group and threads, the
+    /// same grid; `NORMKIT_CUDA_FWD_PAIR=all` every op, `0` never.
     #[test]
     fn forward_pair_by_op_and_grid() {
         let d = h100();

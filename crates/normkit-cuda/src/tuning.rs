@@ -523,9 +523,11 @@ pub const HALF_SM90_HBM3E: [HalfRule; 4] = [
     HalfRule { ln: true, n: (4096, 4096), rows: (2048, 8192) },
 ];
 
-/// One rule of [`Tuning::fwd_l2_ahead`] (the first rule of a call's op, dtype and N decides): the forwards of one op (LayerNorm or RMSNorm, without
-/// the residual: its kernels carry no prefetch) in f32 or in a 16-bit dtype, with N in `n` (inclusive) and at least
-/// `min_elems` elements, prefetch the row `pct` % of a wave's rows further on.
+/// One rule of [`Tuning::fwd_l2_ahead`]: the forwards of one op (LayerNorm or RMSNorm, without
+/// the residual: its kernels carry no prefetch) in f32 or in a 16-bit dtype, with N in `n`
+/// (inclusive) and at least `min_elems` elements, prefetch the row `pct` % of a wave's rows
+/// further on. The first rule of a call's op, dtype and N decides: a call below its size gets
+/// no prefetch (not a later rule's).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct L2Rule {
     /// LayerNorm (else RMSNorm).
@@ -684,9 +686,9 @@ pub struct Tuning {
     /// [`HALF_SM90_HBM3E`] on the H200. Env `NORMKIT_CUDA_FWD_HALF`.
     pub fwd_half: Vec<HalfRule>,
     /// Where the plain register forwards and the half-thread kernels (16-byte aligned, grids
-    /// past their first wave) prefetch into L2 a later CTA's row: the first rule that takes the
-    /// call gives the distance, in percent of a wave's rows; no rule, no prefetch. A hint, no bit
-    /// changes. None on the H100 (not measured there); [`L2_SM90_HBM3E`] on the H200. Env
+    /// past their first wave) prefetch into L2 a later CTA's row: the first rule of the call's
+    /// op, dtype and N gives the distance, in percent of a wave's rows, if the call has its size;
+    /// else no prefetch. A hint, no bit changes. None on the H100 (not measured there); [`L2_SM90_HBM3E`] on the H200. Env
     /// `NORMKIT_CUDA_FWD_L2PF`.
     pub fwd_l2_ahead: Vec<L2Rule>,
     /// Forward register kernels on an occupancy-sized persistent grid instead of one CTA per
@@ -888,6 +890,15 @@ const CL_FWD32: [ClusterConfig; 4] = [cc(32768, 4, 256), cc(65536, 8, 256), cc(1
 const CL_BWD16: [ClusterConfig; 5] = [cc(16384, 2, 256), cc(32768, 4, 256), cc(65536, 8, 256), cc(131072, 16, 256), cc(262144, 16, 512)];
 const CL_BWD32: [ClusterConfig; 4] = [cc(16384, 4, 256), cc(32768, 8, 256), cc(65536, 16, 256), cc(131072, 16, 512)];
 
+/// A bound from the environment: a number, or `max` for `max`; `None` if malformed.
+fn or_max<T: std::str::FromStr>(v: &str, max: T) -> Option<T> {
+    if v == "max" {
+        Some(max)
+    } else {
+        v.parse().ok()
+    }
+}
+
 /// `LO:HI` from the environment (each side trimmed); `None` if malformed.
 fn lo_hi<T: std::str::FromStr>(v: &str) -> Option<(T, T)> {
     let (lo, hi) = v.split_once(':')?;
@@ -1087,7 +1098,7 @@ impl Tuning {
                     let f: Vec<&str> = e.split(':').map(str::trim).collect();
                     let [op, lo, hi, rlo, rhi] = f[..] else { return None };
                     let n = (lo.parse().ok()?, hi.parse().ok()?);
-                    let rows = (rlo.parse().ok()?, if rhi == "max" { u64::MAX } else { rhi.parse().ok()? });
+                    let rows = (rlo.parse().ok()?, or_max(rhi, u64::MAX)?);
                     let ops: &[bool] = match op {
                         "rms" => &[false],
                         "ln" => &[true],
@@ -1186,7 +1197,7 @@ impl Tuning {
                         "16" => false,
                         _ => return None,
                     };
-                    let n = (lo.parse().ok()?, if hi == "max" { usize::MAX } else { hi.parse().ok()? });
+                    let n = (lo.parse().ok()?, or_max(hi, usize::MAX)?);
                     (n.0 <= n.1).then_some(L2Rule { ln, f32, n, min_elems: elems.parse().ok()?, pct: pct.parse().ok()? })
                 };
                 if let Ok(p) = v.parse::<u32>() {
