@@ -16,6 +16,13 @@ namespace nk {
 // all its 16-byte loads of a row at once, and nothing is staged in shared memory. The ALIGNED and
 // element-wise variants run this same body, so a row's result never depends on the layout.
 constexpr int REG_KMAX = 4;
+
+// The plain 16-bit LayerNorm forward's weight and bias loads this many chunks ahead of their use
+// (fwd_reg_body's WD; 0: each loaded right before its chunk). A macro for measurement builds
+// (NORMKIT_NVCC_FLAGS=-DNK_FWD_WD_LN=2); the default is the measured one.
+#ifndef NK_FWD_WD_LN
+#define NK_FWD_WD_LN 1
+#endif
 // Chunks per thread of a forward register kernel: SPEC bit 16 doubles REG_KMAX, bit 32 quadruples
 // it, bit 1024 (the decode twin in pairs) halves it.
 template <int SPEC>
@@ -175,6 +182,20 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
     // 1-3.4% below 2^25 elements, where the planner keeps the build without it (call 4).
     constexpr bool HL2 = HALF && LN && (SPEC & 16384) != 0;
     constexpr bool L2W = ALIGNED && !Q && !PF && !RES && (!EW || (HALF && (!LN || HL2)));
+    // WD: the plain 16-bit LayerNorm forward without the residual (16-byte layouts, rows of
+    // whole chunks: not the twins, pairs, half-thread, quantised or cp.async-staged kernels, whose
+    // weights come with the row) issues its output pass's weight and bias loads WD chunks ahead
+    // of their use. They are volatile, so in program order: loaded right before their chunk,
+    // chunk k + 1's waited for chunk k's store, one L2 round trip per chunk after the row's
+    // reductions. The same values in the same arithmetic: no bit changes. H200, one build per
+    // depth by NK_FWD_WD_LN against 5e64037 (bench/results/nvidia-h200-2026-11-28/wpre/call1):
+    // D = 1 ln_fwd 16384×1024 −4.7%, 8192×2048 −4.5%, 8192×4096 f16 −2.4%, 65536×512 −1.2%,
+    // 32768×4096 +0.6% (8 bytes spilled at the 1024-thread bound's 64 registers); D = 2 (16
+    // bytes) +5-8.7% at 2^24 elements and up, D = 4 (56 bytes) +35-66%. RMSNorm with its weight
+    // 4 chunks ahead (no spill): within ±0.2% but 8192×2048 −1.3%, and its residual kernel 2.5%
+    // slower at 1024×4096; f32 1 or 2 ahead (no spill) 1-11% slower: both load where used.
+    constexpr int WD = (ALIGNED && FULL && LN && !RES && NARROW && KMAX == REG_KMAX && !EW && !Q && !PF) ? NK_FWD_WD_LN : 0;
+    static_assert(WD <= KMAX, "the weight loads ahead: at most the thread's chunks");
     // The accumulator of chunk k (TWO).
     auto acc_of = [](int k) -> int { return HALF ? ((k >> 1) & 1) | ((k & 1) << 1) : PAIR ? 0 : k & 1; };
     constexpr int NS = RES ? 2 : 1, SW = NARROW ? 1 : 2;
@@ -374,6 +395,19 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
                     constexpr int ES = NARROW ? 2 : 4;
                     const unsigned bytes = ((unsigned)n * (unsigned)ES) & ~15u;
                     nk_bulk_prefetch_l2(static_cast<const char*>(xrow) + (int64_t)p0.pf * p.sx * ES, bytes);
+                }
+            }
+        };
+        // WD: the weight and bias chunks ahead of the output pass, loaded without a branch (x's
+        // own chunk stands in for an absent one, and is not used).
+        Raw wq[WD > 0 ? KMAX : 1], bq[WD > 0 ? KMAX : 1];
+        auto wfetch = [&](int k) {
+            if constexpr (WD > 0) {
+                if (k < KMAX) {
+                    const int64_t e = (int64_t)(k * G + t) * CH;
+                    const void* xs = reinterpret_cast<const void*>(p.x);
+                    load_chunk<ALIGNED, NARROW>(has_w ? wp : xs, DT, e, n, wq[k < KMAX ? k : 0]);
+                    load_chunk<ALIGNED, NARROW>(has_b ? bp : xs, DT, e, n, bq[k < KMAX ? k : 0]);
                 }
             }
         };
@@ -681,7 +715,10 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
                 }
                 void* yrow = row_ptr_mut(p.y, row, p.sy, DT);
     #pragma unroll
+                for (int k = 0; k < WD; ++k) wfetch(k);
+    #pragma unroll
                 for (int k = 0; k < KMAX; ++k) {
+                    if constexpr (WD > 0) wfetch(k + WD);
                     const int c = k * G + t;
                     if (FULL || (k < K && c < nch)) {
                         const int64_t e = (int64_t)c * CH;
@@ -697,6 +734,7 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
                             Raw wr;
                             float w[CH];
                             if constexpr (EW) wr = wreg[k];
+                            else if constexpr (WD > 0) wr = wq[k];
                             else load_chunk<ALIGNED, NARROW>(wp, DT, e, n, wr);
                             unpack<NARROW>(DT, wr, w);
     #pragma unroll
@@ -706,6 +744,7 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
                             Raw br;
                             float b[CH];
                             if constexpr (EW && LN) br = breg[LN ? k : 0];
+                            else if constexpr (WD > 0) br = bq[k];
                             else load_chunk<ALIGNED, NARROW>(bp, DT, e, n, br);
                             unpack<NARROW>(DT, br, b);
     #pragma unroll
