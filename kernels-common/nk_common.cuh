@@ -272,13 +272,22 @@ NK_DEVICE void group_sum_nb(float (&v)[NV], int G, float* scratch) {
     }
 }
 
-// The sum over a group of 2G virtual threads that G threads hold two apiece (G a power of two,
-// at least a warp): v[0] is virtual thread t's value, v[1] virtual thread G + t's. The additions
-// of group_sum_nb over the 2G threads, in its order: each virtual warp's butterfly (v[0]'s warps
-// are the group's first G / 32, v[1]'s the next), then the left fold of the 2G / 32 warp sums
-// from the first. The half-thread forward (nk_reg.cuh, HALF) reduces a 4-chunk group's row with
-// it: the same bits on half the threads.
+// The sum over a group of 2G virtual threads that G threads hold two apiece (G a power of two):
+// v[0] is virtual thread t's value, v[1] virtual thread G + t's. The additions of group_sum_nb
+// over the 2G threads, in its order. G at least a warp: each virtual warp's butterfly (v[0]'s
+// warps are the group's first G / 32, v[1]'s the next), then the left fold of the 2G / 32 warp
+// sums from the first. SUB, G below a warp (2G ≤ 32 virtual threads, one butterfly): its first step
+// (offset G) adds virtual threads t and G + t, the two values thread t holds (addition commutes:
+// both virtual partners get the same bits), and the others run on the G threads. The half-thread
+// forward (nk_reg.cuh, HALF) reduces a 4-chunk group's row with it: the same bits on half the
+// threads.
+template <bool SUB>
 NK_DEVICE float group_sum_half(float (&v)[2], int G, float* scratch) {
+    if constexpr (SUB) {
+        float s = v[0] + v[1];
+        for (int o = G / 2; o > 0; o >>= 1) s = s + nk_shfl_xor(s, o);
+        return s;
+    }
 #pragma unroll
     for (int o = NK_WARP / 2; o > 0; o >>= 1) {
         v[0] = v[0] + nk_shfl_xor(v[0], o);

@@ -162,7 +162,7 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
     constexpr bool PAIR = EW && (SPEC & 1024) != 0;
     static_assert(!(PAIR && TF) && (!PAIR || TWO), "pairs: two accumulators, no yT tiles");
     // HALF (SPEC + 256 + 16 + 8192, `nk_fwd_regh_*`): the pairs' converse, a row of the 4-chunk
-    // table's group G run by G / 2 threads of 8 chunks, launched as group G / 2 (at least a warp).
+    // table's group G run by G / 2 threads of 8 chunks, launched as group G / 2 (8 threads at least).
     // Chunk k of thread t is chunk k / 2 of G-thread t (k even) or of G-thread G / 2 + t (k odd),
     // so the thread keeps four accumulators — those two G-threads' even and odd chunks, each in
     // chunk order — adds each pair (even + odd) and hands both sums to group_sum_half, which adds
@@ -181,6 +181,9 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
     // spilled 16 bytes and the code cost 4-9% (call 3), and before them the code still cost
     // 1-3.4% below 2^25 elements, where the planner keeps the build without it (call 4).
     constexpr bool HL2 = HALF && LN && (SPEC & 16384) != 0;
+    // SUBW (SPEC + 32768, `nk_fwd_regh_*_sw`): the half-thread kernels for groups G / 2 below a
+    // warp (group_sum_half's one-butterfly form).
+    constexpr bool SUBW = HALF && (SPEC & 32768) != 0;
     constexpr bool L2W = ALIGNED && !Q && !PF && !RES && (!EW || (HALF && (!LN || HL2)));
     // WD: the plain 16-bit LayerNorm forward without the residual (16-byte layouts, rows of
     // whole chunks: not the twins, pairs, half-thread, quantised or cp.async-staged kernels, whose
@@ -363,7 +366,7 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
         auto row_sum = [&](float (&a)[NA]) -> float {
             if constexpr (HALF) {
                 float s2[2] = {a[0] + a[1], a[NA - 2] + a[NA - 1]};
-                return group_sum_half(s2, G, scratch[par]);
+                return group_sum_half<SUBW>(s2, G, scratch[par]);
             }
             constexpr int NV = QF ? 2 : 1;
             float s[NV];

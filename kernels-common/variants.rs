@@ -442,7 +442,7 @@ pub enum KernelKey {
     /// chunks are G-thread t's, its odd ones G-thread G / 2 + t's), whose four partial sums are
     /// reduced in the group-G order (`group_sum_half`): the bits of `FwdReg` and `FwdRegDecode`
     /// at group G, with twice the loads in flight per thread, for large batches (the CUDA
-    /// planner's `fwd_half`). 16-bit without the residual, G / 2 at least a warp.
+    /// planner's `fwd_half`). 16-bit without the residual, G / 2 at least 8 threads.
     FwdRegHalf {
         /// Every tensor's dtype (16-bit).
         dtype: Dt,
@@ -451,6 +451,10 @@ pub enum KernelKey {
         /// LayerNorm's build with the L2 prefetch of a later CTA's row (SPEC plus 16384,
         /// `nk_fwd_regh_{dt}_ln_l2`; RMSNorm's one build carries it): the same bits.
         l2: bool,
+        /// The build for groups G / 2 below a warp (SPEC plus 32768, `nk_fwd_regh_{dt}_{rms|ln}_sw`:
+        /// N = 512 and 1024), whose reduction is one butterfly: the other builds' warp-level code
+        /// stays as measured (a run-time branch between them spilled 8 more bytes in LayerNorm's).
+        sub: bool,
     },
     /// `nk_fwd_regqp{|r}_{dt}_{rms|ln}{|_res}`: the quantised twin in pairs (CUDA, SPEC plus 128
     /// plus 256 plus 1024, + 512 per row): as `FwdRegPair` for `FwdRegQDecode`, a row of group G
@@ -701,7 +705,9 @@ impl KernelKey {
             ),
             KernelKey::FwdRegDecode { dtype, ln, residual, k8 } => Spec::Int(base(dtype, ln, residual) + 256 + 16 * k8 as u32),
             KernelKey::FwdRegPair { dtype, ln, residual } => Spec::Int(base(dtype, ln, residual) + 256 + 1024),
-            KernelKey::FwdRegHalf { dtype, ln, l2 } => Spec::Int(base(dtype, ln, false) + 256 + 16 + 8192 + 16384 * l2 as u32),
+            KernelKey::FwdRegHalf { dtype, ln, l2, sub } => {
+                Spec::Int(base(dtype, ln, false) + 256 + 16 + 8192 + 16384 * l2 as u32 + 32768 * sub as u32)
+            }
             KernelKey::FwdRegQDecode { dtype, ln, residual, per_row, tile, two_ctas } => {
                 Spec::Int(base(dtype, ln, residual) + 128 + 256 + 512 * per_row as u32 + 2048 * tile as u32 + 4096 * two_ctas as u32)
             }
@@ -776,7 +782,9 @@ impl KernelKey {
                 format!("nk_fwd_regd{}_{}_{}{}", if k8 { "8" } else { "" }, dtype.tag(), rms_ln(ln), res(residual))
             }
             KernelKey::FwdRegPair { dtype, ln, residual } => format!("nk_fwd_regp_{}_{}{}", dtype.tag(), rms_ln(ln), res(residual)),
-            KernelKey::FwdRegHalf { dtype, ln, l2 } => format!("nk_fwd_regh_{}_{}{}", dtype.tag(), rms_ln(ln), if l2 { "_l2" } else { "" }),
+            KernelKey::FwdRegHalf { dtype, ln, l2, sub } => {
+                format!("nk_fwd_regh_{}_{}{}{}", dtype.tag(), rms_ln(ln), if l2 { "_l2" } else { "" }, if sub { "_sw" } else { "" })
+            }
             KernelKey::FwdRegQDecode { dtype, ln, residual, per_row, tile, two_ctas } => format!(
                 "nk_fwd_regqd{}{}_{}_{}{}{}",
                 if per_row { "r" } else { "" },

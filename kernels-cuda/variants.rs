@@ -364,11 +364,14 @@ pub const VARIANTS: &[Variant] = &[
     v(FwdRegDecode { dtype: Bf16, ln: true, residual: false, k8: true }, 256, 1),
     // The 4-chunk table's rows on half the threads, 8 chunks each (the planner's fwd_half): the
     // twins' bits at the 4-chunk group, for large batches.
-    v(FwdRegHalf { dtype: Bf16, ln: false, l2: false }, 256, 2),
-    v(FwdRegHalf { dtype: Bf16, ln: true, l2: false }, 256, 2),
+    v(FwdRegHalf { dtype: Bf16, ln: false, l2: false, sub: false }, 256, 2),
+    v(FwdRegHalf { dtype: Bf16, ln: true, l2: false, sub: false }, 256, 2),
     // LayerNorm's with the L2 prefetch (its own build: the code alone cost the one above 1-3.4%
     // where the prefetch does not run, NOTES v28).
-    v(FwdRegHalf { dtype: Bf16, ln: true, l2: true }, 256, 2),
+    v(FwdRegHalf { dtype: Bf16, ln: true, l2: true, sub: false }, 256, 2),
+    // Groups below a warp (N = 512, 1024).
+    v(FwdRegHalf { dtype: Bf16, ln: false, l2: false, sub: true }, 256, 2),
+    v(FwdRegHalf { dtype: Bf16, ln: true, l2: false, sub: true }, 256, 2),
     // The backward's twin for a few rows (SPEC + 256): one row per CTA; one row writes dW/dB
     // itself, more leave partial rows to the finalize. 256 threads at most (the register table's groups to
     // N = 8192 for 4 chunks, to 2048 / 4096 for 2 chunks of 16-bit / f32): at 512 the 4-chunk

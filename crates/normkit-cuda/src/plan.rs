@@ -393,7 +393,19 @@ pub fn forward(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall) ->
     // Tuning::fwd_k8_wide_ln's for LayerNorm.
     let k8_at = |w: &tuning::RowConfig| t.fwd_k8 && dts.x == DType::BF16 && !c.residual && c.n > w.max_n / 2 && c.n <= w.max_n;
     let wide = t.fwd_k8_wide.filter(k8_at).or(t.fwd_k8_wide_ln.filter(|w| c.ln && k8_at(w)));
-    if let Some(rc) = wide.or_else(|| tuning::pick(&t.fwd, c.n)) {
+    // Tuning::fwd_rpc: the table's group on other rows per CTA (the same bits), for 16-bit
+    // forwards where a rule takes the call and the CTA stays within 1024 threads.
+    let rows_rule = |rc: tuning::RowConfig| -> tuning::RowConfig {
+        let rule = t
+            .fwd_rpc
+            .iter()
+            .find(|r| r.ln == c.ln && r.residual == c.residual && (r.n.0..=r.n.1).contains(&c.n) && (r.rows.0..=r.rows.1).contains(&m));
+        match rule {
+            Some(r) if dts.x != DType::F32 && rc.group * r.rpc <= 1024 => tuning::RowConfig { rows_per_cta: r.rpc, ..rc },
+            _ => rc,
+        }
+    };
+    if let Some(rc) = wide.or_else(|| tuning::pick(&t.fwd, c.n).map(rows_rule)) {
         // The register-resident kernels: every tensor in x's dtype, Gemma casting, the row's
         // chunks fit REG_KMAX per thread. Chosen by N, dtypes and flags only; the 16-byte and
         // element-wise variants share one body (same chunks, same order).
@@ -458,8 +470,8 @@ pub fn forward(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall) ->
                 .fwd_half
                 .iter()
                 .find(|h| h.ln == c.ln && (h.n.0..=h.n.1).contains(&c.n) && (h.rows.0..=h.rows.1).contains(&m))
-                .filter(|_| chunks == FwdChunks::K4 && c.aligned && !c.residual && rc.group >= 64 && rc.group.is_power_of_two())
-                .and_then(|_| kernels::lookup(KernelKey::FwdRegHalf { dtype: kdt(dt).ok()?, ln: c.ln, l2: false }))
+                .filter(|_| chunks == FwdChunks::K4 && c.aligned && !c.residual && rc.group >= 16 && rc.group.is_power_of_two())
+                .and_then(|_| kernels::lookup(KernelKey::FwdRegHalf { dtype: kdt(dt).ok()?, ln: c.ln, l2: false, sub: rc.group < 64 }))
                 .filter(|hk| block / 2 <= hk.max_threads);
             let step = match (half, pair, twin) {
                 (Some(hk), _, _) => {
@@ -487,8 +499,8 @@ pub fn forward(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall) ->
                 .filter(|r| m.saturating_mul(c.n as u64) >= r.min_elems);
             let l2_kernel = match step.kernel.key {
                 KernelKey::FwdReg { residual: false, aligned: true, .. } | KernelKey::FwdRegHalf { ln: false, .. } => Some(step.kernel),
-                KernelKey::FwdRegHalf { dtype, ln: true, l2: false } => {
-                    kernels::lookup(KernelKey::FwdRegHalf { dtype, ln: true, l2: true })
+                KernelKey::FwdRegHalf { dtype, ln: true, l2: false, sub } => {
+                    kernels::lookup(KernelKey::FwdRegHalf { dtype, ln: true, l2: true, sub })
                 }
                 _ => None,
             };
@@ -1961,7 +1973,8 @@ mod tests {
         // Tuning::fwd_half on HBM3e (tuning::HALF_SM90_HBM3E): bf16 without the residual on half
         // the table's threads (8 chunks each, the table's group halved) — RMSNorm at N in (4096,
         // 8192] from 512 rows and in (2048, 4096] from 2048, LayerNorm at N = 8192 from 512 rows
-        // and at 4096 for 2048 to 8192 rows; the other calls keep their kernels, and the
+        // and at 4096 for 2048 to 8192 rows, both at N = 1024 (RMSNorm in (512, 1024]) from 4096
+        // rows and at 512 (RMSNorm in (256, 512]) from 8192; the other calls keep their kernels, and the
         // residual, f16 and the H100 never take it.
         let t = Tuning::for_device(9, 4800.0);
         let kn = |t: &Tuning, c: FwdCall| plan_fwd(t, c).steps().map(|s| (s.kernel.name, s.block)).next().unwrap();
@@ -1975,6 +1988,20 @@ mod tests {
         assert_eq!(group(&t, fwd(BF16, 8192, 511)), 256);
         assert_eq!(kn(&t, fwd(BF16, 4096, 2048)), (hr, 64));
         assert_ne!(kn(&t, fwd(BF16, 4096, 2047)).0, hr);
+        // N = 512 and 1024 from 4096 rows: the `_sw` builds (halves of 8 and 16 threads).
+        let (sr, sl) = ("nk_fwd_regh_bf16_rms_sw", "nk_fwd_regh_bf16_ln_sw");
+        assert_eq!(kn(&t, fwd(BF16, 1024, 4096)), (sr, 64));
+        assert_eq!(group(&t, fwd(BF16, 1024, 4096)), 16);
+        assert_eq!(kn(&t, fwd(BF16, 512, 65536)), (sr, 64));
+        assert_eq!(group(&t, fwd(BF16, 512, 65536)), 8);
+        assert_eq!(kn(&t, fwd(BF16, 700, 4096)).0, sr);
+        assert_eq!(kn(&t, ln_fwd(fwd(BF16, 1024, 16384))), (sl, 64));
+        assert_eq!(kn(&t, ln_fwd(fwd(BF16, 512, 8192))), (sl, 64));
+        assert_ne!(kn(&t, ln_fwd(fwd(BF16, 512, 8191))).0, sl);
+        assert_ne!(kn(&t, fwd(BF16, 512, 8191)).0, sr);
+        assert_ne!(kn(&t, fwd(BF16, 1024, 4095)).0, sr);
+        assert_ne!(kn(&t, ln_fwd(fwd(BF16, 1000, 16384))).0, sl);
+        assert_ne!(kn(&t, fwd(BF16, 256, 65536)).0, sr);
         assert_eq!(kn(&t, ln_fwd(fwd(BF16, 8192, 512))), (hl, 128));
         assert_ne!(kn(&t, ln_fwd(fwd(BF16, 8192, 511))).0, hl);
         assert_ne!(kn(&t, ln_fwd(fwd(BF16, 6000, 4096))).0, hl);
@@ -1992,7 +2019,7 @@ mod tests {
         let e = env("all:2049:8192:1:max,rms:1025:2048:5:9");
         assert_eq!(kn(&e, fwd(BF16, 4096, 1)), (hr, 64));
         assert_eq!(kn(&e, ln_fwd(fwd(BF16, 6000, 1))), (hl, 128));
-        assert_eq!(kn(&e, fwd(BF16, 2048, 9)), (hr, 128));
+        assert_eq!(kn(&e, fwd(BF16, 2048, 9)), (hr, 64), "the table's group on Tuning::fwd_rpc's 2 rows per CTA, halved");
         assert_eq!(plan_fwd(&e, fwd(BF16, 2048, 9)).fields.group, 32);
         assert!(!kn(&e, fwd(BF16, 2048, 10)).0.starts_with("nk_fwd_regh"));
         assert!(!kn(&e, ln_fwd(fwd(BF16, 2048, 9))).0.starts_with("nk_fwd_regh"));
@@ -2899,6 +2926,68 @@ mod tests {
     }
 
     #[test]
+    fn forward_rows_per_cta_rules() {
+        use DType::*;
+        // Tuning::fwd_rpc on HBM3e (tuning::RPC_SM90_HBM3E): 16-bit calls at N in (1024, 2048] on
+        // 2 rows per CTA — RMSNorm to 8192 rows, with the residual to 512, LayerNorm from 8192 —
+        // the table's group either way (the same bits).
+        let t = Tuning::for_device(9, 4800.0);
+        let h100 = Tuning::for_device(9, 3350.0);
+        let rows = |t: &Tuning, c: FwdCall| {
+            let l = plan_fwd(t, c);
+            (l.fields.rpc, l.fields.group)
+        };
+        let res = |c: FwdCall| FwdCall { residual: true, ..c };
+        for c in [
+            fwd(BF16, 2048, 8192),
+            fwd(BF16, 2048, 1),
+            fwd(F16, 2048, 4096),
+            fwd(BF16, 1100, 4096),
+            res(fwd(BF16, 2048, 512)),
+            res(fwd(F16, 2048, 8)),
+            ln_fwd(fwd(BF16, 2048, 8192)),
+            ln_fwd(fwd(F16, 2048, 65536)),
+        ] {
+            let table = rows(&h100, c);
+            assert_eq!(table.0, 4, "{c:?}");
+            assert_eq!(rows(&t, c).0, 2, "{c:?}");
+            // The group stays the table's (with the residual the twin may run in pairs, which
+            // launch it doubled and keep its reduction).
+            if !c.residual {
+                assert_eq!(rows(&t, c).1, table.1, "{c:?}");
+            }
+        }
+        // Not: outside the rows, LayerNorm with the residual, f32, other N, the H100.
+        for c in [
+            fwd(BF16, 2048, 8193),
+            res(fwd(BF16, 2048, 513)),
+            ln_fwd(fwd(BF16, 2048, 8191)),
+            res(ln_fwd(fwd(BF16, 2048, 8192))),
+            fwd(F32, 2048, 4096),
+            fwd(BF16, 1024, 4096),
+            fwd(BF16, 4096, 4096),
+        ] {
+            assert_eq!(rows(&t, c).0, rows(&h100, c).0, "{c:?}");
+        }
+        assert!(h100.fwd_rpc.is_empty());
+        // NORMKIT_CUDA_FWD_RPC: rules `op:min_n:max_n:min_rows:max_rows:R`; `off`; malformed
+        // values (and CTAs past 1024 threads) keep the default.
+        let env = |v: &'static str| Tuning::for_device(9, 4800.0).with_env(move |k| (k == "NORMKIT_CUDA_FWD_RPC").then(|| v.to_owned()));
+        assert_eq!(rows(&env("off"), fwd(BF16, 2048, 4096)).0, 4);
+        let e = env("all:512:512:1:max:16");
+        assert_eq!(e.fwd_rpc.len(), 4);
+        for c in [fwd(BF16, 512, 65536), ln_fwd(fwd(BF16, 512, 65536)), res(fwd(BF16, 512, 65536))] {
+            assert_eq!(rows(&e, c).0, 16, "{c:?}");
+        }
+        assert_eq!(rows(&e, fwd(BF16, 2048, 4096)).0, 4);
+        assert_eq!(rows(&env("addrms:2048:2048:1:max:2"), res(fwd(BF16, 2048, 65536))).0, 2);
+        assert_eq!(rows(&env("rms:2048:2048:1:max:32"), fwd(BF16, 2048, 4096)).0, 4, "64 × 32 threads: the table's");
+        for bad in ["rms:1:2", "xx:1:2048:1:max:2", "rms:2048:1:1:max:2", "rms:1:2048:1:max:0", "rms:1:2048:9:1:2"] {
+            assert_eq!(env(bad).fwd_rpc, tuning::RPC_SM90_HBM3E.to_vec(), "{bad}");
+        }
+    }
+
+    #[test]
     fn forward_l2_prefetch_rules() {
         use DType::*;
         // Tuning::fwd_l2_ahead on HBM3e (tuning::L2_SM90_HBM3E): the plain and half-thread
@@ -2920,9 +3009,10 @@ mod tests {
             ln_fwd(fwd(BF16, 4096, 32768)),
             ln_fwd(fwd(BF16, 4096, 16384)),
             ln_fwd(fwd(BF16, 6000, 4096)),
-            ln_fwd(fwd(BF16, 512, 65536)),
+            ln_fwd(fwd(F16, 512, 65536)),
             ln_fwd(fwd(BF16, 8192, 32768)),
             ln_fwd(fwd(F32, 4096, 32768)),
+            fwd(BF16, 512, 65536),
         ] {
             assert!(pf(&t, c) > 0, "{c:?}");
             assert_eq!(pf(&t, c), half_wave(&t, c), "{c:?}");
@@ -2938,6 +3028,8 @@ mod tests {
             fwd(BF16, 8192, 2047),
             ln_fwd(fwd(BF16, 8192, 2048)),
             ln_fwd(fwd(BF16, 8192, 4095)),
+            // The half-thread LayerNorm's `_sw` build (N = 512, 1024) has no prefetching twin.
+            ln_fwd(fwd(BF16, 512, 65536)),
         ] {
             assert_eq!(pf(&t, c), 0, "{c:?}");
         }

@@ -28,6 +28,7 @@
 //! | `NORMKIT_CUDA_FWD_K8W` | [`Tuning::fwd_k8_wide`] | `max_n:group:rows_per_cta`: the 8-chunk row for bf16 forwards without the residual at N in (max_n / 2, max_n]; `off`: none; changes bits where it runs |
 //! | `NORMKIT_CUDA_FWD_K8W_LN` | [`Tuning::fwd_k8_wide_ln`] | the same for LayerNorm only |
 //! | `NORMKIT_CUDA_FWD_HALF` | [`Tuning::fwd_half`] | `op:min_n:max_n:min_rows:max_rows,...` (op `rms`, `ln` or `all`): the rules replaced (the 4-chunk rows on half the threads, same bits); `off`: none |
+//! | `NORMKIT_CUDA_FWD_RPC` | [`Tuning::fwd_rpc`] | `op:min_n:max_n:min_rows:max_rows:R,...` (op `rms`, `addrms`, `ln`, `addln` or `all`): the rules replaced (16-bit forwards with N and M in range launch R rows per CTA, the table's groups, same bits); `off`: none |
 //! | `NORMKIT_CUDA_FWD_L2PF` | [`Tuning::fwd_l2_ahead`] | `op:dt:min_n:max_n:min_elems:P,...` (op `rms` or `ln`; dt `16` or `f32`): the rules replaced (the plain register forwards without the residual and the half-thread kernels, of at least min_elems elements, prefetch into L2 the row P % of a wave on); a number P: every op at every size; `off`: none |
 //! | `NORMKIT_CUDA_PF` | [`Tuning::bwd_reg_prefetch`] | `0`: the backward register kernels without their prefetching twins |
 //! | `NORMKIT_CUDA_FULL` | [`Tuning::no_full`] | `0`: register kernels without their FULL specialisation |
@@ -75,7 +76,7 @@
 //! | `NORMKIT_CUDA_CSTAGE_PF` | [`ClusterTuning::staged_pf`] | `S[:D]`: the staged kernels that carry the L2 prefetch take S stages of the row D ahead (1 or 2) at the top of each row; `0`: none |
 
 /// The environment variables [`Tuning::with_env`] reads, in the order of the table above.
-pub const ENV_OVERRIDES: [&str; 55] = [
+pub const ENV_OVERRIDES: [&str; 56] = [
     "NORMKIT_CUDA_FWD_TABLE",
     "NORMKIT_CUDA_BWD_TABLE",
     "NORMKIT_CUDA_BWD4_TABLE",
@@ -86,6 +87,7 @@ pub const ENV_OVERRIDES: [&str; 55] = [
     "NORMKIT_CUDA_FWD_K8W",
     "NORMKIT_CUDA_FWD_K8W_LN",
     "NORMKIT_CUDA_FWD_HALF",
+    "NORMKIT_CUDA_FWD_RPC",
     "NORMKIT_CUDA_FWD_L2PF",
     "NORMKIT_CUDA_PF",
     "NORMKIT_CUDA_FULL",
@@ -495,7 +497,7 @@ pub struct TwinTuning {
 }
 
 /// One rule of [`Tuning::fwd_half`]: RMSNorm's or LayerNorm's calls with N in `n` and a row
-/// count in `rows` (both inclusive; the table's group at least 64 threads).
+/// count in `rows` (both inclusive; the table's group at least 16 threads).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HalfRule {
     /// LayerNorm (else RMSNorm).
@@ -516,11 +518,63 @@ pub struct HalfRule {
 /// - LayerNorm, N = 8192: 512 rows −14%, 2048 −13%, 32768 −3.5%; 256 rows +11%. At N = 6000
 ///   16384 rows were 3.9% slower (the partial-chunk code): LayerNorm takes N = 8192 only.
 /// - LayerNorm, N = 4096: 2048 rows −12%, 8192 −4.5%, but 32768 +1.0% and 512 +40%.
-pub const HALF_SM90_HBM3E: [HalfRule; 4] = [
+/// - N = 512 and 1024 (groups of 16 and 32: the `_sw` builds, halves below a warp), one build by
+///   environment, every call there on half the threads against none, D H H D
+///   (bench/results/nvidia-h200-2026-11-28/rpc/call5, `summary-half.md`): from 4096 rows
+///   ln_fwd 4096×1024 −16%, 8192×512 −16%, 16384×512 −17%, 16384×1024 20.73 → 18.56 µs,
+///   65536×512 −5.2%, 65536×1024 −4%; rms_fwd 4096×1024 −10%, 8192×512 −10%, 16384×1024 −4.7%,
+///   65536×512 −5.1%, 65536×1024 −3.4%, 16384×512 −0.6%; below it slower (1-2048 rows +7 to
+///   +60%). LayerNorm at N = 512 and 1024 only, as at 4096 and 8192 (the partial-chunk code).
+///   The first rules' A/B against main (rpc/call6, `summary-ab.md`) had 4096×512 slower (ln_fwd
+///   3.36 → 4.38 µs, rms_fwd 3.18 → 3.69; a cell the sweep had not measured): N ≤ 512 from 8192
+///   rows (the sweep's 8192×512 −10% and −16%).
+pub const HALF_SM90_HBM3E: [HalfRule; 8] = [
     HalfRule { ln: false, n: (4097, 8192), rows: (512, u64::MAX) },
     HalfRule { ln: false, n: (2049, 4096), rows: (2048, u64::MAX) },
     HalfRule { ln: true, n: (8192, 8192), rows: (512, u64::MAX) },
     HalfRule { ln: true, n: (4096, 4096), rows: (2048, 8192) },
+    HalfRule { ln: false, n: (513, 1024), rows: (4096, u64::MAX) },
+    HalfRule { ln: false, n: (257, 512), rows: (8192, u64::MAX) },
+    HalfRule { ln: true, n: (512, 512), rows: (8192, u64::MAX) },
+    HalfRule { ln: true, n: (1024, 1024), rows: (4096, u64::MAX) },
+];
+
+/// One rule of [`Tuning::fwd_rpc`]: 16-bit forwards of one op (RMSNorm or LayerNorm, with or
+/// without the fused residual) with N in `n` and a row count in `rows` (both inclusive) launch
+/// `rpc` rows per CTA instead of the table's: the table's group, so the same reduction and the
+/// same bits (a planner choice by M is allowed); the twin's and pairs' rules then count the
+/// grid of these CTAs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RpcRule {
+    /// LayerNorm (else RMSNorm).
+    pub ln: bool,
+    /// With the fused residual add.
+    pub residual: bool,
+    /// The least and the largest N.
+    pub n: (usize, usize),
+    /// The fewest and the most rows.
+    pub rows: (u64, u64),
+    /// Rows per CTA.
+    pub rpc: u32,
+}
+
+/// [`Tuning::for_device`]'s rules for Hopper with HBM3e (H200). Call 2's build by environment,
+/// the table's rows per CTA at N = 512, 1024 and 2048 doubled and halved against the table, D
+/// R2 RH .. RH R2 D (bench/results/nvidia-h200-2026-11-28/wpre/call3, `summary-RH.md`,
+/// `summary-R2.md`): N = 2048 on 2 rows per CTA (128 threads) instead of 4 took rms_fwd
+/// 4096×2048 from 10.44 to 9.41 µs and ln_fwd 8192×2048 −3.5% but 4096×2048 +5.1%; halved at N =
+/// 1024 and 512, rms_fwd 4096×1024 +18%, 16384×512 +15%; doubled, rms_fwd 2048×1024 −8% but
+/// 4096×1024 +11%, ln_fwd 8192×2048 +9%: neither taken. Every 16-bit RMSNorm at N = 2048 on 2 rows
+/// and LayerNorm from 8192 rows, against main (rpc/call4, old new new old, `summary-ab.md`):
+/// - RMSNorm: 8×2048 1.45 → 1.27 µs, 128×2048 −11%, 2048×2048 −6.5%, 4096×2048 −9.7%, 8192×2048
+///   20.48 → 19.37, 32768×2048 −0.4%; but 1024×2048 +0.9%, 16384×2048 +2.1%: to 8192 rows.
+/// - With the residual: 8×2048 2.12 → 1.53 µs, 128×2048 2.17 → 1.64, 512×2048 −1.7%, 4096 and
+///   8192 rows −0.3 to −0.8%; but 1024×2048 +1.5%, 2048×2048 +1.7%: to 512 rows.
+/// - LayerNorm: 8192×2048 −3.5%, 16384×2048 −1.9%, 32768×2048 −1.6%, 65536×2048 −1.1% (f16 alike).
+pub const RPC_SM90_HBM3E: [RpcRule; 3] = [
+    RpcRule { ln: false, residual: false, n: (1025, 2048), rows: (1, 8192), rpc: 2 },
+    RpcRule { ln: false, residual: true, n: (1025, 2048), rows: (1, 512), rpc: 2 },
+    RpcRule { ln: true, residual: false, n: (1025, 2048), rows: (8192, u64::MAX), rpc: 2 },
 ];
 
 /// One rule of [`Tuning::fwd_l2_ahead`]: the forwards of one op (LayerNorm or RMSNorm, without
@@ -685,6 +739,10 @@ pub struct Tuning {
     /// well), where one of these rules takes the call. None on the H100 (not measured there);
     /// [`HALF_SM90_HBM3E`] on the H200. Env `NORMKIT_CUDA_FWD_HALF`.
     pub fwd_half: Vec<HalfRule>,
+    /// Rows per CTA of 16-bit forwards by op, N and M, where one of these rules takes the call
+    /// (the first that does), instead of the table's (the same groups: the same bits). None on
+    /// the H100 (not measured there); [`RPC_SM90_HBM3E`] on the H200. Env `NORMKIT_CUDA_FWD_RPC`.
+    pub fwd_rpc: Vec<RpcRule>,
     /// Where the plain register forwards and the half-thread kernels (16-byte aligned, grids
     /// past their first wave) prefetch into L2 a later CTA's row: the first rule of the call's
     /// op, dtype and N gives the distance, in percent of a wave's rows, if the call has its size;
@@ -951,6 +1009,7 @@ impl Tuning {
             fwd_k8_wide_ln: None,
             fwd_half: Vec::new(),
             fwd_l2_ahead: Vec::new(),
+            fwd_rpc: Vec::new(),
             fwd_persistent: false,
             bwd_reg_prefetch: true,
             bwd_reg_prefetch_f32: false,
@@ -1053,6 +1112,7 @@ impl Tuning {
             t.fwd_k8_wide = Some(rc(16384, 256, 1));
             t.fwd_half = HALF_SM90_HBM3E.to_vec();
             t.fwd_l2_ahead = L2_SM90_HBM3E.to_vec();
+            t.fwd_rpc = RPC_SM90_HBM3E.to_vec();
             t.fp8.twin_l2_ahead = 1;
         }
         t
@@ -1204,6 +1264,32 @@ impl Tuning {
                     self.fwd_l2_ahead = every(p);
                 } else if let Some(r) = v.split(',').map(rule).collect::<Option<Vec<_>>>() {
                     self.fwd_l2_ahead = r;
+                }
+            }
+            None => {}
+        }
+        match get("NORMKIT_CUDA_FWD_RPC").as_deref().map(str::trim) {
+            Some("off") => self.fwd_rpc.clear(),
+            Some(v) => {
+                let rule = |e: &str| -> Option<Vec<RpcRule>> {
+                    let f: Vec<&str> = e.split(':').map(str::trim).collect();
+                    let [op, lo, hi, rlo, rhi, r] = f[..] else { return None };
+                    let n = (lo.parse().ok()?, or_max(hi, usize::MAX)?);
+                    let rows = (rlo.parse().ok()?, or_max(rhi, u64::MAX)?);
+                    let rpc: u32 = r.parse().ok()?;
+                    let ops: &[(bool, bool)] = match op {
+                        "rms" => &[(false, false)],
+                        "addrms" => &[(false, true)],
+                        "ln" => &[(true, false)],
+                        "addln" => &[(true, true)],
+                        "all" => &[(false, false), (false, true), (true, false), (true, true)],
+                        _ => return None,
+                    };
+                    (n.0 <= n.1 && rows.0 <= rows.1 && (1..=1024).contains(&rpc))
+                        .then(|| ops.iter().map(|&(ln, residual)| RpcRule { ln, residual, n, rows, rpc }).collect())
+                };
+                if let Some(r) = v.split(',').map(rule).collect::<Option<Vec<_>>>() {
+                    self.fwd_rpc = r.concat();
                 }
             }
             None => {}
