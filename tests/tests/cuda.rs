@@ -371,7 +371,7 @@ fn fp8_staged_matches_oracle() {
 /// 3 chunks per G-thread, so the odd half has one), f16 and bf16, every flag combination.
 /// The pairs' converse as well (`nk_fwd_regh_*`: group G's rows run by G / 2 threads of 8
 /// chunks, forced at every M and N): bf16 without the residual at groups of 16 to 256 threads
-/// (N = 512 to 8192; below 64 the `_sw` builds, whose halves are below a warp), partial chunks (N = 3000, 5000: a G-thread with fewer chunks than its
+/// (N = 264 to 8192; below 64 the `_sw` builds, whose halves are below a warp), partial chunks (N = 3000, 5000: a G-thread with fewer chunks than its
 /// partner), one row and several hundred; it must have run. And with the L2 prefetch on at 4100
 /// rows of 8192 and 9001 of 4096 (grids of several waves; LayerNorm's `_l2` build).
 fn pair_forward_matches_register() {
@@ -406,6 +406,11 @@ fn pair_forward_matches_register() {
         (1, 8192, DType::BF16),
         (300, 8192, DType::BF16),
         (7, 5000, DType::BF16),
+        // Partial chunks below a warp (the `_sw` builds): N = 264 and 520 (3 chunks for some
+        // 16- and 32-thread G-threads, 2 for the rest), 1000 (125 chunks over 128).
+        (9, 264, DType::BF16),
+        (33, 520, DType::BF16),
+        (5, 1000, DType::BF16),
     ];
     let mut bad = Vec::new();
     for &(m, n, dt) in &shapes {
