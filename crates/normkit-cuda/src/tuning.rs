@@ -948,6 +948,21 @@ const CL_FWD32: [ClusterConfig; 4] = [cc(32768, 4, 256), cc(65536, 8, 256), cc(1
 const CL_BWD16: [ClusterConfig; 5] = [cc(16384, 2, 256), cc(32768, 4, 256), cc(65536, 8, 256), cc(131072, 16, 256), cc(262144, 16, 512)];
 const CL_BWD32: [ClusterConfig; 4] = [cc(16384, 4, 256), cc(32768, 8, 256), cc(65536, 16, 256), cc(131072, 16, 512)];
 
+/// A list of rules from the environment: `off` clears `rules`; else the comma-separated entries,
+/// each read by `rule` (one entry may give several rules), replace them — unless one is malformed,
+/// which leaves `rules` as they were.
+fn rule_list<R>(v: Option<&str>, rules: &mut Vec<R>, rule: impl Fn(&str) -> Option<Vec<R>>) {
+    match v.map(str::trim) {
+        Some("off") => rules.clear(),
+        Some(v) => {
+            if let Some(r) = v.split(',').map(rule).collect::<Option<Vec<_>>>() {
+                *rules = r.into_iter().flatten().collect();
+            }
+        }
+        None => {}
+    }
+}
+
 /// A bound from the environment: a number, or `max` for `max`; `None` if malformed.
 fn or_max<T: std::str::FromStr>(v: &str, max: T) -> Option<T> {
     if v == "max" {
@@ -1151,29 +1166,19 @@ impl Tuning {
         };
         k8_row("NORMKIT_CUDA_FWD_K8W", &mut self.fwd_k8_wide);
         k8_row("NORMKIT_CUDA_FWD_K8W_LN", &mut self.fwd_k8_wide_ln);
-        match get("NORMKIT_CUDA_FWD_HALF").as_deref().map(str::trim) {
-            Some("off") => self.fwd_half.clear(),
-            Some(v) => {
-                let rule = |e: &str| -> Option<Vec<HalfRule>> {
-                    let f: Vec<&str> = e.split(':').map(str::trim).collect();
-                    let [op, lo, hi, rlo, rhi] = f[..] else { return None };
-                    let n = (lo.parse().ok()?, hi.parse().ok()?);
-                    let rows = (rlo.parse().ok()?, or_max(rhi, u64::MAX)?);
-                    let ops: &[bool] = match op {
-                        "rms" => &[false],
-                        "ln" => &[true],
-                        "all" => &[false, true],
-                        _ => return None,
-                    };
-                    (n.0 <= n.1 && rows.0 <= rows.1).then(|| ops.iter().map(|&ln| HalfRule { ln, n, rows }).collect())
-                };
-                let rules: Option<Vec<Vec<HalfRule>>> = v.split(',').map(rule).collect();
-                if let Some(r) = rules {
-                    self.fwd_half = r.concat();
-                }
-            }
-            None => {}
-        }
+        rule_list(get("NORMKIT_CUDA_FWD_HALF").as_deref(), &mut self.fwd_half, |e| {
+            let f: Vec<&str> = e.split(':').map(str::trim).collect();
+            let [op, lo, hi, rlo, rhi] = f[..] else { return None };
+            let n = (lo.parse().ok()?, hi.parse().ok()?);
+            let rows = (rlo.parse().ok()?, or_max(rhi, u64::MAX)?);
+            let ops: &[bool] = match op {
+                "rms" => &[false],
+                "ln" => &[true],
+                "all" => &[false, true],
+                _ => return None,
+            };
+            (n.0 <= n.1 && rows.0 <= rows.1).then(|| ops.iter().map(|&ln| HalfRule { ln, n, rows }).collect())
+        });
         self.bwd_reg_prefetch = on_unless_0("NORMKIT_CUDA_PF");
         self.no_full = get("NORMKIT_CUDA_FULL").is_some_and(|v| v == "0");
         self.fwd_persistent = get("NORMKIT_CUDA_FWD_GRID").is_some_and(|v| v == "persist");
@@ -1268,32 +1273,23 @@ impl Tuning {
             }
             None => {}
         }
-        match get("NORMKIT_CUDA_FWD_RPC").as_deref().map(str::trim) {
-            Some("off") => self.fwd_rpc.clear(),
-            Some(v) => {
-                let rule = |e: &str| -> Option<Vec<RpcRule>> {
-                    let f: Vec<&str> = e.split(':').map(str::trim).collect();
-                    let [op, lo, hi, rlo, rhi, r] = f[..] else { return None };
-                    let n = (lo.parse().ok()?, or_max(hi, usize::MAX)?);
-                    let rows = (rlo.parse().ok()?, or_max(rhi, u64::MAX)?);
-                    let rpc: u32 = r.parse().ok()?;
-                    let ops: &[(bool, bool)] = match op {
-                        "rms" => &[(false, false)],
-                        "addrms" => &[(false, true)],
-                        "ln" => &[(true, false)],
-                        "addln" => &[(true, true)],
-                        "all" => &[(false, false), (false, true), (true, false), (true, true)],
-                        _ => return None,
-                    };
-                    (n.0 <= n.1 && rows.0 <= rows.1 && (1..=1024).contains(&rpc))
-                        .then(|| ops.iter().map(|&(ln, residual)| RpcRule { ln, residual, n, rows, rpc }).collect())
-                };
-                if let Some(r) = v.split(',').map(rule).collect::<Option<Vec<_>>>() {
-                    self.fwd_rpc = r.concat();
-                }
-            }
-            None => {}
-        }
+        rule_list(get("NORMKIT_CUDA_FWD_RPC").as_deref(), &mut self.fwd_rpc, |e| {
+            let f: Vec<&str> = e.split(':').map(str::trim).collect();
+            let [op, lo, hi, rlo, rhi, r] = f[..] else { return None };
+            let n = (lo.parse().ok()?, or_max(hi, usize::MAX)?);
+            let rows = (rlo.parse().ok()?, or_max(rhi, u64::MAX)?);
+            let rpc: u32 = r.parse().ok()?;
+            let ops: &[(bool, bool)] = match op {
+                "rms" => &[(false, false)],
+                "addrms" => &[(false, true)],
+                "ln" => &[(true, false)],
+                "addln" => &[(true, true)],
+                "all" => &[(false, false), (false, true), (true, false), (true, true)],
+                _ => return None,
+            };
+            (n.0 <= n.1 && rows.0 <= rows.1 && (1..=1024).contains(&rpc))
+                .then(|| ops.iter().map(|&(ln, residual)| RpcRule { ln, residual, n, rows, rpc }).collect())
+        });
         match get("NORMKIT_CUDA_FP8_TWIN_X2").as_deref().map(str::trim) {
             Some("off") => self.fp8.twin_x2_min_elems = u64::MAX,
             Some(v) => self.fp8.twin_x2_min_elems = v.parse().unwrap_or(self.fp8.twin_x2_min_elems),
