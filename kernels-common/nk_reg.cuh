@@ -454,10 +454,18 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
                     // RMSNorm without the residual only: with the residual's row as well, K = 1
                     // made add + RMSNorm 4-15% slower, and the code alone (K = 0) cost its decode
                     // rows 2-5% (H200, rowq/call15); LayerNorm's twins were not measured.
-                    // The yT tile kernels (TF): the row of the tile walk after the one just asked
-                    // for (K = 1 whatever p0.pf).
+                    // The yT tile kernels (TF): the row p0.pf tile walks past the one just asked
+                    // for (Fp8Tuning::tile_l2_ahead), so that the loads of the rows after a
+                    // supertile's write-out are on their way during it.
                     if constexpr (!RES && !LN) {
-                        const int64_t ahead = TF ? next_row0(next_row0(row0)) + g : row + (int64_t)(1 + p0.pf) * step;
+                        int64_t ahead;
+                        if constexpr (TF) {
+                            ahead = next_row0(row0);
+                            for (int i = 0; i < p0.pf; ++i) ahead = next_row0(ahead);
+                            ahead += g;
+                        } else {
+                            ahead = row + (int64_t)(1 + p0.pf) * step;
+                        }
                         if (p0.pf > 0 && t == 0 && ahead < p.m) {
                             const unsigned bytes = (unsigned)n * (unsigned)(NARROW ? 2 : 4);
                             nk_bulk_prefetch_l2(row_ptr(p.x, ahead, p.sx, DT), bytes);
@@ -698,15 +706,18 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
                 // The tile's last row group: once every CTA of the cluster has its tile in shared
                 // memory, this CTA writes its columns of the supertile; the arrival after it (and
                 // the wait before this CTA's next tile store) keeps the tiles until every CTA has
-                // read them.
+                // read them. Neither barrier orders the global stores (y_q's, yT's): with the
+                // release forms every thread waited at both for all its stores to be acknowledged
+                // (the arrival after the write-out: 6% of the stall samples, one ERRBAR, H200
+                // ncu, tpf/call1).
                 const int64_t in = row0 & (TM - 1);
                 if (in + rpc >= TM) {
                     const int64_t srow0 = row0 - in - (int64_t)crank * TM;
                     const int STM = CL * TM, ncb = (int)((n + 3) / 4);
                     const int vr = p.m - srow0 < STM ? (int)(p.m - srow0) : STM;
-                    nk_cluster_sync();
+                    nk_cluster_sync_smem();
                     q_write_tc(p0, smem, tpitch, TM, CL, srow0, vr, ncb * crank / CL, ncb * (crank + 1) / CL, (int)n);
-                    nk_cluster_arrive();
+                    nk_cluster_arrive_relaxed();
                     tile_wait = true;
                 }
             }

@@ -42,6 +42,11 @@ NK_DEVICE unsigned cl_count() {
 // Every thread of every CTA of the cluster: release this CTA's shared-memory writes, wait for
 // all, acquire the others'.
 NK_DEVICE void cl_sync() { nk_cluster_sync(); }
+// The per-row exchange's barrier: the same, but only this CTA's shared-memory writes (the
+// partials) are released, so the threads do not wait for the previous row's global stores to be
+// acknowledged (the release form's MEMBAR.ALL.GPU + ERRBAR). The partners' reads of the partials
+// are complete at their next barrier: every value read is combined before it.
+NK_DEVICE void cl_sync_smem() { nk_cluster_sync_smem(); }
 // Two floats at `local` (this CTA's shared memory) as CTA `rank` of the cluster holds them.
 NK_DEVICE float2 cl_load2(const float* local, unsigned rank) {
     const unsigned ra = nk_cluster_map(local, (int)rank);
@@ -324,7 +329,7 @@ NK_DEVICE void fwd_cluster(const NkFwdParams& p0) {
             }
         };
         if (!WIDE) load_wb(0);
-        cl_sync();
+        cl_sync_smem();
         // Lane i fetches rank i's partial; every lane combines them in rank order.
         const float2 st = cl_row_stats<LN>(p, &part[par][0], span, C, lane, nf);
         par ^= 1;
@@ -634,7 +639,7 @@ NK_DEVICE void fwd_cstage(const NkFwdParams& p0) {
             if constexpr (QF) pmax = warp_max(lane < C ? q.y : 0.f);
             xph ^= (unsigned)par;
         } else {
-            cl_sync();
+            cl_sync_smem();
             // Lane i fetches rank i's partial; every lane combines them in rank order.
             st = cl_row_stats<LN>(p, &part[par][0], (int64_t)kc * CH, C, lane, nf);
             if constexpr (QF) pmax = cl_ranks_max(&part[par][0], true, C, lane);
@@ -674,7 +679,7 @@ NK_DEVICE void fwd_cstage(const NkFwdParams& p0) {
             }
             mx = block_max(mx, scratch[1]);
             if (t == 0) qmx[0] = mx;
-            cl_sync();
+            cl_sync_smem();
             qs = q_row_scale(p.dt_y, cl_ranks_max(qmx, false, C, lane));
             if (r == 0 && t == 0) store_one(reinterpret_cast<void*>(p.scale_inv), NK_DT_F32, row, nk_div_rn(1.f, qs));
         }
@@ -901,7 +906,7 @@ NK_DEVICE void bwd_cluster(const NkBwdParams& p0) {
             part[par][0] = a[0];
             part[par][1] = a[1];
         }
-        cl_sync();
+        cl_sync_smem();
         float2 q = make_float2(0.f, 0.f);
         if (lane < C) q = cl_load2(&part[par][0], (unsigned)lane);
         par ^= 1;

@@ -60,6 +60,19 @@ NK_DEVICE void nk_cluster_sync() {
 // memory accesses so far released), later waits for every thread of the cluster to have arrived.
 NK_DEVICE void nk_cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
 NK_DEVICE void nk_cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
+// Cheaper forms where the global stores issued so far need not be ordered before the barrier
+// (the release forms above wait for all of them: MEMBAR.ALL.GPU + ERRBAR in the sm_90a SASS).
+// nk_cluster_sync_smem: this CTA's own shared-memory writes released at cluster scope (a fence
+// restricted to shared::cta: MEMBAR.ALL.CTA), then the barrier, the others' writes acquired.
+// nk_cluster_arrive_relaxed: an arrival that orders nothing, for a CTA that has only read its
+// partners' shared memory since the last barrier, every value read already consumed by the
+// instructions before it (so the reads are complete when it issues).
+NK_DEVICE void nk_cluster_sync_smem() {
+    asm volatile(
+        "fence.release.sync_restrict::shared::cta.cluster;\n\tbarrier.cluster.arrive.relaxed.aligned;\n\tbarrier.cluster.wait.acquire."
+        "aligned;" ::: "memory");
+}
+NK_DEVICE void nk_cluster_arrive_relaxed() { asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory"); }
 // The shared::cluster address of `local` (this CTA's shared memory) in CTA `rank`.
 NK_DEVICE unsigned nk_cluster_map(const float* local, int rank) {
     const unsigned a = (unsigned)__cvta_generic_to_shared(local);

@@ -159,6 +159,8 @@ NK_DEVICE int nk_cluster_size() { return 1; }
 NK_DEVICE void nk_cluster_sync() { __builtin_trap(); }
 NK_DEVICE void nk_cluster_arrive() { __builtin_trap(); }
 NK_DEVICE void nk_cluster_wait() { __builtin_trap(); }
+NK_DEVICE void nk_cluster_sync_smem() { __builtin_trap(); }
+NK_DEVICE void nk_cluster_arrive_relaxed() { __builtin_trap(); }
 NK_DEVICE unsigned nk_cluster_map(const float*, int) {
     __builtin_trap();
     return 0;

@@ -700,10 +700,10 @@ fn forward_fp8(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall, q:
                     let grid = (wave.min(supertiles) as u32) * cl;
                     fields.tm = tm as i32;
                     fields.tpitch = pitch as i32;
-                    // Fp8Tuning::twin_l2_ahead: the tiles' RMSNorm without the residual too, from
+                    // Fp8Tuning::tile_l2_ahead: the tiles' RMSNorm without the residual, from
                     // Fp8Tuning::tile_l2_min_n.
                     if !c.ln && !c.residual && c.n >= f.tile_l2_min_n {
-                        fields.pf = i32::from(f.twin_l2_ahead > 0);
+                        fields.pf = i32::try_from(f.tile_l2_ahead).unwrap_or(i32::MAX);
                     }
                     let step = if cl > 1 {
                         Step { kernel: kt, grid: (grid, 1), block, smem: smem as u32, mode: Mode::Cluster(cl), group: None }
@@ -1972,8 +1972,8 @@ mod tests {
         }
         // Tuning::fwd_half on HBM3e (tuning::HALF_SM90_HBM3E): bf16 without the residual on half
         // the table's threads (8 chunks each, the table's group halved) — RMSNorm at N in (4096,
-        // 8192] from 512 rows and in (2048, 4096] from 2048, LayerNorm at N = 8192 from 512 rows
-        // and at 4096 for 2048 to 8192 rows, both at N = 1024 (RMSNorm in (512, 1024]) from 4096
+        // 8192] from 512 rows and in (2048, 4096] from 2048, LayerNorm at N = 8192 from 512 rows,
+        // at 4096 for 2048 to 8192 rows and at 2048 for 2048 to 4096, both at N = 1024 (RMSNorm in (512, 1024]) from 4096
         // rows and at 512 (RMSNorm in (256, 512]) from 8192; the other calls keep their kernels, and the
         // residual, f16 and the H100 never take it.
         let t = Tuning::for_device(9, 4800.0);
@@ -2009,6 +2009,12 @@ mod tests {
         assert_eq!(kn(&t, ln_fwd(fwd(BF16, 4096, 8191))), (hl, 64));
         assert_ne!(kn(&t, ln_fwd(fwd(BF16, 4096, 8193))).0, hl);
         assert_ne!(kn(&t, ln_fwd(fwd(BF16, 4096, 2047))).0, hl);
+        // LayerNorm at N = 2048 for 2048 to 4096 rows (groups of 64 on 32 threads).
+        assert_eq!(kn(&t, ln_fwd(fwd(BF16, 2048, 2048))), (hl, 128));
+        assert_eq!(group(&t, ln_fwd(fwd(BF16, 2048, 4096))), 32);
+        assert_ne!(kn(&t, ln_fwd(fwd(BF16, 2048, 2047))).0, hl);
+        assert_ne!(kn(&t, ln_fwd(fwd(BF16, 2048, 4097))).0, hl);
+        assert_ne!(kn(&t, ln_fwd(fwd(BF16, 2000, 4096))).0, hl);
         assert_ne!(kn(&t, FwdCall { residual: true, ..fwd(BF16, 8192, 4096) }).0, hr);
         assert!(!kn(&t, fwd(F16, 8192, 4096)).0.starts_with("nk_fwd_regh"));
         assert!(!kn(&t, fwd(BF16, 2048, 1 << 20)).0.starts_with("nk_fwd_regh"));
@@ -3229,18 +3235,23 @@ mod tests {
         assert_eq!([pf(&h200, true, false, true), pf(&h200, true, true, false), pf(&h200, false, true, true)], [0, 0, 0]);
         assert_eq!(pf(&Tuning::for_sm90(), true, false, false), 0);
         // The yT tiles (16-row tiles in clusters at 32768×4096): N ≥ Fp8Tuning::tile_l2_min_n.
-        let tiles = |n: usize| {
+        let tiles = |t: &Tuning, n: usize| {
             let c = FwdCall {
                 dtypes: DTypes { y: DType::F8E4M3, ..DTypes::uniform(DType::BF16) },
                 fp8: Some(Fp8Info { per_row: false, transposed: true }),
                 ..fwd(DType::BF16, n, 32768)
             };
-            let l = forward(&h200, &d, &OCC, &c).unwrap();
+            let l = forward(t, &d, &OCC, &c).unwrap();
             let name = l.steps().next().unwrap().kernel.name;
             (name, l.fields.pf)
         };
-        assert_eq!(tiles(4096), ("nk_fwd_regqdt_bf16_rms", 1));
-        assert_eq!(tiles(2048), ("nk_fwd_regqdt_bf16_rms", 0));
+        assert_eq!(tiles(&h200, 4096), ("nk_fwd_regqdt_bf16_rms", 1));
+        assert_eq!(tiles(&h200, 2048), ("nk_fwd_regqdt_bf16_rms", 0));
+        // Fp8Tuning::tile_l2_ahead sets the tiles' distance, not twin_l2_ahead.
+        let mut far = h200.clone();
+        far.fp8.tile_l2_ahead = 4;
+        far.fp8.twin_l2_ahead = 2;
+        assert_eq!((tiles(&far, 4096).1, pf(&far, false, false, false)), (4, 2));
         let t = Tuning::for_sm90();
         let pdl = if t.pdl { Mode::Pdl } else { Mode::Plain };
         // 32768 rows: 62 walks at one row per CTA, so two (wide_cta_walks).

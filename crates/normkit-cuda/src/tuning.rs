@@ -61,6 +61,7 @@
 //! | `NORMKIT_CUDA_FP8_TWIN_CAP` | [`Fp8Tuning::twin_cap_auto`] | a number N: the quantised twin (and its pairs) padded to ⌈grid / SMs⌉ CTAs per SM where that is at most N; `0` / `off`: never |
 //! | `NORMKIT_CUDA_FP8_TWIN_X2` | [`Fp8Tuning::twin_x2_min_elems`] | a number E: calls of at least E elements take the quantised twin's two-CTAs-per-SM build where there is one; `off`: never |
 //! | `NORMKIT_CUDA_FP8_L2PF` | [`Fp8Tuning::twin_l2_ahead`] | a number K: the quantised twin prefetches into L2 the row K walks past the one its registers fetch; `0` / `off`: none |
+//! | `NORMKIT_CUDA_FP8_TILE_L2PF` | [`Fp8Tuning::tile_l2_ahead`] | a number K: the quantised twin's yT tiles prefetch into L2 the row K tile walks past the one their registers fetch; `0` / `off`: none |
 //! | `NORMKIT_CUDA_FP8_STAGED` | [`Fp8Tuning::staged`] | `0`: rows past the register kernels take the split path, not the staged cluster forward (`nk_fwd_csq_*`) |
 //! | `NORMKIT_CUDA_ROWS` | [`RowsTuning::on`], [`RowsTuning::rpc`] | `off` / `0`: no row-batch backward; a number: its groups per CTA |
 //! | `NORMKIT_CUDA_CLUSTER` | [`ClusterTuning::on`] | `0`: no cluster kernels |
@@ -76,7 +77,7 @@
 //! | `NORMKIT_CUDA_CSTAGE_PF` | [`ClusterTuning::staged_pf`] | `S[:D]`: the staged kernels that carry the L2 prefetch take S stages of the row D ahead (1 or 2) at the top of each row; `0`: none |
 
 /// The environment variables [`Tuning::with_env`] reads, in the order of the table above.
-pub const ENV_OVERRIDES: [&str; 56] = [
+pub const ENV_OVERRIDES: [&str; 57] = [
     "NORMKIT_CUDA_FWD_TABLE",
     "NORMKIT_CUDA_BWD_TABLE",
     "NORMKIT_CUDA_BWD4_TABLE",
@@ -119,6 +120,7 @@ pub const ENV_OVERRIDES: [&str; 56] = [
     "NORMKIT_CUDA_FP8_TWIN_N",
     "NORMKIT_CUDA_FP8_STAGED",
     "NORMKIT_CUDA_FP8_L2PF",
+    "NORMKIT_CUDA_FP8_TILE_L2PF",
     "NORMKIT_CUDA_FP8_TWIN_CAP",
     "NORMKIT_CUDA_FP8_TWIN_X2",
     "NORMKIT_CUDA_ROWS",
@@ -455,8 +457,15 @@ pub struct Fp8Tuning {
     /// 100.8, 4096×1024 −4%; per row 128×4096 +1.2%; K = 2 no better. Env
     /// `NORMKIT_CUDA_FP8_L2PF` (K; `0` / `off`: none).
     pub twin_l2_ahead: u32,
+    /// K > 0: the quantised twin's yT tiles (RMSNorm without the residual, from
+    /// [`Fp8Tuning::tile_l2_min_n`]) prefetch into L2, by one bulk copy per row from the group's
+    /// first thread, the row K tile walks past the one whose registers they have just asked for.
+    /// 0: none (the default); 1 on HBM3e Hopper ([`Tuning::for_device`]). Farther is slower (H200,
+    /// bench/results/nvidia-h200-2026-11-28/tpf/call1: rms_fwd_fp8_t 32768×4096 K = 2 +5%, 4 +23%,
+    /// 8 +28%). Env `NORMKIT_CUDA_FP8_TILE_L2PF` (K; `0` / `off`: none).
+    pub tile_l2_ahead: u32,
     /// The least N at which the twin's yT tiles (RMSNorm without the residual) take
-    /// [`Fp8Tuning::twin_l2_ahead`]'s prefetch (of the next tile walk's row; K = 1). Default
+    /// [`Fp8Tuning::tile_l2_ahead`]'s prefetch. Default
     /// 2049. H200 (bench/results/nvidia-h200-2026-11-28/rowq/call17, call18): rms_fwd_fp8_t
     /// 32768×4096 181.6 → 172.2 µs, 16384×4096 −5.5%, 65536×4096 −3.5%; at N = 2048 65536 rows
     /// +3% and 32768 +0.4% with it, within 0.6% of main without it.
@@ -528,7 +537,12 @@ pub struct HalfRule {
 ///   The first rules' A/B against main (rpc/call6, `summary-ab.md`) had 4096×512 slower (ln_fwd
 ///   3.36 → 4.38 µs, rms_fwd 3.18 → 3.69; a cell the sweep had not measured): N ≤ 512 from 8192
 ///   rows (the sweep's 8192×512 −10% and −16%).
-pub const HALF_SM90_HBM3E: [HalfRule; 8] = [
+/// - LayerNorm, N = 2048 (groups of 64 on 32 threads), one build by environment, D H H D
+///   (bench/results/nvidia-h200-2026-11-28/tpf/call1, `summary-LH.md`): 2048×2048 6.36 → 5.82 µs,
+///   4096×2048 11.60 → 10.60 (Liger's 10.9 in rpc/call6), 16384×2048 −1.5%, but 8192×2048 +0.3%
+///   (Tuning::fwd_rpc's 2 rows per CTA take it from 8192 rows); 1024 rows not measured: 2048 to
+///   4096 rows.
+pub const HALF_SM90_HBM3E: [HalfRule; 9] = [
     HalfRule { ln: false, n: (4097, 8192), rows: (512, u64::MAX) },
     HalfRule { ln: false, n: (2049, 4096), rows: (2048, u64::MAX) },
     HalfRule { ln: true, n: (8192, 8192), rows: (512, u64::MAX) },
@@ -537,6 +551,7 @@ pub const HALF_SM90_HBM3E: [HalfRule; 8] = [
     HalfRule { ln: false, n: (257, 512), rows: (8192, u64::MAX) },
     HalfRule { ln: true, n: (512, 512), rows: (8192, u64::MAX) },
     HalfRule { ln: true, n: (1024, 1024), rows: (4096, u64::MAX) },
+    HalfRule { ln: true, n: (2048, 2048), rows: (2048, 4096) },
 ];
 
 /// One rule of [`Tuning::fwd_rpc`]: 16-bit forwards of one op (RMSNorm or LayerNorm, with or
@@ -1071,6 +1086,7 @@ impl Tuning {
                 twin_cap_auto: 2,
                 twin_x2_min_elems: 1 << 25,
                 twin_l2_ahead: 0,
+                tile_l2_ahead: 0,
                 tile_l2_min_n: 2049,
             },
             rows: RowsTuning { on: true, rpc: None, min_n: 512, max_n: 2048, cta_threads: 256 },
@@ -1129,6 +1145,7 @@ impl Tuning {
             t.fwd_l2_ahead = L2_SM90_HBM3E.to_vec();
             t.fwd_rpc = RPC_SM90_HBM3E.to_vec();
             t.fp8.twin_l2_ahead = 1;
+            t.fp8.tile_l2_ahead = 1;
         }
         t
     }
@@ -1242,6 +1259,7 @@ impl Tuning {
         self.bwd_twin_cap_auto = cap("NORMKIT_CUDA_BWD_TWIN_CAP", self.bwd_twin_cap_auto);
         self.fp8.twin_cap_auto = cap("NORMKIT_CUDA_FP8_TWIN_CAP", self.fp8.twin_cap_auto);
         self.fp8.twin_l2_ahead = cap("NORMKIT_CUDA_FP8_L2PF", self.fp8.twin_l2_ahead);
+        self.fp8.tile_l2_ahead = cap("NORMKIT_CUDA_FP8_TILE_L2PF", self.fp8.tile_l2_ahead);
         match get("NORMKIT_CUDA_FWD_L2PF").as_deref().map(str::trim) {
             Some("off" | "0") => self.fwd_l2_ahead.clear(),
             Some(v) => {
