@@ -652,20 +652,27 @@ fn forward_fp8(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall, q:
             let twin = match twin {
                 Some(tk) => {
                     let wave = u64::from(persistent_blocks(d, occ, tk, block, 0, work)?);
-                    if q.per_row {
-                        // Per-row scaling: RMSNorm at every M (its twin's y and row max are its
-                        // own: a choice by M would break batch invariance), LayerNorm while its
-                        // CTAs walk at most Fp8Tuning::row_twin_walks.
-                        (!c.ln || work <= wave.saturating_mul(t.fp8.row_twin_walks)).then_some(tk)
-                    } else {
-                        // Per tensor: twice the rows per CTA past Fp8Tuning::wide_cta_walks (the
-                        // group, and so every bit, unchanged).
-                        if work > wave.saturating_mul(t.fp8.wide_cta_walks) && 2 * block <= tk.max_threads {
-                            (block, rpc) = (2 * block, 2 * rpc);
-                            work = m.div_ceil(u64::from(rpc));
-                        }
-                        Some(tk)
+                    // Per-row scaling: RMSNorm at every M (its twin's y and row max are its own: a
+                    // choice by M would break batch invariance), LayerNorm while its CTAs walk at
+                    // most Fp8Tuning::row_twin_walks.
+                    let keep = !q.per_row || !c.ln || work <= wave.saturating_mul(t.fp8.row_twin_walks);
+                    // Twice the rows per CTA past Fp8Tuning::wide_cta_walks (the group, and so
+                    // every bit, unchanged): per tensor, and per row as Fp8Tuning::wide_row says;
+                    // the calls that take the yT tiles only up to Fp8Tuning::tile_wide_max_rows
+                    // where M is a multiple of 16 (the contiguous yT's rows 16-byte aligned: the
+                    // case measured; odd M measured slower so, tpf/wide call 1).
+                    let tile_n = q.transposed && f.twin_tm >= 8 && (f.twin_tile_n.0..=f.twin_tile_n.1).contains(&c.n);
+                    let row_ok = match f.wide_row {
+                        tuning::WideRow::Never => false,
+                        tuning::WideRow::Residual => c.residual && c.n == 32 * rc.group as usize,
+                        tuning::WideRow::Always => true,
+                    };
+                    let wide = (!q.per_row || row_ok) && !(tile_n && m > f.tile_wide_max_rows && m.is_multiple_of(16));
+                    if keep && wide && work > wave.saturating_mul(t.fp8.wide_cta_walks) && 2 * block <= tk.max_threads {
+                        (block, rpc) = (2 * block, 2 * rpc);
+                        work = m.div_ceil(u64::from(rpc));
                     }
+                    keep.then_some(tk)
                 }
                 None => None,
             };
@@ -3247,6 +3254,22 @@ mod tests {
         };
         assert_eq!(tiles(&h200, 4096), ("nk_fwd_regqdt_bf16_rms", 1));
         assert_eq!(tiles(&h200, 2048), ("nk_fwd_regqdt_bf16_rms", 0));
+        // Fp8Tuning::tile_wide_max_rows (40960 on HBM3e): the tiles on one row per CTA past it.
+        let tile_rpc = |t: &Tuning, m: usize| {
+            let c = FwdCall {
+                dtypes: DTypes { y: DType::F8E4M3, ..DTypes::uniform(DType::BF16) },
+                fp8: Some(Fp8Info { per_row: false, transposed: true }),
+                ..fwd(DType::BF16, 4096, m)
+            };
+            let l = forward(t, &d, &OCC, &c).unwrap();
+            let name = l.steps().next().unwrap().kernel.name;
+            (name, l.fields.rpc)
+        };
+        assert_eq!(h200.fp8.tile_wide_max_rows, 40960);
+        assert_eq!(tile_rpc(&h200, 40960), ("nk_fwd_regqdt_bf16_rms", 2));
+        assert_eq!(tile_rpc(&h200, 40976), ("nk_fwd_regqdt_bf16_rms", 1));
+        assert_eq!(tile_rpc(&h200, 40961), ("nk_fwd_regqdt_bf16_rms", 2), "M not a multiple of 16");
+        assert_eq!(tile_rpc(&Tuning::for_sm90(), 65536), ("nk_fwd_regqdt_bf16_rms", 2));
         // Fp8Tuning::tile_l2_ahead sets the tiles' distance, not twin_l2_ahead.
         let mut far = h200.clone();
         far.fp8.tile_l2_ahead = 4;
@@ -3303,6 +3326,18 @@ mod tests {
         assert_eq!(name(&wide, 4096, 4224, false, false, true), ("nk_fwd_regqd_bf16_rms_res", 128, 1, pdl));
         assert_eq!(name(&wide, 4096, 4225, false, false, true), ("nk_fwd_regqd_bf16_rms_res", 128, 2, pdl));
         assert_eq!(name(&wide, 8192, 32768, false, false, false), ("nk_fwd_regqd_bf16_rms", 256, 1, pdl));
+        // Per row only as Fp8Tuning::wide_row says (Never on the H100; Residual on HBM3e: RMSNorm
+        // with the residual, whole 4-chunk rows).
+        assert_eq!(name(&wide, 4096, 32768, true, false, false), ("nk_fwd_regqdr_bf16_rms", 128, 1, pdl));
+        assert_eq!(name(&wide, 4096, 32768, true, false, true).2, 1);
+        let row = Tuning::for_sm90().with_env(|k| (k == "NORMKIT_CUDA_FP8_WIDE_ROW").then(|| "1".to_owned()));
+        assert_eq!(name(&row, 4096, 32768, true, false, false), ("nk_fwd_regqdr_bf16_rms", 128, 2, pdl));
+        assert_eq!(name(&row, 4096, 32768, true, true, false).2, 1, "per-row LayerNorm past its walks: the plain kernel");
+        let h200 = Tuning::for_device(9, 4800.0);
+        assert_eq!(h200.fp8.wide_row, tuning::WideRow::Residual);
+        assert_eq!(name(&h200, 4096, 32768, true, false, true).2, 2);
+        assert_eq!(name(&h200, 4096, 32768, true, false, false).2, 1);
+        assert_eq!(name(&h200, 3072, 32768, true, false, true).2, 1, "3 chunks of 4 per thread");
         // The fnuz formats (software conversion) keep the plain kernel.
         let fnuz = FwdCall {
             dtypes: DTypes { y: DType::F8E4M3Fnuz, ..DTypes::uniform(DType::BF16) },

@@ -61,6 +61,8 @@
 //! | `NORMKIT_CUDA_FP8_TWIN_CAP` | [`Fp8Tuning::twin_cap_auto`] | a number N: the quantised twin (and its pairs) padded to ⌈grid / SMs⌉ CTAs per SM where that is at most N; `0` / `off`: never |
 //! | `NORMKIT_CUDA_FP8_TWIN_X2` | [`Fp8Tuning::twin_x2_min_elems`] | a number E: calls of at least E elements take the quantised twin's two-CTAs-per-SM build where there is one; `off`: never |
 //! | `NORMKIT_CUDA_FP8_L2PF` | [`Fp8Tuning::twin_l2_ahead`] | a number K: the quantised twin prefetches into L2 the row K walks past the one its registers fetch; `0` / `off`: none |
+//! | `NORMKIT_CUDA_FP8_WIDE_ROW` | [`Fp8Tuning::wide_row`] | which per-row calls take the per-tensor twin's doubled rows per CTA past `NORMKIT_CUDA_FP8_WIDE`'s walks: `0` none, `res` RMSNorm with the residual on whole 4-chunk rows, `1` every one |
+//! | `NORMKIT_CUDA_FP8_TILE_WIDE` | [`Fp8Tuning::tile_wide_max_rows`] | a number M: the calls that take the yT tiles double their rows per CTA only up to M rows (where the rows are a multiple of 16); `off`: no limit |
 //! | `NORMKIT_CUDA_FP8_TILE_L2PF` | [`Fp8Tuning::tile_l2_ahead`] | a number K: the quantised twin's yT tiles prefetch into L2 the row K tile walks past the one their registers fetch; `0` / `off`: none |
 //! | `NORMKIT_CUDA_FP8_STAGED` | [`Fp8Tuning::staged`] | `0`: rows past the register kernels take the split path, not the staged cluster forward (`nk_fwd_csq_*`) |
 //! | `NORMKIT_CUDA_ROWS` | [`RowsTuning::on`], [`RowsTuning::rpc`] | `off` / `0`: no row-batch backward; a number: its groups per CTA |
@@ -77,7 +79,7 @@
 //! | `NORMKIT_CUDA_CSTAGE_PF` | [`ClusterTuning::staged_pf`] | `S[:D]`: the staged kernels that carry the L2 prefetch take S stages of the row D ahead (1 or 2) at the top of each row; `0`: none |
 
 /// The environment variables [`Tuning::with_env`] reads, in the order of the table above.
-pub const ENV_OVERRIDES: [&str; 57] = [
+pub const ENV_OVERRIDES: [&str; 59] = [
     "NORMKIT_CUDA_FWD_TABLE",
     "NORMKIT_CUDA_BWD_TABLE",
     "NORMKIT_CUDA_BWD4_TABLE",
@@ -121,6 +123,8 @@ pub const ENV_OVERRIDES: [&str; 57] = [
     "NORMKIT_CUDA_FP8_STAGED",
     "NORMKIT_CUDA_FP8_L2PF",
     "NORMKIT_CUDA_FP8_TILE_L2PF",
+    "NORMKIT_CUDA_FP8_WIDE_ROW",
+    "NORMKIT_CUDA_FP8_TILE_WIDE",
     "NORMKIT_CUDA_FP8_TWIN_CAP",
     "NORMKIT_CUDA_FP8_TWIN_X2",
     "NORMKIT_CUDA_ROWS",
@@ -386,6 +390,22 @@ pub struct Fp8Tuning {
     /// bench/results/nvidia-h100-2026-11-27/pair/call3 (the stall NOTES v14.3 suspected was the
     /// test's CPU oracle, not the kernel: NOTES v15).
     pub wide_cta_walks: u64,
+    /// Which per-row calls take [`Fp8Tuning::wide_cta_walks`]'s rule too. Default
+    /// [`WideRow::Never`]; [`WideRow::Residual`] on HBM3e Hopper ([`Tuning::for_device`]): H200,
+    /// by environment (bench/results/nvidia-h200-2026-11-28/wide/call1, `summary-RW.md`)
+    /// addrms_fwd_fp8_row 16384×4096 −3.4%, 32768×4096 240.2 → 233.2 µs, 65536×4096 −2.4%,
+    /// 8192×4096 −2%, but 16384×3072 +1.1% (3 chunks of 4 per thread); rms_fwd_fp8_row +1 to +3%.
+    /// Env `NORMKIT_CUDA_FP8_WIDE_ROW` (`0`, `res`, `1`).
+    pub wide_row: WideRow,
+    /// The calls that take the twin's yT tiles double their rows per CTA
+    /// ([`Fp8Tuning::wide_cta_walks`]) only up to this many rows, where the rows are a multiple
+    /// of 16 (odd M, whose contiguous yT rows are byte-aligned, 40961×4096: 645 µs with the
+    /// doubled rows, 670 without; wide/call1). Default u64::MAX; 40960 on
+    /// HBM3e Hopper ([`Tuning::for_device`]): H200, one row per CTA by environment
+    /// (bench/results/nvidia-h200-2026-11-28/tpf/call3, `summary-TW.md`) rms_fwd_fp8_t 65536×4096
+    /// −3.3%, 49152×4096 −2.9%, but 32768×4096 +4.1%, 16384×4096 +5.8%. Env
+    /// `NORMKIT_CUDA_FP8_TILE_WIDE` (rows; `off`: no limit).
+    pub tile_wide_max_rows: u64,
     /// Calls of `pair_rows.0..=pair_rows.1` rows run the quantised twin in pairs
     /// (`nk_fwd_regqp{|r}_*`: group G's row on 2G threads of 2 chunks, the same bits) where the
     /// doubled CTA fits its 256 threads and no yT tile is taken; (1, 0): never. Default 1..=512
@@ -470,6 +490,18 @@ pub struct Fp8Tuning {
     /// 32768×4096 181.6 → 172.2 µs, 16384×4096 −5.5%, 65536×4096 −3.5%; at N = 2048 65536 rows
     /// +3% and 32768 +0.4% with it, within 0.6% of main without it.
     pub tile_l2_min_n: usize,
+}
+
+/// Which per-row FP8 calls take the per-tensor twin's doubled rows per CTA
+/// ([`Fp8Tuning::wide_row`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WideRow {
+    /// None.
+    Never,
+    /// RMSNorm with the residual, where its rows are whole 4-chunk rows (N = 32 × the group).
+    Residual,
+    /// Every per-row call.
+    Always,
 }
 
 /// Where the 16-bit register forward (4 chunks per thread, 16-byte layouts) runs its twin
@@ -1076,6 +1108,8 @@ impl Tuning {
                 reg_twin: true,
                 row_twin_walks: 8,
                 wide_cta_walks: 8,
+                wide_row: WideRow::Never,
+                tile_wide_max_rows: u64::MAX,
                 pair_rows: (1, 512),
                 pair_every_op: false,
                 twin_tm: 16,
@@ -1146,6 +1180,8 @@ impl Tuning {
             t.fwd_rpc = RPC_SM90_HBM3E.to_vec();
             t.fp8.twin_l2_ahead = 1;
             t.fp8.tile_l2_ahead = 1;
+            t.fp8.tile_wide_max_rows = 40960;
+            t.fp8.wide_row = WideRow::Residual;
         }
         t
     }
@@ -1328,6 +1364,17 @@ impl Tuning {
                     self.fp8.pair_rows = rows;
                 }
             }
+            None => {}
+        }
+        match get("NORMKIT_CUDA_FP8_WIDE_ROW").as_deref().map(str::trim) {
+            Some("0") => self.fp8.wide_row = WideRow::Never,
+            Some("res") => self.fp8.wide_row = WideRow::Residual,
+            Some("1") => self.fp8.wide_row = WideRow::Always,
+            _ => {}
+        }
+        match get("NORMKIT_CUDA_FP8_TILE_WIDE").as_deref().map(str::trim) {
+            Some("off") => self.fp8.tile_wide_max_rows = u64::MAX,
+            Some(v) => self.fp8.tile_wide_max_rows = v.parse().unwrap_or(self.fp8.tile_wide_max_rows),
             None => {}
         }
         match get("NORMKIT_CUDA_FP8_WIDE").as_deref().map(str::trim) {
