@@ -239,6 +239,11 @@ impl<'a, B: ?Sized> Fp8<'a, B> {
     }
 
     /// Also write `yT` (N × M, its own row stride, `y`'s FP8 dtype), bitwise the transpose of `y_q`.
+    ///
+    /// Any row stride ≥ M is correct. For speed on CUDA, give `yT` a row stride (and a start)
+    /// that is a multiple of 32 bytes: each CTA writes 32-byte runs of yT's rows, and runs that
+    /// straddle 32-byte sectors share them with other CTAs' (H200, 4096 columns: 40960 rows 214
+    /// µs, 40976 rows 387, 40961 rows 713; kernels-cuda/NOTES.md v30).
     pub fn transposed(mut self, y_t: MatMut<'a, B>) -> Self {
         self.transposed = Some(y_t);
         self
