@@ -1595,6 +1595,32 @@ mod tests {
     }
 
     #[test]
+    fn the_fp8_rows_overrides_parse() {
+        let d = Tuning::for_sm90();
+        let h = Tuning::for_device(9, 4800.0);
+        assert_eq!((d.fp8.wide_row, d.fp8.tile_wide_max_rows, d.fp8.tile_l2_ahead), (WideRow::Never, u64::MAX, 0));
+        assert_eq!((h.fp8.wide_row, h.fp8.tile_wide_max_rows, h.fp8.tile_l2_ahead), (WideRow::Residual, 40960, 1));
+        let t = d.clone().with_env(env(&[
+            ("NORMKIT_CUDA_FP8_WIDE_ROW", "1"),
+            ("NORMKIT_CUDA_FP8_TILE_WIDE", "65536"),
+            ("NORMKIT_CUDA_FP8_TILE_L2PF", "2"),
+        ]));
+        assert_eq!((t.fp8.wide_row, t.fp8.tile_wide_max_rows, t.fp8.tile_l2_ahead), (WideRow::Always, 65536, 2));
+        let t = h.clone().with_env(env(&[
+            ("NORMKIT_CUDA_FP8_WIDE_ROW", "0"),
+            ("NORMKIT_CUDA_FP8_TILE_WIDE", "off"),
+            ("NORMKIT_CUDA_FP8_TILE_L2PF", "off"),
+        ]));
+        assert_eq!((t.fp8.wide_row, t.fp8.tile_wide_max_rows, t.fp8.tile_l2_ahead), (WideRow::Never, u64::MAX, 0));
+        assert_eq!(d.clone().with_env(env(&[("NORMKIT_CUDA_FP8_WIDE_ROW", "res")])).fp8.wide_row, WideRow::Residual);
+        let bad = h.clone().with_env(env(&[("NORMKIT_CUDA_FP8_WIDE_ROW", "2"), ("NORMKIT_CUDA_FP8_TILE_WIDE", "x")]));
+        assert_eq!((bad.fp8.wide_row, bad.fp8.tile_wide_max_rows), (WideRow::Residual, 40960), "malformed values keep the defaults");
+        for v in ["NORMKIT_CUDA_FP8_WIDE_ROW", "NORMKIT_CUDA_FP8_TILE_WIDE", "NORMKIT_CUDA_FP8_TILE_L2PF"] {
+            assert!(ENV_OVERRIDES.contains(&v), "{v}");
+        }
+    }
+
+    #[test]
     fn the_staged_overrides_parse() {
         let d = Tuning::for_sm90().cluster;
         assert!(d.staged && d.staged_shape.is_none());
