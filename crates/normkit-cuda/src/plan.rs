@@ -649,6 +649,8 @@ fn forward_fp8(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall, q:
                 .filter(|_| !(q.per_row && !c.ln && c.bias))
                 .and_then(kernels::lookup)
                 .filter(|tk| block <= tk.max_threads);
+            // Calls whose yT the twin's own tiles may write (below: Fp8Tuning::twin_tile_n).
+            let tile_n = q.transposed && f.twin_tm >= 8 && (f.twin_tile_n.0..=f.twin_tile_n.1).contains(&c.n);
             let twin = match twin {
                 Some(tk) => {
                     let wave = u64::from(persistent_blocks(d, occ, tk, block, 0, work)?);
@@ -661,7 +663,6 @@ fn forward_fp8(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall, q:
                     // the calls that take the yT tiles only up to Fp8Tuning::tile_wide_max_rows
                     // where M is a multiple of 16 (the contiguous yT's rows 16-byte aligned: the
                     // case measured; odd M measured slower so, tpf/wide call 1).
-                    let tile_n = q.transposed && f.twin_tm >= 8 && (f.twin_tile_n.0..=f.twin_tile_n.1).contains(&c.n);
                     let row_ok = match f.wide_row {
                         tuning::WideRow::Never => false,
                         tuning::WideRow::Residual => c.residual && c.n == 32 * rc.group as usize,
@@ -683,8 +684,7 @@ fn forward_fp8(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall, q:
             // Fp8Tuning::twin_tile_fill % of the resident clusters; else the separate transpose
             // after the twin.
             let mut tiled = None;
-            let n_ok = (f.twin_tile_n.0..=f.twin_tile_n.1).contains(&c.n);
-            if twin.is_some() && q.transposed && n_ok && f.twin_tm >= 8 && rpc.is_power_of_two() {
+            if twin.is_some() && tile_n && rpc.is_power_of_two() {
                 if let Some(kt) = kernels::lookup(twin_key(true, false)) {
                     // The pitch of a 16-row tile at 32 rows too: 8-byte aligned rows for the
                     // twin's stores (32 rows' conflict-free pitch is an odd number of words).
@@ -1980,9 +1980,9 @@ mod tests {
         // Tuning::fwd_half on HBM3e (tuning::HALF_SM90_HBM3E): bf16 without the residual on half
         // the table's threads (8 chunks each, the table's group halved) — RMSNorm at N in (4096,
         // 8192] from 512 rows and in (2048, 4096] from 2048, LayerNorm at N = 8192 from 512 rows,
-        // at 4096 for 2048 to 8192 rows and at 2048 for 2048 to 4096, both at N = 1024 (RMSNorm in (512, 1024]) from 4096
-        // rows and at 512 (RMSNorm in (256, 512]) from 8192; the other calls keep their kernels, and the
-        // residual, f16 and the H100 never take it.
+        // at 4096 for 2048 to 8192 rows and at 2048 for 2048 to 4096, both at N = 1024 (RMSNorm
+        // in (512, 1024]) from 4096 rows and at 512 (RMSNorm in (256, 512]) from 8192; the other
+        // calls keep their kernels, and the residual, f16 and the H100 never take it.
         let t = Tuning::for_device(9, 4800.0);
         let kn = |t: &Tuning, c: FwdCall| plan_fwd(t, c).steps().map(|s| (s.kernel.name, s.block)).next().unwrap();
         let group = |t: &Tuning, c: FwdCall| plan_fwd(t, c).fields.group;

@@ -1292,6 +1292,12 @@ impl Tuning {
             Some(v) => v.parse().unwrap_or(cur),
             None => cur,
         };
+        // A bound that `off` lifts (u64::MAX); a malformed value keeps the current one.
+        let limit = |name: &str, cur: u64| match get(name).as_deref().map(str::trim) {
+            Some("off") => u64::MAX,
+            Some(v) => v.parse().unwrap_or(cur),
+            None => cur,
+        };
         self.bwd_twin_cap_auto = cap("NORMKIT_CUDA_BWD_TWIN_CAP", self.bwd_twin_cap_auto);
         self.fp8.twin_cap_auto = cap("NORMKIT_CUDA_FP8_TWIN_CAP", self.fp8.twin_cap_auto);
         self.fp8.twin_l2_ahead = cap("NORMKIT_CUDA_FP8_L2PF", self.fp8.twin_l2_ahead);
@@ -1344,11 +1350,7 @@ impl Tuning {
             (n.0 <= n.1 && rows.0 <= rows.1 && (1..=1024).contains(&rpc))
                 .then(|| ops.iter().map(|&(ln, residual)| RpcRule { ln, residual, n, rows, rpc }).collect())
         });
-        match get("NORMKIT_CUDA_FP8_TWIN_X2").as_deref().map(str::trim) {
-            Some("off") => self.fp8.twin_x2_min_elems = u64::MAX,
-            Some(v) => self.fp8.twin_x2_min_elems = v.parse().unwrap_or(self.fp8.twin_x2_min_elems),
-            None => {}
-        }
+        self.fp8.twin_x2_min_elems = limit("NORMKIT_CUDA_FP8_TWIN_X2", self.fp8.twin_x2_min_elems);
         self.fp8.reg = on_unless_0("NORMKIT_CUDA_FP8_REG");
         self.fp8.reg_grid_rows = get("NORMKIT_CUDA_FP8_GRID").is_some_and(|v| v == "rows");
         self.fp8.reg_twin = on_unless_0("NORMKIT_CUDA_FP8_TWIN");
@@ -1372,16 +1374,8 @@ impl Tuning {
             Some("1") => self.fp8.wide_row = WideRow::Always,
             _ => {}
         }
-        match get("NORMKIT_CUDA_FP8_TILE_WIDE").as_deref().map(str::trim) {
-            Some("off") => self.fp8.tile_wide_max_rows = u64::MAX,
-            Some(v) => self.fp8.tile_wide_max_rows = v.parse().unwrap_or(self.fp8.tile_wide_max_rows),
-            None => {}
-        }
-        match get("NORMKIT_CUDA_FP8_WIDE").as_deref().map(str::trim) {
-            Some("off") => self.fp8.wide_cta_walks = u64::MAX,
-            Some(v) => self.fp8.wide_cta_walks = v.parse().unwrap_or(self.fp8.wide_cta_walks),
-            None => {}
-        }
+        self.fp8.tile_wide_max_rows = limit("NORMKIT_CUDA_FP8_TILE_WIDE", self.fp8.tile_wide_max_rows);
+        self.fp8.wide_cta_walks = limit("NORMKIT_CUDA_FP8_WIDE", self.fp8.wide_cta_walks);
         if let Some(tm) =
             get("NORMKIT_CUDA_FP8_TWIN_TM").and_then(|v| v.trim().parse::<u32>().ok()).filter(|t| matches!(t, 0 | 8 | 16 | 32))
         {
