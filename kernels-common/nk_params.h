@@ -57,7 +57,7 @@ struct NkFwdParams {
     int32_t tm;                   // transposed tile: rows per tile
     int32_t tpitch;               // transposed tile: bytes per shared-memory row
     uint64_t q_sync;              // amax: two zeroed words of the backend's (running max, CTAs arrived)
-    int32_t pf;                   // staged cluster forward: stages of a later row's slice prefetched into L2 (0: none)
+    int32_t pf;                   // staged cluster forward: stages of a later row's slice prefetched into L2 (0: none); re-reading cluster forward: KB of the next row's slice
     int32_t pfd;                  // staged cluster forward: which later row (1: the next, 2: the one after)
 };
 

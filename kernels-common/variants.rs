@@ -311,6 +311,20 @@ pub enum KernelKey {
         /// 16-byte accesses (else the element-wise twin).
         aligned: bool,
     },
+    /// `nk_fwd_clr_{dt}_{rms|ln}{|_res}_{a|u}` (sm_90+): the re-reading cluster forward
+    /// (`fwd_cluster` with SPEC + 32, 512-thread CTAs): one row per cluster, the slice streamed in
+    /// pass 1 and read again from L2 for the output, for rows past the registers and the staged
+    /// slices.
+    FwdClusterReread {
+        /// Every tensor's dtype.
+        dtype: Dt,
+        /// LayerNorm (else RMSNorm).
+        ln: bool,
+        /// The fused residual add.
+        residual: bool,
+        /// 16-byte accesses (else the element-wise twin).
+        aligned: bool,
+    },
     /// `nk_fwd_cs_{dt}_{rms|ln}{|_res}_{a|u}` (sm_90+): the staged cluster forward (`fwd_cluster`
     /// with SPEC + 64): each CTA's slice of the row in shared memory, filled by bulk copies that
     /// stream the cluster's next row in while the current one is written.
@@ -614,7 +628,10 @@ impl KernelKey {
             KernelKey::BwdFinalizeCols => Family::BwdFinalizeCols,
             KernelKey::FwdReg { .. } => Family::FwdReg,
             KernelKey::BwdReg { .. } => Family::BwdReg,
-            KernelKey::FwdCluster { .. } | KernelKey::FwdClusterStaged { .. } | KernelKey::FwdClusterStagedQ { .. } => Family::FwdCluster,
+            KernelKey::FwdCluster { .. }
+            | KernelKey::FwdClusterReread { .. }
+            | KernelKey::FwdClusterStaged { .. }
+            | KernelKey::FwdClusterStagedQ { .. } => Family::FwdCluster,
             KernelKey::BwdCluster { .. } => Family::BwdCluster,
             KernelKey::BwdRows { .. } => Family::BwdRows,
             KernelKey::FwdQRow { .. } => Family::FwdQRow,
@@ -638,6 +655,7 @@ impl KernelKey {
             | KernelKey::BwdSplitApply { aligned, .. }
             | KernelKey::FwdReg { aligned, .. }
             | KernelKey::FwdCluster { aligned, .. }
+            | KernelKey::FwdClusterReread { aligned, .. }
             | KernelKey::FwdClusterStaged { aligned, .. }
             | KernelKey::FwdQRow { aligned, .. }
             | KernelKey::FwdQSplitAmax { aligned, .. }
@@ -720,6 +738,7 @@ impl KernelKey {
                 Spec::Int(base(dtype, ln, residual) + chunks.spec() + 64 * prefetch as u32)
             }
             KernelKey::FwdCluster { dtype, ln, residual, .. } => Spec::Int(base(dtype, ln, residual)),
+            KernelKey::FwdClusterReread { dtype, ln, residual, .. } => Spec::Int(base(dtype, ln, residual) + 32),
             KernelKey::FwdClusterStaged { dtype, ln, residual, .. } => Spec::Int(base(dtype, ln, residual) + 64),
             KernelKey::FwdClusterStagedQ { dtype, ln, residual, per_row } => {
                 Spec::Int(base(dtype, ln, residual) + 64 + 128 + 256 * per_row as u32)
@@ -813,6 +832,9 @@ impl KernelKey {
             }
             KernelKey::FwdCluster { dtype, ln, residual, aligned } => {
                 format!("nk_fwd_cl_{}_{}{}_{}", dtype.tag(), rms_ln(ln), res(residual), if aligned { "a" } else { "u" })
+            }
+            KernelKey::FwdClusterReread { dtype, ln, residual, aligned } => {
+                format!("nk_fwd_clr_{}_{}{}_{}", dtype.tag(), rms_ln(ln), res(residual), if aligned { "a" } else { "u" })
             }
             KernelKey::FwdClusterStaged { dtype, ln, residual, aligned } => {
                 format!("nk_fwd_cs_{}_{}{}_{}", dtype.tag(), rms_ln(ln), res(residual), if aligned { "a" } else { "u" })

@@ -28,6 +28,7 @@ pub fn own_unit(k: KernelKey) -> bool {
             | FwdRegQPair { .. }
             | FwdClusterStagedQ { .. }
             | BwdSmallCols { .. }
+            | FwdClusterReread { .. }
     )
 }
 
@@ -487,4 +488,21 @@ pub const VARIANTS: &[Variant] = &[
     v(FwdRegQPair { dtype: Bf16, ln: false, residual: true, per_row: true }, 256, 1),
     v(FwdRegQPair { dtype: F16, ln: false, residual: true, per_row: false }, 256, 1),
     v(FwdRegQPair { dtype: F16, ln: false, residual: true, per_row: true }, 256, 1),
+    // The re-reading cluster forward (SPEC + 32): rows past the registers and the staged slices
+    // (N = 1M at 16 bits), for the calls where it beat the split path (f32, 16-bit RMSNorm without
+    // the residual: tuning.rs, ClusterTuning::reread_ops; the 16-bit LayerNorm and residual builds
+    // measured slower and were removed). In the FP8 unit (own_unit), so the main unit's code stays
+    // as it was.
+    v(FwdClusterReread { dtype: F32, ln: false, residual: false, aligned: true }, 512, 1),
+    v(FwdClusterReread { dtype: F32, ln: false, residual: false, aligned: false }, 512, 1),
+    v(FwdClusterReread { dtype: F32, ln: false, residual: true, aligned: true }, 512, 1),
+    v(FwdClusterReread { dtype: F32, ln: false, residual: true, aligned: false }, 512, 1),
+    v(FwdClusterReread { dtype: F32, ln: true, residual: false, aligned: true }, 512, 1),
+    v(FwdClusterReread { dtype: F32, ln: true, residual: false, aligned: false }, 512, 1),
+    v(FwdClusterReread { dtype: F32, ln: true, residual: true, aligned: true }, 512, 1),
+    v(FwdClusterReread { dtype: F32, ln: true, residual: true, aligned: false }, 512, 1),
+    v(FwdClusterReread { dtype: F16, ln: false, residual: false, aligned: true }, 512, 1),
+    v(FwdClusterReread { dtype: F16, ln: false, residual: false, aligned: false }, 512, 1),
+    v(FwdClusterReread { dtype: Bf16, ln: false, residual: false, aligned: true }, 512, 1),
+    v(FwdClusterReread { dtype: Bf16, ln: false, residual: false, aligned: false }, 512, 1),
 ];

@@ -112,6 +112,9 @@ pub enum Family {
     FwdCluster,
     /// Forward staged cluster kernels (`nk_fwd_cs_*`): the row's slices in shared memory.
     FwdClusterStaged,
+    /// Forward re-reading cluster kernels (`nk_fwd_clr*`): the row's slices read once from HBM,
+    /// again from L2.
+    FwdClusterReread,
     /// Forward split rows (stats, reduce, apply).
     FwdSplit,
     /// Backward row-batch kernels (`nk_bwd_rows*`).
@@ -219,6 +222,7 @@ pub struct Fields {
     /// Staged cluster forward: the next row's pass 1 this many stages behind its refills.
     pub lag: i32,
     /// Staged cluster forward: stages of a later row's slice prefetched into L2 (0: none).
+    /// Re-reading cluster forward: KB of each CTA's slice of its next row.
     pub pf: i32,
     /// Staged cluster forward: the row `pf` prefetches (1: the next, 2: the one after).
     pub pfd: i32,
@@ -541,6 +545,9 @@ pub fn forward(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall) ->
         }
     }
     if let Some(l) = forward_cluster(t, d, occ, c)? {
+        return Ok(l);
+    }
+    if let Some(l) = forward_reread(t, d, occ, c)? {
         return Ok(l);
     }
     // Split rows.
@@ -964,6 +971,38 @@ fn forward_cluster(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall
     let fields = Fields { group: rc.t as i32, rpc: rc.c as i32, ..Fields::default() };
     let mut l = Launch::new(Family::FwdCluster, Workspace::default(), fields);
     l.push(Step { kernel: k, grid: (grid, 1), block: rc.t, smem: 0, mode: Mode::Cluster(rc.c), group: None });
+    Ok(Some(l))
+}
+
+/// The re-reading cluster forward ([`tuning::ClusterTuning::reread`]): rows of at least
+/// `reread_min_n` that the register and staged cluster kernels left, by N, the dtypes and the
+/// flags alone (the element-wise twin runs the same body); `None` where no cluster of that shape
+/// can be resident.
+fn forward_reread(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall) -> Result<Option<Launch>> {
+    let cl = &t.cluster;
+    let Some((cc, tt)) = cl.reread else { return Ok(None) };
+    if !cl.on || c.n < cl.reread_min_n {
+        return Ok(None);
+    }
+    let Some(dt) = cluster_dtype(d, c) else { return Ok(None) };
+    if !cl.reread_ops.covers(dt == DType::F32, c.ln, c.residual) {
+        return Ok(None);
+    }
+    // Built only for the calls where it measured faster (kernels-cuda/variants.rs).
+    let Some(k) = kernels::lookup(KernelKey::FwdClusterReread { dtype: kdt(dt)?, ln: c.ln, residual: c.residual, aligned: c.aligned })
+    else {
+        return Ok(None);
+    };
+    let cap = occ.max_active_clusters(k, cc, tt, 0)?;
+    if cap == 0 {
+        return Ok(None);
+    }
+    let clusters = (c.m as u64).min(cap as u64) as u32;
+    let grid = cluster_grid(clusters, cc)?;
+    let pf = if c.aligned { cl.reread_pf_kb as i32 } else { 0 };
+    let fields = Fields { group: tt as i32, rpc: cc as i32, pf, ..Fields::default() };
+    let mut l = Launch::new(Family::FwdClusterReread, Workspace::default(), fields);
+    l.push(Step { kernel: k, grid: (grid, 1), block: tt, smem: 0, mode: Mode::Cluster(cc), group: None });
     Ok(Some(l))
 }
 
@@ -1643,6 +1682,8 @@ mod tests {
         // and the twin on decode-sized grids only, as before its wider rules (forward_twin_rules).
         let mut t = Tuning::for_sm90();
         t.cluster.staged = false;
+        // The split path past the cluster kernels (forward_reread_plan tests the re-reading one).
+        t.cluster.reread = None;
         t.fwd_decode_max_ctas = Some(132);
         // No padding of the twin's CTAs (forward_pair_by_op_and_grid tests it).
         t.fwd_twin_cap_auto = 0;
@@ -1874,6 +1915,7 @@ mod tests {
         let sm90 = || {
             let mut t = Tuning::for_sm90();
             t.cluster.staged = false;
+            t.cluster.reread = None;
             t.fwd_decode_max_ctas = Some(132);
             t.fwd_twin_cap_auto = 0;
             t
@@ -2078,6 +2120,60 @@ mod tests {
     /// clusters; its shared memory `(1 + residual)·nst·sc·CB`; the lag half the stages; the next
     /// path where the slice does not fit.
     #[test]
+    fn forward_reread_plan() {
+        use DType::*;
+        use Family::*;
+        let t = Tuning::for_sm90();
+        let t = Tuning { cluster: tuning::ClusterTuning { reread_ops: tuning::RereadOps::ALL, ..t.cluster.clone() }, ..t };
+        // 1M bf16 on clusters of 8 × 512 threads: the fake occupancy's 4 CTAs per SM hold
+        // 132 · 4 / 8 = 66 clusters; fewer rows, fewer clusters.
+        check(
+            "R1 bf16 1M",
+            plan_fwd(&t, fwd(BF16, 1 << 20, 128)),
+            FwdClusterReread,
+            &[("nk_fwd_clr_bf16_rms_a", (66 * 8, 1), 512, 0, cl(8), None)],
+            Workspace::default(),
+            Fields { group: 512, rpc: 8, pf: t.cluster.reread_pf_kb as i32, ..Fields::default() },
+        );
+        check(
+            "R2 f32 1M ln res, 3 rows, element-wise (no prefetch)",
+            plan_fwd(&t, FwdCall { residual: true, aligned: false, ..ln_fwd(fwd(F32, 1 << 20, 3)) }),
+            FwdClusterReread,
+            &[("nk_fwd_clr_f32_ln_res_u", (24, 1), 512, 0, cl(8), None)],
+            Workspace::default(),
+            Fields { group: 512, rpc: 8, ..Fields::default() },
+        );
+        // The 16-bit LayerNorm and residual builds do not exist: the split path, whatever the
+        // calls' list says.
+        assert_eq!(plan_fwd(&t, ln_fwd(fwd(BF16, 1 << 20, 3))).family, FwdSplit);
+        // Another cluster size, the prefetch, the calls, off, a lower N by environment.
+        let env = |k: &'static str, v: &'static str| Tuning::for_sm90().with_env(move |n| (n == k).then(|| v.to_owned()));
+        let l = plan_fwd(&env("NORMKIT_CUDA_CLUSTER_REREAD", "16"), fwd(F32, 1 << 20, 128));
+        assert_eq!((l.steps().next().unwrap().kernel.name, l.fields.group, l.fields.rpc), ("nk_fwd_clr_f32_rms_a", 512, 16));
+        let l = plan_fwd(&env("NORMKIT_CUDA_CLUSTER_REREAD", "16,256"), fwd(F32, 1 << 20, 128));
+        assert_eq!((l.steps().next().unwrap().block, l.fields.group, l.fields.rpc), (256, 256, 16));
+        assert_eq!(
+            env("NORMKIT_CUDA_CLUSTER_REREAD", "3").cluster.reread,
+            Tuning::for_sm90().cluster.reread,
+            "a bad size keeps the default"
+        );
+        assert_eq!(plan_fwd(&env("NORMKIT_CUDA_CLUSTER_REREAD_PF", "96"), fwd(BF16, 1 << 20, 128)).fields.pf, 96);
+        let ops = env("NORMKIT_CUDA_CLUSTER_REREAD_OPS", "ln16,res32").cluster.reread_ops;
+        assert_eq!(
+            (ops.covers(false, true, false), ops.covers(true, false, true), ops.covers(false, false, false), ops.covers(true, true, false)),
+            (true, true, false, false)
+        );
+        assert_eq!(env("NORMKIT_CUDA_CLUSTER_REREAD_OPS", "ln16,bad").cluster.reread_ops, Tuning::for_sm90().cluster.reread_ops);
+        assert_eq!(plan_fwd(&env("NORMKIT_CUDA_CLUSTER_REREAD", "0"), fwd(BF16, 1 << 20, 128)).family, FwdSplit);
+        // Past the staged slices with the residual (f32 300000: 150 KB on 16 CTAs), and below its N.
+        assert_eq!(plan_fwd(&t, FwdCall { residual: true, ..fwd(F32, 300000, 128) }).family, FwdClusterReread);
+        assert_eq!(plan_fwd(&env("NORMKIT_CUDA_CLUSTER_REREAD_MIN_N", "2000000"), fwd(BF16, 1 << 20, 128)).family, FwdSplit);
+        assert_eq!(plan_fwd(&t, fwd(BF16, 262144, 128)).family, FwdClusterStaged);
+        // Other casting than Gemma's: no cluster kernel, the split path.
+        assert_eq!(plan_fwd(&t, FwdCall { gemma: false, ..fwd(BF16, 1 << 20, 128) }).family, FwdSplit);
+    }
+
+    #[test]
     fn forward_staged_paths() {
         use DType::*;
         use Family::*;
@@ -2125,10 +2221,13 @@ mod tests {
         let f = pf(&env("0"), ln_fwd(fwd(BF16, 262144, 4)));
         assert_eq!((f.pf, f.pfd), (0, 0));
         assert_eq!(pf(&env("4:3"), ln_fwd(fwd(BF16, 262144, 4))).pf, 4, "a bad distance keeps the default");
-        // 1M bf16: 128 KiB slices even on 16 CTAs → the next path (split); f32 524288 alike.
-        assert_eq!(plan_fwd(&t, fwd(BF16, 1 << 20, 8)).family, FwdSplit);
+        // 1M bf16: 128 KiB slices even on 16 CTAs → the next path (the re-reading cluster
+        // forward); f32 524288 alike.
+        assert_eq!(plan_fwd(&t, fwd(BF16, 1 << 20, 8)).family, FwdClusterReread);
         assert_eq!(plan_fwd(&t, FwdCall { residual: true, ..fwd(BF16, 1 << 20, 8) }).family, FwdSplit);
-        assert_eq!(plan_fwd(&t, fwd(F32, 524288, 2)).family, FwdSplit);
+        assert_eq!(plan_fwd(&t, ln_fwd(fwd(BF16, 1 << 20, 8))).family, FwdSplit);
+        assert_eq!(plan_fwd(&t, FwdCall { residual: true, ..ln_fwd(fwd(F32, 524288, 2)) }).family, FwdClusterReread);
+        assert_eq!(plan_fwd(&t, fwd(F32, 524288, 2)).family, FwdClusterReread);
         // f32 262144: 1 MiB rows on 16 CTAs, 2048 chunks of 32 bytes per slice = 8 stages of 256.
         check(
             "S5 f32 262144",

@@ -77,9 +77,13 @@
 //! | `NORMKIT_CUDA_CSTAGE_LAG` | [`ClusterTuning::staged_lag`] | stages between the staged forward's refills and the next row's pass 1 |
 //! | `NORMKIT_CUDA_CSTAGE_GRID` | [`ClusterTuning::staged_grid_rows`] | `rows`: the staged forward on one cluster per row (else the resident clusters walk the rows) |
 //! | `NORMKIT_CUDA_CSTAGE_PF` | [`ClusterTuning::staged_pf`] | `S[:D]`: the staged kernels that carry the L2 prefetch take S stages of the row D ahead (1 or 2) at the top of each row; `0`: none |
+//! | `NORMKIT_CUDA_CLUSTER_REREAD` | [`ClusterTuning::reread`] | `C[,T]`: the re-reading cluster forward on clusters of C CTAs of T threads (256 or 512); `0`: off (the split path); changes bits where it ran |
+//! | `NORMKIT_CUDA_CLUSTER_REREAD_MIN_N` | [`ClusterTuning::reread_min_n`] | the smallest N of the re-reading cluster forward; changes bits where the path changes |
+//! | `NORMKIT_CUDA_CLUSTER_REREAD_OPS` | [`ClusterTuning::reread_ops`] | which calls take it: a comma list of `rms16`, `ln16`, `res16`, `f32`, `res32`, or `all`; changes bits where the path changes |
+//! | `NORMKIT_CUDA_CLUSTER_REREAD_PF` | [`ClusterTuning::reread_pf_kb`] | KB of each CTA's slice of its next row prefetched into L2 after pass 1 (`0`: none) |
 
 /// The environment variables [`Tuning::with_env`] reads, in the order of the table above.
-pub const ENV_OVERRIDES: [&str; 59] = [
+pub const ENV_OVERRIDES: [&str; 63] = [
     "NORMKIT_CUDA_FWD_TABLE",
     "NORMKIT_CUDA_BWD_TABLE",
     "NORMKIT_CUDA_BWD4_TABLE",
@@ -139,6 +143,10 @@ pub const ENV_OVERRIDES: [&str; 59] = [
     "NORMKIT_CUDA_CSTAGE_LAG",
     "NORMKIT_CUDA_CSTAGE_GRID",
     "NORMKIT_CUDA_CSTAGE_PF",
+    "NORMKIT_CUDA_CLUSTER_REREAD",
+    "NORMKIT_CUDA_CLUSTER_REREAD_MIN_N",
+    "NORMKIT_CUDA_CLUSTER_REREAD_OPS",
+    "NORMKIT_CUDA_CLUSTER_REREAD_PF",
 ];
 
 /// One row of a launch table.
@@ -307,6 +315,85 @@ pub struct ClusterTuning {
     /// `NORMKIT_CUDA_CSTAGE_PF=S[:D]`: S stages of the row D ahead (1 or 2) in every kernel that
     /// carries the prefetch, instead of the two defaults above (`0`: none; measurements).
     pub staged_pf: Option<(u32, u32)>,
+    /// The re-reading cluster forward (`nk_fwd_clr_*`, cluster.cuh `fwd_cluster_reread`): rows of
+    /// at least [`ClusterTuning::reread_min_n`] that neither the register nor the staged cluster
+    /// kernels take, for the calls [`ClusterTuning::reread_ops`] names, on clusters of C CTAs of
+    /// T threads (`Some((C, T))`, T 256 or 512): x read once from HBM, the output pass reading it
+    /// again from L2, instead of the split path's two reads from HBM. Chosen by N, the dtypes and
+    /// the flags, so a row's bits never depend on M. Env `NORMKIT_CUDA_CLUSTER_REREAD` (`C[,T]`,
+    /// or `0`: off). H200 (rr/call1–3): 8 × 512 the fastest overall; 16 × 512 +2 to +12% at
+    /// N = 1M, 4 × 512 +0 to +60%, 16 × 256 −2 to +8%, 8 × 256 (two rows' CTAs on an SM, 33 rows
+    /// in flight) up to +75% at 8 rows; 1024-thread CTAs at 64 registers +5 to +60%.
+    pub reread: Option<(u32, u32)>,
+    /// See [`ClusterTuning::reread`] (env `NORMKIT_CUDA_CLUSTER_REREAD_MIN_N`).
+    pub reread_min_n: usize,
+    /// Which calls take the re-reading cluster forward (env `NORMKIT_CUDA_CLUSTER_REREAD_OPS`).
+    /// H200, against the split path in one call each (bench/results/nvidia-h200-2026-11-29/rr,
+    /// calls 1–3, clusters of 8 × 512): 16-bit RMSNorm 128×1M 235.2 → 218.2 µs (−7%), 256×1M −6%,
+    /// 8×1M −1.6%; f32 at 128×524288 RMSNorm 339.4 → 220.8 (−35%), LayerNorm 377.3 → 268.6
+    /// (−29%), with the residual 459.1 → 345.2 (−25%) — taken. 16-bit LayerNorm +13 to +23%
+    /// (its centred pass is a third read, from L2), 16-bit with the residual +1 to +8%: the
+    /// split path keeps them.
+    pub reread_ops: RereadOps,
+    /// KB of each CTA's slice of its next row that the re-reading forward prefetches into L2
+    /// after its pass 1 (0: none; env `NORMKIT_CUDA_CLUSTER_REREAD_PF`). A hint: no bit changes.
+    /// H200 (rr/call2): 64 KB +2 to +7% at N = 1M, 256 KB +9 to +33% (the rows ahead crowd the
+    /// ones being read again out of L2): off.
+    pub reread_pf_kb: u32,
+}
+
+/// The calls of [`ClusterTuning::reread`]: by the dtype class and the flags. Env
+/// `NORMKIT_CUDA_CLUSTER_REREAD_OPS`: a comma list of `rms16`, `ln16`, `res16`, `f32`, `res32`,
+/// or `all`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RereadOps {
+    /// 16-bit RMSNorm without the residual.
+    pub rms16: bool,
+    /// 16-bit LayerNorm without the residual.
+    pub ln16: bool,
+    /// 16-bit, with the residual.
+    pub res16: bool,
+    /// f32 without the residual.
+    pub f32: bool,
+    /// f32 with the residual.
+    pub res32: bool,
+}
+
+impl RereadOps {
+    /// Where it measured faster than the split path on an H200 ([`ClusterTuning::reread_ops`]).
+    pub const MEASURED: RereadOps = RereadOps { rms16: true, ln16: false, res16: false, f32: true, res32: true };
+    /// Every call.
+    pub const ALL: RereadOps = RereadOps { rms16: true, ln16: true, res16: true, f32: true, res32: true };
+    /// Whether a call of these flags takes the path.
+    pub fn covers(&self, f32: bool, ln: bool, residual: bool) -> bool {
+        match (f32, residual) {
+            (false, false) => {
+                if ln {
+                    self.ln16
+                } else {
+                    self.rms16
+                }
+            }
+            (false, true) => self.res16,
+            (true, false) => self.f32,
+            (true, true) => self.res32,
+        }
+    }
+    fn parse(v: &str) -> Option<RereadOps> {
+        let mut o = RereadOps { rms16: false, ln16: false, res16: false, f32: false, res32: false };
+        for w in v.split(',').map(str::trim) {
+            match w {
+                "all" => o = RereadOps::ALL,
+                "rms16" => o.rms16 = true,
+                "ln16" => o.ln16 = true,
+                "res16" => o.res16 = true,
+                "f32" => o.f32 = true,
+                "res32" => o.res32 = true,
+                _ => return None,
+            }
+        }
+        Some(o)
+    }
 }
 
 /// Row-batch backward (kernels-cuda/rows.cuh): 16-bit rows of `min_n` < N ≤ `max_n` in 16-byte
@@ -1156,6 +1243,10 @@ impl Tuning {
                 staged_pf_res: 2,
                 staged_pf_ln: 4,
                 staged_pf: None,
+                reread: Some((8, 512)),
+                reread_min_n: 262144,
+                reread_ops: RereadOps::MEASURED,
+                reread_pf_kb: 0,
             },
         }
     }
@@ -1446,6 +1537,27 @@ impl Tuning {
         self.cluster.staged_grid_rows = get("NORMKIT_CUDA_CSTAGE_GRID").is_some_and(|v| v == "rows");
         if let Some(l) = get("NORMKIT_CUDA_CSTAGE_LAG").and_then(|v| v.parse().ok()).filter(|&l| l >= 1) {
             self.cluster.staged_lag = Some(l);
+        }
+        match get("NORMKIT_CUDA_CLUSTER_REREAD").as_deref().map(str::trim) {
+            Some("0" | "off") => self.cluster.reread = None,
+            Some(v) => {
+                let (c, t) = v.split_once(',').unwrap_or((v, "512"));
+                if let (Ok(c), Ok(t)) = (c.trim().parse::<u32>(), t.trim().parse::<u32>()) {
+                    if c.is_power_of_two() && (2..=16).contains(&c) && (t == 256 || t == 512) {
+                        self.cluster.reread = Some((c, t));
+                    }
+                }
+            }
+            None => {}
+        }
+        if let Some(v) = get("NORMKIT_CUDA_CLUSTER_REREAD_MIN_N").and_then(|v| v.parse().ok()) {
+            self.cluster.reread_min_n = v;
+        }
+        if let Some(o) = get("NORMKIT_CUDA_CLUSTER_REREAD_OPS").as_deref().and_then(RereadOps::parse) {
+            self.cluster.reread_ops = o;
+        }
+        if let Some(v) = get("NORMKIT_CUDA_CLUSTER_REREAD_PF").and_then(|v| v.parse().ok()) {
+            self.cluster.reread_pf_kb = v;
         }
         if let Some(v) = get("NORMKIT_CUDA_CSTAGE_PF") {
             let (s, d) = v.split_once(':').unwrap_or((v.as_str(), "1"));

@@ -186,6 +186,7 @@ pub const fn designed_waves(key: KernelKey) -> u32 {
         | FwdCluster { .. }
         | FwdClusterStaged { .. }
         | FwdClusterStagedQ { .. }
+        | FwdClusterReread { .. }
         | BwdCluster { .. }
         | BwdRows { .. }
         | FwdRegQ { .. }
