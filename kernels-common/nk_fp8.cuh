@@ -154,9 +154,8 @@ NK_DEVICE void q_amax_commit(const NkFwdParams& p, float amax_t, float* scratch)
     if (nk_tid() == 0) {
         uint32_t* s = reinterpret_cast<uint32_t*>(p.q_sync);
         nk_atomic_max_u32(s, nk_f32_as_u32(m));
-        nk_threadfence();
-        if (nk_atomic_add_u32(s + 1, 1u) == (uint32_t)nk_nblocks() - 1u) {
-            nk_threadfence();
+        // The count releases this CTA's max and, for the last arriver, acquires every other's.
+        if (nk_atomic_add_acq_rel_u32(s + 1, 1u) == (uint32_t)nk_nblocks() - 1u) {
             const uint32_t v = nk_atomic_max_u32_ret(s, 0u);
             nk_store_g32(reinterpret_cast<void*>(p.amax), v);
             nk_atomic_exch_u32(s, 0u);

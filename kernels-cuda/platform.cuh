@@ -220,6 +220,15 @@ NK_DEVICE uint32_t nk_atomic_max_u32_ret(uint32_t* p, uint32_t v) { return atomi
 NK_DEVICE uint32_t nk_atomic_add_u32(uint32_t* p, uint32_t v) { return atomicAdd(reinterpret_cast<unsigned int*>(p), v); }
 NK_DEVICE void nk_atomic_exch_u32(uint32_t* p, uint32_t v) { atomicExch(reinterpret_cast<unsigned int*>(p), v); }
 NK_DEVICE void nk_threadfence() { __threadfence(); }
+// An arrival count that publishes what this thread wrote before it (release) and, to the thread
+// that reads the last count, what every earlier arriver wrote before theirs (acquire): one
+// GPU-scope atom.acq_rel instead of sequentially consistent fences (MEMBAR.SC.GPU) around a
+// relaxed increment.
+NK_DEVICE uint32_t nk_atomic_add_acq_rel_u32(uint32_t* p, uint32_t v) {
+    uint32_t old;
+    asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+    return old;
+}
 NK_DEVICE float nk_fmax(float a, float b) { return fmaxf(a, b); }  // NaN-ignoring (IEEE maxNum)
 NK_DEVICE float nk_fabs(float v) { return fabsf(v); }
 

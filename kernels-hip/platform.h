@@ -291,3 +291,11 @@ NK_DEVICE uint32_t nk_atomic_max_u32_ret(uint32_t* p, uint32_t v) {
 NK_DEVICE uint32_t nk_atomic_add_u32(uint32_t* p, uint32_t v) { return __atomic_fetch_add((NK_GLOBAL uint32_t*)p, v, __ATOMIC_RELAXED); }
 NK_DEVICE void nk_atomic_exch_u32(uint32_t* p, uint32_t v) { __atomic_exchange_n((NK_GLOBAL uint32_t*)p, v, __ATOMIC_RELAXED); }
 NK_DEVICE void nk_threadfence() { __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, "agent"); }
+// An arrival count that releases this thread's earlier writes and acquires the earlier arrivers'
+// (the CUDA header's atom.acq_rel): agent-scope fences around a relaxed increment.
+NK_DEVICE uint32_t nk_atomic_add_acq_rel_u32(uint32_t* p, uint32_t v) {
+    nk_threadfence();
+    const uint32_t old = nk_atomic_add_u32(p, v);
+    nk_threadfence();
+    return old;
+}
