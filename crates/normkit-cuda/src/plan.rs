@@ -15,7 +15,10 @@
 //!    row's chunks within the kernel's registers; the row table's group;
 //! 2. the staged row kernel (`nk_fwd_row_*`) while the staged row and weights fit in shared memory;
 //! 3. cluster kernels (`nk_fwd_cl_*`, sm_90+): one row per cluster, up to the caps in [`Tuning`];
-//! 4. split rows: partial statistics per chunk, one combine per row, then the apply pass.
+//! 4. the re-reading cluster kernels (`nk_fwd_clr_*`, sm_90+) from `ClusterTuning::reread_min_n`
+//!    on, for the calls `ClusterTuning::reread_ops` names (16-bit RMSNorm, f32): one row per
+//!    cluster, each CTA's slice streamed once from HBM and read again from L2 for the output;
+//! 5. split rows: partial statistics per chunk, one combine per row, then the apply pass.
 //!
 //! Backward paths, in order: row-batch (`nk_bwd_rows*`, 16-bit, 512 < N ≤ 2048), register-resident
 //! (`nk_bwd_reg*`, with their prefetching twins), cluster (`nk_bwd_cl*`), the staged row kernel,
