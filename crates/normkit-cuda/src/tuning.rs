@@ -249,9 +249,10 @@ pub struct ClusterTuning {
     /// "cluster"): a CTA slice of at most 32 KiB at 256 threads (8 chunks of 16 bytes per thread
     /// for 16-bit, 4 of 32 bytes for f32), the cluster growing with N to 16, then 512 threads per
     /// CTA (a 1024-thread, 64-register variant for N = 1M spilled once the weight loads were
-    /// batched; N > 524288 runs the split path). The residual kernels stop at 256 threads (their
-    /// element-wise twin needs more than 128 registers), so at 262144 elements; beyond, the
-    /// split path runs.
+    /// batched; past 524288 the next path runs: the re-reading kernels of
+    /// [`ClusterTuning::reread`], else the split path). The residual kernels stop at 256
+    /// threads (their element-wise twin needs more than 128 registers), so at 262144 elements;
+    /// beyond, the next path.
     pub fwd16: Vec<ClusterConfig>,
     /// Forward, f32 (same shape as [`ClusterTuning::fwd16`]).
     pub fwd32: Vec<ClusterConfig>,
