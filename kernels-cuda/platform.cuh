@@ -219,7 +219,6 @@ NK_DEVICE void nk_atomic_max_u32(uint32_t* p, uint32_t v) { atomicMax(reinterpre
 NK_DEVICE uint32_t nk_atomic_max_u32_ret(uint32_t* p, uint32_t v) { return atomicMax(reinterpret_cast<unsigned int*>(p), v); }
 NK_DEVICE uint32_t nk_atomic_add_u32(uint32_t* p, uint32_t v) { return atomicAdd(reinterpret_cast<unsigned int*>(p), v); }
 NK_DEVICE void nk_atomic_exch_u32(uint32_t* p, uint32_t v) { atomicExch(reinterpret_cast<unsigned int*>(p), v); }
-NK_DEVICE void nk_threadfence() { __threadfence(); }
 // An arrival count that publishes what this thread wrote before it (release) and, to the thread
 // that reads the last count, what every earlier arriver wrote before theirs (acquire): one
 // GPU-scope atom.acq_rel instead of sequentially consistent fences (MEMBAR.SC.GPU) around a

@@ -965,15 +965,29 @@ fn forward_cluster(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall
     if rc.t > k.max_threads {
         return Ok(None);
     }
-    let cap = occ.max_active_clusters(k, rc.c, rc.t, 0)?;
+    cluster_forward_launch(occ, c, Family::FwdCluster, k, (rc.c, rc.t), 0)
+}
+
+/// One launch of `k` on min(M, resident) clusters of `shape` = (CTAs, threads), with neither
+/// shared memory nor workspace (the register and re-reading cluster forwards); `None` where no
+/// cluster of that shape can be resident.
+fn cluster_forward_launch(
+    occ: &dyn Occupancy,
+    c: &FwdCall,
+    family: Family,
+    k: Kernel,
+    shape: (u32, u32),
+    pf: i32,
+) -> Result<Option<Launch>> {
+    let (cc, tt) = shape;
+    let cap = occ.max_active_clusters(k, cc, tt, 0)?;
     if cap == 0 {
         return Ok(None);
     }
-    let clusters = (c.m as u64).min(cap as u64) as u32;
-    let grid = cluster_grid(clusters, rc.c)?;
-    let fields = Fields { group: rc.t as i32, rpc: rc.c as i32, ..Fields::default() };
-    let mut l = Launch::new(Family::FwdCluster, Workspace::default(), fields);
-    l.push(Step { kernel: k, grid: (grid, 1), block: rc.t, smem: 0, mode: Mode::Cluster(rc.c), group: None });
+    let grid = cluster_grid((c.m as u64).min(cap as u64) as u32, cc)?;
+    let fields = Fields { group: tt as i32, rpc: cc as i32, pf, ..Fields::default() };
+    let mut l = Launch::new(family, Workspace::default(), fields);
+    l.push(Step { kernel: k, grid: (grid, 1), block: tt, smem: 0, mode: Mode::Cluster(cc), group: None });
     Ok(Some(l))
 }
 
@@ -983,7 +997,7 @@ fn forward_cluster(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall
 /// can be resident.
 fn forward_reread(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall) -> Result<Option<Launch>> {
     let cl = &t.cluster;
-    let Some((cc, tt)) = cl.reread else { return Ok(None) };
+    let Some(shape) = cl.reread else { return Ok(None) };
     if !cl.on || c.n < cl.reread_min_n {
         return Ok(None);
     }
@@ -996,17 +1010,9 @@ fn forward_reread(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall)
     else {
         return Ok(None);
     };
-    let cap = occ.max_active_clusters(k, cc, tt, 0)?;
-    if cap == 0 {
-        return Ok(None);
-    }
-    let clusters = (c.m as u64).min(cap as u64) as u32;
-    let grid = cluster_grid(clusters, cc)?;
+    // The prefetch takes 16-byte aligned slices.
     let pf = if c.aligned { cl.reread_pf_kb as i32 } else { 0 };
-    let fields = Fields { group: tt as i32, rpc: cc as i32, pf, ..Fields::default() };
-    let mut l = Launch::new(Family::FwdClusterReread, Workspace::default(), fields);
-    l.push(Step { kernel: k, grid: (grid, 1), block: tt, smem: 0, mode: Mode::Cluster(cc), group: None });
-    Ok(Some(l))
+    cluster_forward_launch(occ, c, Family::FwdClusterReread, k, shape, pf)
 }
 
 /// Chunks per thread of one stage of the staged cluster forward (NK_CS_KS16 / NK_CS_KS32, the
