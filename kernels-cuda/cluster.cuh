@@ -191,7 +191,7 @@ NK_DEVICE void cl_store_y(void* yrow, int dt, int64_t e, int64_t n, const Raw& h
 }
 
 // SPEC bits of the staged forward (fwd_cstage, `nk_fwd_cs_*`) and of its FP8 output
-// (`nk_fwd_csq_*`); of the re-reading cluster forward (fwd_cluster_reread, `nk_fwd_clr_*`).
+// (`nk_fwd_csq_*`); of the re-reading cluster forward (fwd_cluster's REREAD form, `nk_fwd_clr_*`).
 constexpr int CL_REREAD = 32;
 constexpr int CS_STAGED = 64;
 constexpr int CS_Q = 128;
@@ -206,167 +206,9 @@ constexpr int CS_QF = 256;
 template <bool ALIGNED, int SPEC>
 NK_DEVICE void fwd_cstage(const NkFwdParams& p0);
 
-template <bool ALIGNED, int SPEC>
-NK_DEVICE void fwd_cluster_reread(const NkFwdParams& p0);
-
-template <bool ALIGNED, int SPEC>
-NK_DEVICE void fwd_cluster(const NkFwdParams& p0) {
-    if constexpr ((SPEC & CS_STAGED) != 0) {
-        fwd_cstage<ALIGNED, SPEC>(p0);
-        return;
-    }
-    if constexpr ((SPEC & CL_REREAD) != 0) {
-        fwd_cluster_reread<ALIGNED, SPEC>(p0);
-        return;
-    }
-    constexpr int DT = SPEC & 3;
-    constexpr bool LN = (SPEC & 4) != 0, RES = (SPEC & 8) != 0;
-    constexpr bool NARROW = DT != NK_DT_F32;
-    constexpr int KMAX = NARROW ? 8 : 4;
-    constexpr bool WIDE = (SPEC & 16) != 0;  // 1024-thread CTAs (64 registers)
-    const NkFwdParams p = specialise<DT, NK_CAST_GEMMA>(p0);
-    NK_SHARED float scratch[2][CL_MAX_WARPS];
-    NK_SHARED __align__(8) float part[2][2];
-    const bool has_w = (p.flags & NK_F_WEIGHT) != 0, has_b = (p.flags & NK_F_BIAS) != 0;
-    const bool stats = (p.flags & NK_F_STATS) != 0;
-    const int T = nk_bdim(), t = nk_tid(), lane = t % NK_WARP;
-    const int C = (int)cl_size(), r = (int)cl_rank();
-    const int64_t n = p.n;
-    const int nch = (int)((n + CH - 1) / CH);
-    const int K = (nch + C * T - 1) / (C * T);
-    const int c0 = r * K * T + t;  // this thread's first chunk
-    const int64_t span = (int64_t)K * T * CH;
-    const float cnt = cl_count_of(n, span, r);
-    const float nf = (float)n, offset = p.offset;
-    const void* wp = reinterpret_cast<const void*>(p.w);
-    const void* bp = reinterpret_cast<const void*>(p.b);
-    int par = 0;
-    for (int64_t row = cl_id(); row < p.m; row += cl_count()) {
-        Raw h[KMAX];
-        float acc[1] = {0.f};
-        const void* xrow = row_ptr(p.x, row, p.sx, DT);
-        if (RES) {
-            const void* rrow = row_ptr(p.r, row, p.sr, DT);
-            Raw rr[KMAX];
-#pragma unroll
-            for (int k = 0; k < KMAX; ++k) {
-                const int c = c0 + k * T;
-                if (k < K && c < nch) {
-                    load_chunk<ALIGNED, NARROW>(xrow, DT, (int64_t)c * CH, n, h[k]);
-                    load_chunk<ALIGNED, NARROW>(rrow, DT, (int64_t)c * CH, n, rr[k]);
-                    cl_pace<ALIGNED, NARROW, 1>(h[k], rr[k]);
-                }
-            }
-            void* rorow = row_ptr_mut(p.r_out, row, p.sro, DT);
-#pragma unroll
-            for (int k = 0; k < KMAX; ++k) {
-                const int c = c0 + k * T;
-                if (k < K && c < nch) {
-                    float v[CH], rv[CH];
-                    unpack<NARROW>(DT, h[k], v);
-                    unpack<NARROW>(DT, rr[k], rv);
-#pragma unroll
-                    for (int j = 0; j < CH; ++j) v[j] = round_to(DT, nk_add_rn(v[j], rv[j]));
-                    pack<NARROW>(DT, v, h[k]);
-                    store_chunk<ALIGNED, NARROW>(rorow, DT, (int64_t)c * CH, n, h[k]);
-                    add_chunk<ALIGNED>(acc[0], v, LN, (int64_t)c * CH, n);
-                }
-            }
-        } else {
-#pragma unroll
-            for (int k = 0; k < KMAX; ++k) {
-                const int c = c0 + k * T;
-                if (k < K && c < nch) {
-                    load_chunk<ALIGNED, NARROW>(xrow, DT, (int64_t)c * CH, n, h[k]);
-                    if (k % 2 == 1) cl_pace<ALIGNED, NARROW, 1>(h[k], h[k - 1]);
-                }
-            }
-#pragma unroll
-            for (int k = 0; k < KMAX; ++k) {
-                const int c = c0 + k * T;
-                if (k < K && c < nch) {
-                    float v[CH];
-                    unpack<NARROW>(DT, h[k], v);
-                    add_chunk<ALIGNED>(acc[0], v, LN, (int64_t)c * CH, n);
-                }
-            }
-        }
-        cl_block_sum<1>(acc, scratch[0]);
-        float out0 = acc[0], out1 = 0.f;
-        if (LN) {
-            const float mr = cnt > 0.f ? nk_div_rn(acc[0], cnt) : 0.f;
-            float a2[1] = {0.f};
-#pragma unroll
-            for (int k = 0; k < KMAX; ++k) {
-                const int c = c0 + k * T;
-                if (k < K && c < nch) {
-                    float v[CH];
-                    cl_opaque<NARROW>(h[k]);
-                    unpack<NARROW>(DT, h[k], v);
-                    add_centred<ALIGNED>(a2[0], v, mr, (int64_t)c * CH, n);
-                }
-            }
-            cl_block_sum<1>(a2, scratch[1]);
-            out0 = mr;
-            out1 = a2[0];
-        }
-        if (t == 0) {
-            part[par][0] = out0;
-            part[par][1] = out1;
-        }
-        // The output phase reads the weight and bias in groups of GO chunks, every load of a group
-        // issued before its first store (the accesses are volatile, so they keep program order: one
-        // chunk at a time would cost a round trip per chunk). The first group's loads fly during
-        // the cluster barrier.
-        // GO: 4 chunks (16-bit) / 2 (f32), halved with the residual; 1 in the 64-register WIDE kernels.
-        constexpr int GO = WIDE ? 1 : (NARROW ? 4 : 2) / (RES ? 2 : 1);
-        // Row-invariant weight/bias addresses, recomputed per row rather than held across rows
-        // (hoisting them spilled).
-        Raw wr[GO], br[GO];
-        auto load_wb = [&](int k0) {
-            const void* wq = wp;
-            const void* bq = bp;
-            asm volatile("" : "+l"(wq), "+l"(bq));
-#pragma unroll
-            for (int g = 0; g < GO; ++g) {
-                const int k = k0 + g, c = c0 + k * T;
-                if (k < K && c < nch) {
-                    if (has_w) load_chunk<ALIGNED, NARROW>(wq, DT, (int64_t)c * CH, n, wr[g]);
-                    if (has_b) load_chunk<ALIGNED, NARROW>(bq, DT, (int64_t)c * CH, n, br[g]);
-                }
-            }
-        };
-        if (!WIDE) load_wb(0);
-        cl_sync_smem();
-        // Lane i fetches rank i's partial; every lane combines them in rank order.
-        const float2 st = cl_row_stats<LN>(p, &part[par][0], span, C, lane, nf);
-        par ^= 1;
-        const float mean = st.x, rstd = st.y;
-        if (stats && r == 0 && t == 0) {
-            store_one(reinterpret_cast<void*>(p.rstd), NK_DT_F32, row, rstd);
-            if (LN) store_one(reinterpret_cast<void*>(p.mean), NK_DT_F32, row, mean);
-        }
-        void* yrow = row_ptr_mut(p.y, row, p.sy, DT);
-#pragma unroll
-        for (int k0 = 0; k0 < KMAX; k0 += GO) {
-            if (k0 > 0 || WIDE) load_wb(k0);
-#pragma unroll
-            for (int g = 0; g < GO; ++g) {
-                const int k = k0 + g, c = c0 + k * T;
-                if (k < K && c < nch) {
-                    const int64_t e = (int64_t)c * CH;
-                    cl_opaque<NARROW>(h[k]);
-                    cl_store_y<ALIGNED, NARROW, LN>(yrow, DT, e, n, h[k], wr[g], br[g], has_w, has_b, mean, rstd, offset);
-                }
-            }
-        }
-    }
-    cl_sync();  // no CTA leaves while a peer may still read its partials
-}
-
-// ---------------------------------------------------------------------------------------------
-// Forward, re-reading (SPEC + 32, `nk_fwd_clr_*`, sm_90+): one row per cluster of C CTAs like
-// fwd_cluster (same slices, same chunks per thread, same reduction order), for rows that fit
+// Forward, re-reading (SPEC + 32, `nk_fwd_clr_*`, sm_90+; fwd_cluster's REREAD form, sharing its
+// set-up and row exchange): one row per cluster of C CTAs like the register form (same slices,
+// same chunks per thread, same reduction order), for rows that fit
 // neither the registers nor the staged slices (N = 1M at 16 bits). Nothing of the slice is held:
 // pass 1 streams it U1 chunks at a time (RES: x + r rounded, written to residual_out) and sums
 // it in k order; LayerNorm's centred pass and the output pass read it again — x, or the
@@ -375,10 +217,17 @@ NK_DEVICE void fwd_cluster(const NkFwdParams& p0) {
 // 32 MB at N = 1M 16-bit). Any K (a loop, not registers). The element-wise twin (ALIGNED false)
 // runs the same body: the same bits.
 template <bool ALIGNED, int SPEC>
-NK_DEVICE void fwd_cluster_reread(const NkFwdParams& p0) {
+NK_DEVICE void fwd_cluster(const NkFwdParams& p0) {
+    if constexpr ((SPEC & CS_STAGED) != 0) {
+        fwd_cstage<ALIGNED, SPEC>(p0);
+        return;
+    }
     constexpr int DT = SPEC & 3;
     constexpr bool LN = (SPEC & 4) != 0, RES = (SPEC & 8) != 0;
     constexpr bool NARROW = DT != NK_DT_F32;
+    constexpr int KMAX = NARROW ? 8 : 4;
+    constexpr bool WIDE = (SPEC & 16) != 0;  // 1024-thread CTAs (64 registers)
+    constexpr bool REREAD = (SPEC & CL_REREAD) != 0;  // the re-reading form (below)
     // Chunks in flight per thread in pass 1 (x, and r) and in the passes that read from L2 (with
     // the weight and bias in the output pass): what fits 128 registers (512 threads, one CTA per
     // SM). 1024-thread CTAs at 64 registers, one or two chunks in flight, ran 5-60% slower at
@@ -402,66 +251,40 @@ NK_DEVICE void fwd_cluster_reread(const NkFwdParams& p0) {
     const void* wp = reinterpret_cast<const void*>(p.w);
     const void* bp = reinterpret_cast<const void*>(p.b);
     int par = 0;
-    for (int64_t row = cl_id(); row < p.m; row += cl_count()) {
-        const void* xrow = row_ptr(p.x, row, p.sx, DT);
-        void* rorow = RES ? row_ptr_mut(p.r_out, row, p.sro, DT) : nullptr;
-        const void* hrow = RES ? const_cast<const void*>(rorow) : xrow;
-        float acc[1] = {0.f};
-        for (int k0 = 0; k0 < K; k0 += U1) {
-            Raw h[U1], rr[U1];
-#pragma unroll
-            for (int g = 0; g < U1; ++g) {
-                const int c = c0 + (k0 + g) * T;
-                if (k0 + g < K && c < nch) {
-                    load_chunk<ALIGNED, NARROW>(xrow, DT, (int64_t)c * CH, n, h[g]);
-                    if (RES) load_chunk<ALIGNED, NARROW>(row_ptr(p.r, row, p.sr, DT), DT, (int64_t)c * CH, n, rr[g]);
-                }
-            }
-#pragma unroll
-            for (int g = 0; g < U1; ++g) {
-                const int c = c0 + (k0 + g) * T;
-                if (k0 + g < K && c < nch) {
-                    float v[CH];
-                    unpack<NARROW>(DT, h[g], v);
-                    if (RES) {
-                        float rv[CH];
-                        unpack<NARROW>(DT, rr[g], rv);
-#pragma unroll
-                        for (int j = 0; j < CH; ++j) v[j] = round_to(DT, nk_add_rn(v[j], rv[j]));
-                        pack<NARROW>(DT, v, h[g]);
-                        store_chunk<ALIGNED, NARROW>(rorow, DT, (int64_t)c * CH, n, h[g]);
-                    }
-                    add_chunk<ALIGNED>(acc[0], v, LN, (int64_t)c * CH, n);
-                }
-            }
+    // The row's exchange: this CTA's partial (the sum, or LayerNorm's mean and centred sum) into
+    // its slot, `before()` (the register form's first weight loads, to fly during the barrier), a
+    // cluster barrier, then lane i fetches rank i's partial and every lane combines them in rank
+    // order; rank 0 stores the statistics. (mean, rstd).
+    auto exchange = [&](int64_t row, float out0, float out1, auto&& before) -> float2 {
+        if (t == 0) {
+            part[par][0] = out0;
+            part[par][1] = out1;
         }
-        // The first p.pf KB of this CTA's slice of its next row (x, and r) on their way to L2 while
-        // this row's statistics and output run: a hint, no bit changes.
-        if (ALIGNED && p.pf > 0 && t == 0 && row + cl_count() < p.m) {
-            const int64_t nrow = row + cl_count(), e0 = (int64_t)r * span;
-            constexpr int64_t ES = NARROW ? 2 : 4;  // bytes per element
-            const int64_t left = n - e0 < span ? n - e0 : span;
-            int64_t bytes = left > 0 ? left * ES : 0;
-            bytes = (bytes < (int64_t)p.pf * 1024 ? bytes : (int64_t)p.pf * 1024) & ~(int64_t)15;
-            const char* xs = reinterpret_cast<const char*>(row_ptr(p.x, nrow, p.sx, DT)) + e0 * ES;
-            const char* rs = RES ? reinterpret_cast<const char*>(row_ptr(p.r, nrow, p.sr, DT)) + e0 * ES : nullptr;
-            for (int64_t o = 0; o < bytes; o += 32768) {
-                const unsigned b = (unsigned)(bytes - o < 32768 ? bytes - o : 32768);
-                nk_bulk_prefetch_l2(xs + o, b);
-                if (RES) nk_bulk_prefetch_l2(rs + o, b);
-            }
+        before();
+        cl_sync_smem();
+        const float2 st = cl_row_stats<LN>(p, &part[par][0], span, C, lane, nf);
+        par ^= 1;
+        if (stats && r == 0 && t == 0) {
+            store_one(reinterpret_cast<void*>(p.rstd), NK_DT_F32, row, st.y);
+            if (LN) store_one(reinterpret_cast<void*>(p.mean), NK_DT_F32, row, st.x);
         }
-        cl_block_sum<1>(acc, scratch[0]);
-        float out0 = acc[0], out1 = 0.f;
-        if (LN) {
-            const float mr = cnt > 0.f ? nk_div_rn(acc[0], cnt) : 0.f;
-            float a2[1] = {0.f};
+        return st;
+    };
+    if constexpr (REREAD) {
+        for (int64_t row = cl_id(); row < p.m; row += cl_count()) {
+            const void* xrow = row_ptr(p.x, row, p.sx, DT);
+            void* rorow = RES ? row_ptr_mut(p.r_out, row, p.sro, DT) : nullptr;
+            const void* hrow = RES ? const_cast<const void*>(rorow) : xrow;
+            float acc[1] = {0.f};
             for (int k0 = 0; k0 < K; k0 += U1) {
-                Raw h[U1];
+                Raw h[U1], rr[U1];
 #pragma unroll
                 for (int g = 0; g < U1; ++g) {
                     const int c = c0 + (k0 + g) * T;
-                    if (k0 + g < K && c < nch) load_chunk<ALIGNED, NARROW>(hrow, DT, (int64_t)c * CH, n, h[g]);
+                    if (k0 + g < K && c < nch) {
+                        load_chunk<ALIGNED, NARROW>(xrow, DT, (int64_t)c * CH, n, h[g]);
+                        if (RES) load_chunk<ALIGNED, NARROW>(row_ptr(p.r, row, p.sr, DT), DT, (int64_t)c * CH, n, rr[g]);
+                    }
                 }
 #pragma unroll
                 for (int g = 0; g < U1; ++g) {
@@ -469,43 +292,190 @@ NK_DEVICE void fwd_cluster_reread(const NkFwdParams& p0) {
                     if (k0 + g < K && c < nch) {
                         float v[CH];
                         unpack<NARROW>(DT, h[g], v);
-                        add_centred<ALIGNED>(a2[0], v, mr, (int64_t)c * CH, n);
+                        if (RES) {
+                            float rv[CH];
+                            unpack<NARROW>(DT, rr[g], rv);
+#pragma unroll
+                            for (int j = 0; j < CH; ++j) v[j] = round_to(DT, nk_add_rn(v[j], rv[j]));
+                            pack<NARROW>(DT, v, h[g]);
+                            store_chunk<ALIGNED, NARROW>(rorow, DT, (int64_t)c * CH, n, h[g]);
+                        }
+                        add_chunk<ALIGNED>(acc[0], v, LN, (int64_t)c * CH, n);
                     }
                 }
             }
-            cl_block_sum<1>(a2, scratch[1]);
-            out0 = mr;
-            out1 = a2[0];
-        }
-        if (t == 0) {
-            part[par][0] = out0;
-            part[par][1] = out1;
-        }
-        cl_sync_smem();
-        // Lane i fetches rank i's partial; every lane combines them in rank order.
-        const float2 st = cl_row_stats<LN>(p, &part[par][0], span, C, lane, nf);
-        par ^= 1;
-        const float mean = st.x, rstd = st.y;
-        if (stats && r == 0 && t == 0) {
-            store_one(reinterpret_cast<void*>(p.rstd), NK_DT_F32, row, rstd);
-            if (LN) store_one(reinterpret_cast<void*>(p.mean), NK_DT_F32, row, mean);
-        }
-        void* yrow = row_ptr_mut(p.y, row, p.sy, DT);
-        for (int k0 = 0; k0 < K; k0 += U2) {
-            Raw h[U2], wr[U2], br[U2];
-#pragma unroll
-            for (int g = 0; g < U2; ++g) {
-                const int c = c0 + (k0 + g) * T;
-                if (k0 + g < K && c < nch) {
-                    load_chunk<ALIGNED, NARROW>(hrow, DT, (int64_t)c * CH, n, h[g]);
-                    if (has_w) load_chunk<ALIGNED, NARROW>(wp, DT, (int64_t)c * CH, n, wr[g]);
-                    if (has_b) load_chunk<ALIGNED, NARROW>(bp, DT, (int64_t)c * CH, n, br[g]);
+            // The first p.pf KB of this CTA's slice of its next row (x, and r) on their way to L2 while
+            // this row's statistics and output run: a hint, no bit changes.
+            if (ALIGNED && p.pf > 0 && t == 0 && row + cl_count() < p.m) {
+                const int64_t nrow = row + cl_count(), e0 = (int64_t)r * span;
+                constexpr int64_t ES = NARROW ? 2 : 4;  // bytes per element
+                const int64_t left = n - e0 < span ? n - e0 : span;
+                int64_t bytes = left > 0 ? left * ES : 0;
+                bytes = (bytes < (int64_t)p.pf * 1024 ? bytes : (int64_t)p.pf * 1024) & ~(int64_t)15;
+                const char* xs = reinterpret_cast<const char*>(row_ptr(p.x, nrow, p.sx, DT)) + e0 * ES;
+                const char* rs = RES ? reinterpret_cast<const char*>(row_ptr(p.r, nrow, p.sr, DT)) + e0 * ES : nullptr;
+                for (int64_t o = 0; o < bytes; o += 32768) {
+                    const unsigned b = (unsigned)(bytes - o < 32768 ? bytes - o : 32768);
+                    nk_bulk_prefetch_l2(xs + o, b);
+                    if (RES) nk_bulk_prefetch_l2(rs + o, b);
                 }
             }
+            cl_block_sum<1>(acc, scratch[0]);
+            float out0 = acc[0], out1 = 0.f;
+            if (LN) {
+                const float mr = cnt > 0.f ? nk_div_rn(acc[0], cnt) : 0.f;
+                float a2[1] = {0.f};
+                for (int k0 = 0; k0 < K; k0 += U1) {
+                    Raw h[U1];
 #pragma unroll
-            for (int g = 0; g < U2; ++g) {
-                const int c = c0 + (k0 + g) * T;
-                if (k0 + g < K && c < nch) cl_store_y<ALIGNED, NARROW, LN>(yrow, DT, (int64_t)c * CH, n, h[g], wr[g], br[g], has_w, has_b, mean, rstd, offset);
+                    for (int g = 0; g < U1; ++g) {
+                        const int c = c0 + (k0 + g) * T;
+                        if (k0 + g < K && c < nch) load_chunk<ALIGNED, NARROW>(hrow, DT, (int64_t)c * CH, n, h[g]);
+                    }
+#pragma unroll
+                    for (int g = 0; g < U1; ++g) {
+                        const int c = c0 + (k0 + g) * T;
+                        if (k0 + g < K && c < nch) {
+                            float v[CH];
+                            unpack<NARROW>(DT, h[g], v);
+                            add_centred<ALIGNED>(a2[0], v, mr, (int64_t)c * CH, n);
+                        }
+                    }
+                }
+                cl_block_sum<1>(a2, scratch[1]);
+                out0 = mr;
+                out1 = a2[0];
+            }
+            const float2 st = exchange(row, out0, out1, [] {});
+            const float mean = st.x, rstd = st.y;
+            void* yrow = row_ptr_mut(p.y, row, p.sy, DT);
+            for (int k0 = 0; k0 < K; k0 += U2) {
+                Raw h[U2], wr[U2], br[U2];
+#pragma unroll
+                for (int g = 0; g < U2; ++g) {
+                    const int c = c0 + (k0 + g) * T;
+                    if (k0 + g < K && c < nch) {
+                        load_chunk<ALIGNED, NARROW>(hrow, DT, (int64_t)c * CH, n, h[g]);
+                        if (has_w) load_chunk<ALIGNED, NARROW>(wp, DT, (int64_t)c * CH, n, wr[g]);
+                        if (has_b) load_chunk<ALIGNED, NARROW>(bp, DT, (int64_t)c * CH, n, br[g]);
+                    }
+                }
+#pragma unroll
+                for (int g = 0; g < U2; ++g) {
+                    const int c = c0 + (k0 + g) * T;
+                    if (k0 + g < K && c < nch) cl_store_y<ALIGNED, NARROW, LN>(yrow, DT, (int64_t)c * CH, n, h[g], wr[g], br[g], has_w, has_b, mean, rstd, offset);
+                }
+            }
+        }
+    } else {
+        for (int64_t row = cl_id(); row < p.m; row += cl_count()) {
+            Raw h[KMAX];
+            float acc[1] = {0.f};
+            const void* xrow = row_ptr(p.x, row, p.sx, DT);
+            if (RES) {
+                const void* rrow = row_ptr(p.r, row, p.sr, DT);
+                Raw rr[KMAX];
+#pragma unroll
+                for (int k = 0; k < KMAX; ++k) {
+                    const int c = c0 + k * T;
+                    if (k < K && c < nch) {
+                        load_chunk<ALIGNED, NARROW>(xrow, DT, (int64_t)c * CH, n, h[k]);
+                        load_chunk<ALIGNED, NARROW>(rrow, DT, (int64_t)c * CH, n, rr[k]);
+                        cl_pace<ALIGNED, NARROW, 1>(h[k], rr[k]);
+                    }
+                }
+                void* rorow = row_ptr_mut(p.r_out, row, p.sro, DT);
+#pragma unroll
+                for (int k = 0; k < KMAX; ++k) {
+                    const int c = c0 + k * T;
+                    if (k < K && c < nch) {
+                        float v[CH], rv[CH];
+                        unpack<NARROW>(DT, h[k], v);
+                        unpack<NARROW>(DT, rr[k], rv);
+#pragma unroll
+                        for (int j = 0; j < CH; ++j) v[j] = round_to(DT, nk_add_rn(v[j], rv[j]));
+                        pack<NARROW>(DT, v, h[k]);
+                        store_chunk<ALIGNED, NARROW>(rorow, DT, (int64_t)c * CH, n, h[k]);
+                        add_chunk<ALIGNED>(acc[0], v, LN, (int64_t)c * CH, n);
+                    }
+                }
+            } else {
+#pragma unroll
+                for (int k = 0; k < KMAX; ++k) {
+                    const int c = c0 + k * T;
+                    if (k < K && c < nch) {
+                        load_chunk<ALIGNED, NARROW>(xrow, DT, (int64_t)c * CH, n, h[k]);
+                        if (k % 2 == 1) cl_pace<ALIGNED, NARROW, 1>(h[k], h[k - 1]);
+                    }
+                }
+#pragma unroll
+                for (int k = 0; k < KMAX; ++k) {
+                    const int c = c0 + k * T;
+                    if (k < K && c < nch) {
+                        float v[CH];
+                        unpack<NARROW>(DT, h[k], v);
+                        add_chunk<ALIGNED>(acc[0], v, LN, (int64_t)c * CH, n);
+                    }
+                }
+            }
+            cl_block_sum<1>(acc, scratch[0]);
+            float out0 = acc[0], out1 = 0.f;
+            if (LN) {
+                const float mr = cnt > 0.f ? nk_div_rn(acc[0], cnt) : 0.f;
+                float a2[1] = {0.f};
+#pragma unroll
+                for (int k = 0; k < KMAX; ++k) {
+                    const int c = c0 + k * T;
+                    if (k < K && c < nch) {
+                        float v[CH];
+                        cl_opaque<NARROW>(h[k]);
+                        unpack<NARROW>(DT, h[k], v);
+                        add_centred<ALIGNED>(a2[0], v, mr, (int64_t)c * CH, n);
+                    }
+                }
+                cl_block_sum<1>(a2, scratch[1]);
+                out0 = mr;
+                out1 = a2[0];
+            }
+            // The output phase reads the weight and bias in groups of GO chunks, every load of a group
+            // issued before its first store (the accesses are volatile, so they keep program order: one
+            // chunk at a time would cost a round trip per chunk). The first group's loads fly during
+            // the cluster barrier.
+            // GO: 4 chunks (16-bit) / 2 (f32), halved with the residual; 1 in the 64-register WIDE kernels.
+            constexpr int GO = WIDE ? 1 : (NARROW ? 4 : 2) / (RES ? 2 : 1);
+            // Row-invariant weight/bias addresses, recomputed per row rather than held across rows
+            // (hoisting them spilled).
+            Raw wr[GO], br[GO];
+            auto load_wb = [&](int k0) {
+                const void* wq = wp;
+                const void* bq = bp;
+                asm volatile("" : "+l"(wq), "+l"(bq));
+#pragma unroll
+                for (int g = 0; g < GO; ++g) {
+                    const int k = k0 + g, c = c0 + k * T;
+                    if (k < K && c < nch) {
+                        if (has_w) load_chunk<ALIGNED, NARROW>(wq, DT, (int64_t)c * CH, n, wr[g]);
+                        if (has_b) load_chunk<ALIGNED, NARROW>(bq, DT, (int64_t)c * CH, n, br[g]);
+                    }
+                }
+            };
+            const float2 st = exchange(row, out0, out1, [&] {
+                if (!WIDE) load_wb(0);
+            });
+            const float mean = st.x, rstd = st.y;
+            void* yrow = row_ptr_mut(p.y, row, p.sy, DT);
+#pragma unroll
+            for (int k0 = 0; k0 < KMAX; k0 += GO) {
+                if (k0 > 0 || WIDE) load_wb(k0);
+#pragma unroll
+                for (int g = 0; g < GO; ++g) {
+                    const int k = k0 + g, c = c0 + k * T;
+                    if (k < K && c < nch) {
+                        const int64_t e = (int64_t)c * CH;
+                        cl_opaque<NARROW>(h[k]);
+                        cl_store_y<ALIGNED, NARROW, LN>(yrow, DT, e, n, h[k], wr[g], br[g], has_w, has_b, mean, rstd, offset);
+                    }
+                }
             }
         }
     }

@@ -2161,8 +2161,9 @@ mod tests {
         assert_eq!((l.steps().next().unwrap().kernel.name, l.fields.group, l.fields.rpc), ("nk_fwd_clr_f32_rms_a", 512, 16));
         let l = plan_fwd(&env("NORMKIT_CUDA_CLUSTER_REREAD", "16,256"), fwd(F32, 1 << 20, 128));
         assert_eq!((l.steps().next().unwrap().block, l.fields.group, l.fields.rpc), (256, 256, 16));
+        assert_eq!(env("NORMKIT_CUDA_CLUSTER_REREAD", "6").cluster.reread, Some((6, 512)));
         assert_eq!(
-            env("NORMKIT_CUDA_CLUSTER_REREAD", "3").cluster.reread,
+            env("NORMKIT_CUDA_CLUSTER_REREAD", "17").cluster.reread,
             Tuning::for_sm90().cluster.reread,
             "a bad size keeps the default"
         );

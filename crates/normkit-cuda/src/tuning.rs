@@ -72,12 +72,12 @@
 //! | `NORMKIT_CUDA_CLUSTER_PF` | [`ClusterTuning::prefetch`] | `0`: the cluster backward without its prefetching twins |
 //! | `NORMKIT_CUDA_CSTAGE` | [`ClusterTuning::staged`] | `0`: no staged cluster forward (`nk_fwd_cs_*`); changes bits where it ran |
 //! | `NORMKIT_CUDA_CSTAGE_MIN_N` | [`ClusterTuning::staged_min_n`], [`ClusterTuning::staged_min_n_ln`] | the smallest N of the staged cluster forward; changes bits where the path changes |
-//! | `NORMKIT_CUDA_CSTAGE_CT` | [`ClusterTuning::staged_shape`] | `C,T`: the staged cluster forward on clusters of C CTAs of T threads at every N |
+//! | `NORMKIT_CUDA_CSTAGE_CT` | [`ClusterTuning::staged_shape`] | `C,T`: the staged cluster forward on clusters of C CTAs (2 to 16) of T threads at every N |
 //! | `NORMKIT_CUDA_CSTAGE_SLICE` | [`ClusterTuning::staged_slice`] | the staged forward's target bytes per CTA (the cluster size follows) |
 //! | `NORMKIT_CUDA_CSTAGE_LAG` | [`ClusterTuning::staged_lag`] | stages between the staged forward's refills and the next row's pass 1 |
 //! | `NORMKIT_CUDA_CSTAGE_GRID` | [`ClusterTuning::staged_grid_rows`] | `rows`: the staged forward on one cluster per row (else the resident clusters walk the rows) |
 //! | `NORMKIT_CUDA_CSTAGE_PF` | [`ClusterTuning::staged_pf`] | `S[:D]`: the staged kernels that carry the L2 prefetch take S stages of the row D ahead (1 or 2) at the top of each row; `0`: none |
-//! | `NORMKIT_CUDA_CLUSTER_REREAD` | [`ClusterTuning::reread`] | `C[,T]`: the re-reading cluster forward on clusters of C CTAs of T threads (256 or 512); `0`: off (the split path); changes bits where it ran |
+//! | `NORMKIT_CUDA_CLUSTER_REREAD` | [`ClusterTuning::reread`] | `C[,T]`: the re-reading cluster forward on clusters of C CTAs (2 to 16) of T threads (256 or 512); `0`: off (the split path); changes bits where it ran |
 //! | `NORMKIT_CUDA_CLUSTER_REREAD_MIN_N` | [`ClusterTuning::reread_min_n`] | the smallest N of the re-reading cluster forward; changes bits where the path changes |
 //! | `NORMKIT_CUDA_CLUSTER_REREAD_OPS` | [`ClusterTuning::reread_ops`] | which calls take it: a comma list of `rms16`, `ln16`, `res16`, `f32`, `res32`, or `all`; changes bits where the path changes |
 //! | `NORMKIT_CUDA_CLUSTER_REREAD_PF` | [`ClusterTuning::reread_pf_kb`] | KB of each CTA's slice of its next row prefetched into L2 after pass 1 (`0`: none) |
@@ -284,8 +284,11 @@ pub struct ClusterTuning {
     pub staged_min_n: usize,
     /// The same for LayerNorm: ln_fwd 2048×65536 212 vs 238 µs, 256×131072 68.0 vs 72.0.
     pub staged_min_n_ln: usize,
-    /// Forces clusters of C CTAs of T threads on the staged forward at every N (env
-    /// `NORMKIT_CUDA_CSTAGE_CT=C,T`; measurements).
+    /// Forces clusters of C CTAs (any of 2 to 16) of T threads on the staged forward at every N
+    /// (env `NORMKIT_CUDA_CSTAGE_CT=C,T`; measurements). H200, against the default shapes
+    /// (bench/results/nvidia-h200-2026-11-29/ring/call4): clusters of 6, 10 and 12 CTAs, which
+    /// fill SMs that clusters of 8 leave idle, were slower at 512×262144 (rms_fwd +0.2 to +25%,
+    /// ln_fwd +23 to +26%, addrms_fwd +19 to +75%).
     pub staged_shape: Option<(u32, u32)>,
     /// Staged forward: the cluster is the fewest CTAs (a power of two, at most 16) whose slices
     /// of the row (x, and r with the residual) take at most this many bytes each; rows that
@@ -324,7 +327,8 @@ pub struct ClusterTuning {
     /// the flags, so a row's bits never depend on M. Env `NORMKIT_CUDA_CLUSTER_REREAD` (`C[,T]`,
     /// or `0`: off). H200 (rr/call1–3): 8 × 512 the fastest overall; 16 × 512 +2 to +12% at
     /// N = 1M, 4 × 512 +0 to +60%, 16 × 256 −2 to +8%, 8 × 256 (two rows' CTAs on an SM, 33 rows
-    /// in flight) up to +75% at 8 rows; 1024-thread CTAs at 64 registers +5 to +60%.
+    /// in flight) up to +75% at 8 rows; 1024-thread CTAs at 64 registers +5 to +60%; clusters
+    /// of 6, 10, 12 × 512 (ring/call4) +10 to +51%.
     pub reread: Option<(u32, u32)>,
     /// See [`ClusterTuning::reread`] (env `NORMKIT_CUDA_CLUSTER_REREAD_MIN_N`).
     pub reread_min_n: usize,
@@ -339,7 +343,8 @@ pub struct ClusterTuning {
     /// KB of each CTA's slice of its next row that the re-reading forward prefetches into L2
     /// after its pass 1 (0: none; env `NORMKIT_CUDA_CLUSTER_REREAD_PF`). A hint: no bit changes.
     /// H200 (rr/call2): 64 KB +2 to +7% at N = 1M, 256 KB +9 to +33% (the rows ahead crowd the
-    /// ones being read again out of L2): off.
+    /// ones being read again out of L2): off. Pass 1 through a shared-memory ring of bulk copies
+    /// that run on into the next row (ring/call3) was slower too (+7 to +43%).
     pub reread_pf_kb: u32,
 }
 
@@ -1531,7 +1536,7 @@ impl Tuning {
         self.cluster.staged_shape = get("NORMKIT_CUDA_CSTAGE_CT").and_then(|v| {
             let (c, t) = v.split_once(',')?;
             let (c, t): (u32, u32) = (c.trim().parse().ok()?, t.trim().parse().ok()?);
-            (c.is_power_of_two() && c <= 16 && t.is_power_of_two() && (32..=512).contains(&t)).then_some((c, t))
+            ((2..=16).contains(&c) && t.is_power_of_two() && (32..=512).contains(&t)).then_some((c, t))
         });
         self.cluster.staged_slice =
             get("NORMKIT_CUDA_CSTAGE_SLICE").and_then(|v| v.parse().ok()).filter(|&b| b >= 1024).unwrap_or(self.cluster.staged_slice);
@@ -1544,7 +1549,7 @@ impl Tuning {
             Some(v) => {
                 let (c, t) = v.split_once(',').unwrap_or((v, "512"));
                 if let (Ok(c), Ok(t)) = (c.trim().parse::<u32>(), t.trim().parse::<u32>()) {
-                    if c.is_power_of_two() && (2..=16).contains(&c) && (t == 256 || t == 512) {
+                    if (2..=16).contains(&c) && (t == 256 || t == 512) {
                         self.cluster.reread = Some((c, t));
                     }
                 }
@@ -1740,8 +1745,11 @@ mod tests {
             (t.cluster.staged, t.cluster.staged_min_n, t.cluster.staged_min_n_ln, t.cluster.staged_shape),
             (false, 65536, 65536, Some((8, 512)))
         );
-        // Not a power of two, or past the kernels' 512-thread bound / a cluster's 16 CTAs.
-        for bad in ["3,256", "8,1024", "32,256", "8"] {
+        // Any cluster of 2 to 16 CTAs (6: not a power of two), not past the kernels' 512-thread
+        // bound or a cluster's 16 CTAs.
+        let t = Tuning::for_sm90().with_env(env(&[("NORMKIT_CUDA_CSTAGE_CT", "6,256")]));
+        assert_eq!(t.cluster.staged_shape, Some((6, 256)));
+        for bad in ["1,256", "8,1024", "32,256", "17,256", "8"] {
             let t = Tuning::for_sm90().with_env(env(&[("NORMKIT_CUDA_CSTAGE_CT", bad), ("NORMKIT_CUDA_CSTAGE_MIN_N", "x")]));
             assert_eq!((t.cluster.staged_shape, t.cluster.staged_min_n), (None, d.staged_min_n), "{bad}");
         }
