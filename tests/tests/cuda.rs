@@ -252,9 +252,9 @@ fn forward_batch_invariance_past_the_twin() {
         (rms, BF16, 1024, &[40000][..]),
         (rms, BF16, 512, &[131072][..]),
         (ln, BF16, 4096, &[9000][..]),
-        // Tuning::fwd_k8_wide (H200): N = 16384 on 256 threads of 8 chunks; LayerNorm's twin
-        // (`nk_fwd_regd8_*`) for a row alone, its plain kernel for 9000 rows (RMSNorm's twin
-        // takes both: TwinTuning::k8_rms_ctas_per_sm).
+        // Tuning::fwd_k8_wide (H200): RMSNorm at N = 16384 on 256 threads of 8 chunks, its twin
+        // at every M (TwinTuning::k8_rms_ctas_per_sm); LayerNorm there on the half-thread kernel
+        // (the table's 512-thread rows), its L2-prefetching build for 9000 rows.
         (rms, BF16, 16384, &[9000][..]),
         (ln, BF16, 16384, &[9000][..]),
         // LayerNorm at N = 8192: the table's 4-chunk row by default, 8 chunks with

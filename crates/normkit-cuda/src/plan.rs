@@ -395,11 +395,11 @@ pub fn forward(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall) ->
         dts.x != DType::F32 && dts.y != DType::F32 && (!c.residual || dts.residual != DType::F32) && (!affine || dts.weight != DType::F32);
     let slot = if all16 { 16 } else { 32 };
     let m = c.m as u64;
-    // Tuning::fwd_k8_wide's row (8 chunks per thread) for bf16 forwards without the residual at
+    // Tuning::fwd_k8_wide's row (8 chunks per thread) for bf16 RMSNorm without the residual at
     // its N, where the device takes it; by N and dtypes only, as the table.
     // Tuning::fwd_k8_wide_ln's for LayerNorm.
     let k8_at = |w: &tuning::RowConfig| t.fwd_k8 && dts.x == DType::BF16 && !c.residual && c.n > w.max_n / 2 && c.n <= w.max_n;
-    let wide = t.fwd_k8_wide.filter(k8_at).or(t.fwd_k8_wide_ln.filter(|w| c.ln && k8_at(w)));
+    let wide = t.fwd_k8_wide.filter(|w| !c.ln && k8_at(w)).or(t.fwd_k8_wide_ln.filter(|w| c.ln && k8_at(w)));
     // Tuning::fwd_rpc: the table's group on other rows per CTA (the same bits), for 16-bit
     // forwards where a rule takes the call and the CTA stays within 1024 threads.
     let rows_rule = |rc: tuning::RowConfig| -> tuning::RowConfig {
@@ -2001,25 +2001,29 @@ mod tests {
             none,
             f(1024, 1, 16, 0, 0),
         );
-        // Hopper's HBM3e parts: N = 16384 in bf16 without the residual on 256 threads of 8
-        // chunks, at every M (so a row's bits do not depend on the batch); f16, the residual and
-        // other N keep the table's row.
+        // Hopper's HBM3e parts: N = 16384 in bf16 RMSNorm without the residual on 256 threads
+        // of 8 chunks, at every M (so a row's bits do not depend on the batch); f16, the residual
+        // and other N keep the table's row. LayerNorm there: the table's 512-thread row on the
+        // half-thread kernel (256 threads of 8 chunks, the table's bits) at every M, its `_l2`
+        // build from 2^25 elements (tuning::HALF_SM90_HBM3E, L2_SM90_HBM3E).
         let t = Tuning::for_device(9, 4800.0);
         for m in [1, 8, 1 << 20] {
             let kn = |c: FwdCall| plan_fwd(&t, c).steps().map(|s| (s.kernel.name, s.block)).next().unwrap();
-            // The twin (`nk_fwd_regd8_*`, the same bits): RMSNorm's at every M, LayerNorm's for
-            // up to 2 CTAs per SM, else the plain kernel.
+            // RMSNorm's twin (`nk_fwd_regd8_*`, the same bits) at every M.
             let (ln, rms) =
-                if m <= 8 { ("nk_fwd_regd8_bf16_ln", "nk_fwd_regd8_bf16_rms") } else { ("nk_fwd_reg8_bf16_ln_a", "nk_fwd_regd8_bf16_rms") };
+                if m <= 8 { ("nk_fwd_regh_bf16_ln", "nk_fwd_regd8_bf16_rms") } else { ("nk_fwd_regh_bf16_ln_l2", "nk_fwd_regd8_bf16_rms") };
             assert_eq!(kn(ln_fwd(fwd(BF16, 16384, m))), (ln, 256), "k8w ln {m}");
             assert_eq!(kn(fwd(BF16, 16000, m)), (rms, 256), "k8w rms {m}");
             assert_ne!(kn(fwd(F16, 16384, m)).0, "nk_fwd_reg8_f16_rms_a", "k8w f16 {m}");
             assert_ne!(kn(FwdCall { residual: true, ..fwd(BF16, 16384, m) }).1, 256, "k8w res {m}");
             assert!(!kn(fwd(BF16, 8192, m)).0.starts_with("nk_fwd_reg8"), "k8w 8192 {m}");
             assert!(!kn(ln_fwd(fwd(BF16, 8192, m))).0.contains("8_"), "k8w ln 8192 {m}");
-            // LayerNorm's 8-chunk twin to 2 CTAs per SM (OCC: 132 SMs).
-            assert_eq!(kn(ln_fwd(fwd(BF16, 16384, 264))).0, "nk_fwd_regd8_bf16_ln", "k8w ln twin 264");
-            assert_eq!(kn(ln_fwd(fwd(BF16, 16384, 265))).0, "nk_fwd_reg8_bf16_ln_a", "k8w ln twin 265");
+            // NORMKIT_CUDA_FWD_K8W_LN=16384:256:1 gives LayerNorm the 8-chunk rows back: its twin
+            // to 2 CTAs per SM (OCC: 132 SMs), then the plain kernel.
+            let t8 = t.clone().with_env(|k| (k == "NORMKIT_CUDA_FWD_K8W_LN").then(|| "16384:256:1".to_owned()));
+            let kn8 = |c: FwdCall| plan_fwd(&t8, c).steps().map(|s| s.kernel.name).next().unwrap();
+            assert_eq!(kn8(ln_fwd(fwd(BF16, 16384, 264))), "nk_fwd_regd8_bf16_ln", "k8w ln twin 264");
+            assert_eq!(kn8(ln_fwd(fwd(BF16, 16384, 265))), "nk_fwd_reg8_bf16_ln_a", "k8w ln twin 265");
             // NORMKIT_CUDA_FWD_K8W_LN: LayerNorm alone at N = 8192 on 128 threads of 8 chunks.
             let t = t.clone().with_env(|k| (k == "NORMKIT_CUDA_FWD_K8W_LN").then(|| "8192:128:1".to_owned()));
             let ln8 = if m <= 8 { "nk_fwd_regd8_bf16_ln" } else { "nk_fwd_reg8_bf16_ln_a" };
@@ -3135,17 +3139,20 @@ mod tests {
             ln_fwd(fwd(BF16, 8192, 32768)),
             ln_fwd(fwd(F32, 4096, 32768)),
             fwd(BF16, 512, 65536),
+            ln_fwd(fwd(BF16, 16384, 16384)),
+            ln_fwd(fwd(BF16, 16384, 2048)),
         ] {
             assert!(pf(&t, c) > 0, "{c:?}");
             assert_eq!(pf(&t, c), half_wave(&t, c), "{c:?}");
         }
-        // None: RMSNorm in f32, the residual, LayerNorm at N = 16384, calls below the size;
-        // none on the H100.
+        // None: RMSNorm in f32, the residual, RMSNorm at N = 16384 (its twin), calls below the
+        // size; none on the H100.
         for c in [
             fwd(F32, 4096, 32768),
             FwdCall { residual: true, ..fwd(BF16, 4096, 32768) },
             FwdCall { residual: true, ..ln_fwd(fwd(BF16, 4096, 32768)) },
-            ln_fwd(fwd(BF16, 16384, 16384)),
+            fwd(BF16, 16384, 16384),
+            ln_fwd(fwd(BF16, 16384, 2047)),
             fwd(BF16, 4096, 2048),
             fwd(BF16, 8192, 2047),
             ln_fwd(fwd(BF16, 8192, 2048)),

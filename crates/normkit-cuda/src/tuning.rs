@@ -25,7 +25,7 @@
 //! | `NORMKIT_CUDA_BWD4F_MAX_M` | [`Tuning::bwd_reg4_few_max_m`] | the most rows of a call that takes those rows (`0`: never) |
 //! | `NORMKIT_CUDA_BWD_K1_ABOVE` | [`Tuning::bwd_k1_above`] | f32 backward: N above which one chunk per thread is used |
 //! | `NORMKIT_CUDA_FWD_K8` | [`Tuning::fwd_k8`], [`Tuning::fwd_k8_ln`] | `0`: no 8-chunk forward kernels; `all`: also for LayerNorm |
-//! | `NORMKIT_CUDA_FWD_K8W` | [`Tuning::fwd_k8_wide`] | `max_n:group:rows_per_cta`: the 8-chunk row for bf16 forwards without the residual at N in (max_n / 2, max_n]; `off`: none; changes bits where it runs |
+//! | `NORMKIT_CUDA_FWD_K8W` | [`Tuning::fwd_k8_wide`] | `max_n:group:rows_per_cta`: the 8-chunk row for bf16 RMSNorm without the residual at N in (max_n / 2, max_n]; `off`: none; changes bits where it runs |
 //! | `NORMKIT_CUDA_FWD_K8W_LN` | [`Tuning::fwd_k8_wide_ln`] | the same for LayerNorm only |
 //! | `NORMKIT_CUDA_FWD_HALF` | [`Tuning::fwd_half`] | `op:min_n:max_n:min_rows:max_rows,...` (op `rms`, `ln` or `all`): the rules replaced (the 4-chunk rows on half the threads, same bits); `off`: none |
 //! | `NORMKIT_CUDA_FWD_RPC` | [`Tuning::fwd_rpc`] | `op:min_n:max_n:min_rows:max_rows:R,...` (op `rms`, `addrms`, `ln`, `addln` or `all`): the rules replaced (16-bit forwards with N and M in range launch R rows per CTA, the table's groups, same bits); `off`: none |
@@ -667,7 +667,14 @@ pub struct HalfRule {
 ///   4096×2048 11.60 → 10.60 (Liger's 10.9 in rpc/call6), 16384×2048 −1.5%, but 8192×2048 +0.3%
 ///   (Tuning::fwd_rpc's 2 rows per CTA take it from 8192 rows); 1024 rows not measured: 2048 to
 ///   4096 rows.
-pub const HALF_SM90_HBM3E: [HalfRule; 9] = [
+/// - LayerNorm, N = 16384 (the table's 512-thread rows on 256 threads of 8 chunks, with the L2
+///   prefetch of [`L2_SM90_HBM3E`] from 2^25 elements), every M: one build by environment
+///   against [`Tuning::fwd_k8_wide`]'s 8-chunk rows (other bits: a rule by N for LayerNorm), D H
+///   HL HL H D (bench/results/nvidia-h200-2026-11-29/fp8w/call2, call3, `summary-HL.md`):
+///   256×16384 7.63 → 5.89 µs, 512 rows −16%, 1024 −15%, 2048 −13%, 4096 −8%, 16384×16384
+///   279.9 → 270.9, 32768 rows −2.4%; but 1-128 rows +4 to +14% (1 row 2.63 → 3.00: the 8-chunk
+///   twin no longer runs there). Without the prefetch 16384 rows and more were 7.5-9% slower.
+pub const HALF_SM90_HBM3E: [HalfRule; 10] = [
     HalfRule { ln: false, n: (4097, 8192), rows: (512, u64::MAX) },
     HalfRule { ln: false, n: (2049, 4096), rows: (2048, u64::MAX) },
     HalfRule { ln: true, n: (8192, 8192), rows: (512, u64::MAX) },
@@ -677,6 +684,7 @@ pub const HALF_SM90_HBM3E: [HalfRule; 9] = [
     HalfRule { ln: true, n: (512, 512), rows: (8192, u64::MAX) },
     HalfRule { ln: true, n: (1024, 1024), rows: (4096, u64::MAX) },
     HalfRule { ln: true, n: (2048, 2048), rows: (2048, 4096) },
+    HalfRule { ln: true, n: (16384, 16384), rows: (1, u64::MAX) },
 ];
 
 /// One rule of [`Tuning::fwd_rpc`]: 16-bit forwards of one op (RMSNorm or LayerNorm, with or
@@ -743,7 +751,10 @@ pub struct L2Rule {
 /// - RMSNorm, 16-bit: rms_fwd 4096×6000 29.12 → 26.39 µs, 16384×6000 −10%, 32768×4096 130.6 →
 ///   127.3; at N = 16384 and 512 the twin runs (no prefetch).
 /// - LayerNorm, 16-bit, N ≤ 8192: ln_fwd 32768×4096 −5%, 32768×8192 −6%, 65536×512 −1.8%; at
-///   N = 16384 (the 8-chunk rows) +2.5-4.5%: none there.
+///   N = 16384 on the 8-chunk rows +2.5-4.5% (again +2.3% in nvidia-h200-2026-11-29/ring/call6);
+///   on the half-thread rows that replaced them there 16384×16384 301.1 → 270.9 µs, 4096 rows
+///   78.0 → 72.8, 2048 rows 40.6 → 40.1, but 1024 rows (2^24) 22.1 → 23.2: from 2^25
+///   (fp8w/call2, call3: [`HALF_SM90_HBM3E`]).
 /// - LayerNorm, f32: 32768×4096 −2.5%, 8192×4096 −3%; RMSNorm in f32 +1.3-1.9%: none.
 /// - With the residual every cell slower (+2.5-5%): none.
 ///
@@ -752,12 +763,13 @@ pub struct L2Rule {
 /// −1.3%), below it costs (1024×8192 +4-5%, 2048×4096 +1.6%). The half-thread LayerNorm (N = 4096
 /// for 2048-8192 rows, N = 8192 from 512; its `_l2` build) from 2^25: at 2^24 it was 2.5-3.4%
 /// slower with the prefetch (`summary-v1.md`), from 2^25 3.6-10% faster (call 4).
-pub const L2_SM90_HBM3E: [L2Rule; 5] = [
+pub const L2_SM90_HBM3E: [L2Rule; 6] = [
     L2Rule { ln: false, f32: false, n: (1, 8192), min_elems: 1 << 24, pct: 50 },
     L2Rule { ln: true, f32: false, n: (4096, 4096), min_elems: 1 << 25, pct: 50 },
     L2Rule { ln: true, f32: false, n: (8192, 8192), min_elems: 1 << 25, pct: 50 },
     L2Rule { ln: true, f32: false, n: (1, 8192), min_elems: 1 << 24, pct: 50 },
     L2Rule { ln: true, f32: true, n: (1, usize::MAX), min_elems: 1 << 24, pct: 50 },
+    L2Rule { ln: true, f32: false, n: (16384, 16384), min_elems: 1 << 25, pct: 50 },
 ];
 
 impl TwinTuning {
@@ -856,14 +868,17 @@ pub struct Tuning {
     pub fwd_k8: bool,
     /// ... for LayerNorm as well (env `NORMKIT_CUDA_FWD_K8=all`; tuning).
     pub fwd_k8_ln: bool,
-    /// The forward's row for bf16 RMSNorm and LayerNorm without the residual at N in
-    /// (`max_n` / 2, `max_n`], in place of [`Tuning::fwd`]'s: groups of `group` threads with 8
-    /// chunks each (`nk_fwd_reg8_*`), where the table gives 4. Chosen by N, so every M of such an
-    /// N has the same bits (other bits than the table's row: a device property, like the table).
-    /// Set by [`Tuning::for_device`] for Hopper's HBM3e parts: on an H200 at N = 16384,
-    /// 256 threads of 8 chunks against 512 of 4 took ln_fwd 16384×16384 from 325 to 278 µs
-    /// (−14%), 4096×16384 −8%, rms_fwd −6% (bench/results/nvidia-h200-2026-11-28/call6). With the
-    /// residual (no 8-chunk kernel) and in f16 (none compiled) the table's row stays.
+    /// The forward's row for bf16 RMSNorm without the residual at N in (`max_n` / 2, `max_n`],
+    /// in place of [`Tuning::fwd`]'s: groups of `group` threads with 8 chunks each
+    /// (`nk_fwd_reg8_*`), where the table gives 4. Chosen by N, so every M of such an N has the
+    /// same bits (other bits than the table's row: a device property, like the table). Set by
+    /// [`Tuning::for_device`] for Hopper's HBM3e parts: on an H200 at N = 16384, 256 threads of 8
+    /// chunks against 512 of 4 took rms_fwd −6% (bench/results/nvidia-h200-2026-11-28/call6).
+    /// LayerNorm took it too until 2026-11-29 (ln_fwd 16384×16384 325 → 278 µs against the
+    /// table's 512-thread kernel); the half-thread kernel with the L2 prefetch on the table's
+    /// rows now beats both from 256 rows ([`HALF_SM90_HBM3E`]), so LayerNorm takes only
+    /// [`Tuning::fwd_k8_wide_ln`]. With the residual (no 8-chunk kernel) and in f16 (none
+    /// compiled) the table's row stays.
     /// Env `NORMKIT_CUDA_FWD_K8W`.
     pub fwd_k8_wide: Option<RowConfig>,
     /// [`Tuning::fwd_k8_wide`]'s kind of row for LayerNorm only (bf16, no residual); none by
