@@ -217,7 +217,6 @@ NK_DEVICE uint32_t nk_load_g8(const void* p) {
 NK_DEVICE void nk_store_g64(void* p, uint32_t lo, uint32_t hi) { asm volatile("st.global.v2.u32 [%0], {%1, %2};" ::"l"(p), "r"(lo), "r"(hi)); }
 NK_DEVICE void nk_atomic_max_u32(uint32_t* p, uint32_t v) { atomicMax(reinterpret_cast<unsigned int*>(p), v); }
 NK_DEVICE uint32_t nk_atomic_max_u32_ret(uint32_t* p, uint32_t v) { return atomicMax(reinterpret_cast<unsigned int*>(p), v); }
-NK_DEVICE uint32_t nk_atomic_add_u32(uint32_t* p, uint32_t v) { return atomicAdd(reinterpret_cast<unsigned int*>(p), v); }
 NK_DEVICE void nk_atomic_exch_u32(uint32_t* p, uint32_t v) { atomicExch(reinterpret_cast<unsigned int*>(p), v); }
 // An arrival count that publishes what this thread wrote before it (release) and, to the thread
 // that reads the last count, what every earlier arriver wrote before theirs (acquire): one

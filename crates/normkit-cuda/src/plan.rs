@@ -399,7 +399,7 @@ pub fn forward(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall) ->
     // its N, where the device takes it; by N and dtypes only, as the table.
     // Tuning::fwd_k8_wide_ln's for LayerNorm.
     let k8_at = |w: &tuning::RowConfig| t.fwd_k8 && dts.x == DType::BF16 && !c.residual && c.n > w.max_n / 2 && c.n <= w.max_n;
-    let wide = t.fwd_k8_wide.filter(|w| !c.ln && k8_at(w)).or(t.fwd_k8_wide_ln.filter(|w| c.ln && k8_at(w)));
+    let wide = if c.ln { t.fwd_k8_wide_ln } else { t.fwd_k8_wide }.filter(k8_at);
     // Tuning::fwd_rpc: the table's group on other rows per CTA (the same bits), for 16-bit
     // forwards where a rule takes the call and the CTA stays within 1024 threads.
     let rows_rule = |rc: tuning::RowConfig| -> tuning::RowConfig {

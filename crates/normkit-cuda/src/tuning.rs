@@ -72,7 +72,7 @@
 //! | `NORMKIT_CUDA_CLUSTER_PF` | [`ClusterTuning::prefetch`] | `0`: the cluster backward without its prefetching twins |
 //! | `NORMKIT_CUDA_CSTAGE` | [`ClusterTuning::staged`] | `0`: no staged cluster forward (`nk_fwd_cs_*`); changes bits where it ran |
 //! | `NORMKIT_CUDA_CSTAGE_MIN_N` | [`ClusterTuning::staged_min_n`], [`ClusterTuning::staged_min_n_ln`] | the smallest N of the staged cluster forward; changes bits where the path changes |
-//! | `NORMKIT_CUDA_CSTAGE_CT` | [`ClusterTuning::staged_shape`] | `C,T`: the staged cluster forward on clusters of C CTAs (2 to 16) of T threads at every N |
+//! | `NORMKIT_CUDA_CSTAGE_CT` | [`ClusterTuning::staged_shape`] | `C,T`: the staged cluster forward on clusters of C CTAs (1 to 16) of T threads at every N |
 //! | `NORMKIT_CUDA_CSTAGE_SLICE` | [`ClusterTuning::staged_slice`] | the staged forward's target bytes per CTA (the cluster size follows) |
 //! | `NORMKIT_CUDA_CSTAGE_LAG` | [`ClusterTuning::staged_lag`] | stages between the staged forward's refills and the next row's pass 1 |
 //! | `NORMKIT_CUDA_CSTAGE_GRID` | [`ClusterTuning::staged_grid_rows`] | `rows`: the staged forward on one cluster per row (else the resident clusters walk the rows) |
@@ -284,7 +284,7 @@ pub struct ClusterTuning {
     pub staged_min_n: usize,
     /// The same for LayerNorm: ln_fwd 2048×65536 212 vs 238 µs, 256×131072 68.0 vs 72.0.
     pub staged_min_n_ln: usize,
-    /// Forces clusters of C CTAs (any of 2 to 16) of T threads on the staged forward at every N
+    /// Forces clusters of C CTAs (any of 1 to 16) of T threads on the staged forward at every N
     /// (env `NORMKIT_CUDA_CSTAGE_CT=C,T`; measurements). H200, against the default shapes
     /// (bench/results/nvidia-h200-2026-11-29/ring/call4): clusters of 6, 10 and 12 CTAs, which
     /// fill SMs that clusters of 8 leave idle, were slower at 512×262144 (rms_fwd +0.2 to +25%,
@@ -1551,7 +1551,7 @@ impl Tuning {
         self.cluster.staged_shape = get("NORMKIT_CUDA_CSTAGE_CT").and_then(|v| {
             let (c, t) = v.split_once(',')?;
             let (c, t): (u32, u32) = (c.trim().parse().ok()?, t.trim().parse().ok()?);
-            ((2..=16).contains(&c) && t.is_power_of_two() && (32..=512).contains(&t)).then_some((c, t))
+            ((1..=16).contains(&c) && t.is_power_of_two() && (32..=512).contains(&t)).then_some((c, t))
         });
         self.cluster.staged_slice =
             get("NORMKIT_CUDA_CSTAGE_SLICE").and_then(|v| v.parse().ok()).filter(|&b| b >= 1024).unwrap_or(self.cluster.staged_slice);
@@ -1760,11 +1760,11 @@ mod tests {
             (t.cluster.staged, t.cluster.staged_min_n, t.cluster.staged_min_n_ln, t.cluster.staged_shape),
             (false, 65536, 65536, Some((8, 512)))
         );
-        // Any cluster of 2 to 16 CTAs (6: not a power of two), not past the kernels' 512-thread
+        // Any cluster of 1 to 16 CTAs (6: not a power of two), not past the kernels' 512-thread
         // bound or a cluster's 16 CTAs.
         let t = Tuning::for_sm90().with_env(env(&[("NORMKIT_CUDA_CSTAGE_CT", "6,256")]));
         assert_eq!(t.cluster.staged_shape, Some((6, 256)));
-        for bad in ["1,256", "8,1024", "32,256", "17,256", "8"] {
+        for bad in ["0,256", "8,1024", "32,256", "17,256", "8"] {
             let t = Tuning::for_sm90().with_env(env(&[("NORMKIT_CUDA_CSTAGE_CT", bad), ("NORMKIT_CUDA_CSTAGE_MIN_N", "x")]));
             assert_eq!((t.cluster.staged_shape, t.cluster.staged_min_n), (None, d.staged_min_n), "{bad}");
         }
