@@ -313,6 +313,87 @@ NK_DEVICE float group_sum_half(float (&v)[2], int G, float* scratch) {
     return s;
 }
 
+// LayerNorm's statistics behind one barrier (nk_reg.cuh's plain forwards, CHAN). Each warp of a
+// row's group sums its units' sums by group_sum_nb's butterfly, centres its elements on the warp's
+// own mean m_w = s_w / n_w, and sums the squared deviations q_w by the same butterfly; after the
+// group's one barrier the warps' (s_w, q_w) are folded by lanes — a butterfly over s, the row's
+// mean μ = s / N, a butterfly over q_w + n_w·(m_w − μ)² (the parallel-axis identity): the squared
+// deviations from μ. One barrier per row where the mean, then the deviations from it, took two;
+// never E[x²] − μ². Where one warp holds the row, m_w is the row's mean and the result the two
+// reductions' bit for bit; across warps the sum's order is the butterfly's (other mean bits).
+// EQ: every warp holds the same power-of-two count n_w (whole chunks, 16-byte layouts): m_w is
+// s_w times 1/n_w, the same bits as the quotient.
+
+// The row's mean and Σ(x − mean)².
+struct ChanStats {
+    float mean, m2;
+};
+
+// The sum over the lanes whose offsets are below G (a power of two), offsets 16 down to 1:
+// group_sum_nb's butterfly.
+NK_DEVICE float warp_butterfly(float v, int G) {
+#pragma unroll
+    for (int o = NK_WARP / 2; o > 0; o >>= 1)
+        if (o < G) v = v + nk_shfl_xor(v, o);
+    return v;
+}
+
+// A warp's mean s / n (0 for a warp without elements); EQ: n is the constant count, a power of
+// two, and the quotient the product by inv = 1 / n.
+template <bool EQ>
+NK_DEVICE float chan_mean(float s, float n, float inv) {
+    if constexpr (EQ) return nk_mul_rn(s, inv);
+    else return n > 0.f ? nk_div_rn(s, n) : 0.f;
+}
+
+// The fold across a group of G threads (more than a warp) of each warp's V units' (s, m, q, n),
+// m = chan_mean(s, n): chan_put stores s and m (and n) from lane 0 of each warp — before the
+// warp's centred pass, so that they leave the registers — chan_fold stores q, waits at the
+// group's one barrier, and each warp folds the group's warps by lanes (lane j: unit warp j; V = 2:
+// the half-thread forward's virtual warps, the first units' warps first, as group_sum_half
+// numbers them) with two butterflies: the sum, then each warp's term around the row's mean. EQ: every warp holds `nweq` elements, not stored. No trailing barrier (callers alternate
+// scratch buffers, as with group_sum_nb); scratch holds (EQ ? 3 : 4)·V·blockDim / NK_WARP floats:
+// virtual warp u = v·nwarps + warp has s at [u], q at [V·nwarps + u], m at [2·V·nwarps + u], n at
+// [3·V·nwarps + u].
+template <bool EQ, int V>
+NK_DEVICE void chan_put(const float (&s)[V], const float (&m)[V], const float (&n)[V], float* scratch) {
+    const int tid = nk_tid();
+    const int warp = tid / NK_WARP, lane = tid % NK_WARP, nwarps = nk_bdim() / NK_WARP;
+    if (lane == 0) {
+#pragma unroll
+        for (int v = 0; v < V; ++v) {
+            scratch[v * nwarps + warp] = s[v];
+            scratch[(2 * V + v) * nwarps + warp] = m[v];
+            if constexpr (!EQ) scratch[(3 * V + v) * nwarps + warp] = n[v];
+        }
+    }
+}
+template <bool EQ, int V>
+NK_DEVICE ChanStats chan_fold(const float (&q)[V], float nweq, int G, float nf, float* scratch) {
+    const int tid = nk_tid();
+    const int warp = tid / NK_WARP, lane = tid % NK_WARP, nwarps = nk_bdim() / NK_WARP;
+    if (lane == 0) {
+#pragma unroll
+        for (int v = 0; v < V; ++v) scratch[(V + v) * nwarps + warp] = q[v];
+    }
+    nk_sync();
+    // By lanes: lane j < V·G / 32 takes the group's unit warp j (the first units' warps, then,
+    // V = 2, the second units'), the others +0; a butterfly over the warp sums s, then the terms.
+    const int lw = nk_ilog2(G) - nk_ilog2(NK_WARP), wpg = G / NK_WARP, w0 = (tid >> nk_ilog2(G)) * wpg;
+    const bool mine = lane < V * wpg;
+    const int u = (lane >> lw) * nwarps + w0 + (lane & (wpg - 1));
+    const float sj = mine ? scratch[u] : 0.f;
+    const float st = warp_butterfly(sj, NK_WARP);
+    const float mu = nk_div_rn(st, nf);
+    float tj = 0.f;
+    if (mine) {
+        const float nw = EQ ? nweq : scratch[3 * V * nwarps + u];
+        const float e = nk_sub_rn(scratch[2 * V * nwarps + u], mu);
+        tj = nk_add_rn(scratch[V * nwarps + u], nk_mul_rn(nk_mul_rn(e, e), nw));
+    }
+    return ChanStats{mu, warp_butterfly(tj, NK_WARP)};
+}
+
 // Everything the forward output formula needs besides the element, its weight and its bias.
 struct FwdConsts {
     float mean, rstd;       // fp32 statistics (mean = 0 for RMSNorm), in every casting mode

@@ -184,6 +184,21 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
     // SUBW (SPEC + 32768, `nk_fwd_regh_*_sw`): the half-thread kernels for groups G / 2 below a
     // warp (group_sum_half's one-butterfly form).
     constexpr bool SUBW = HALF && (SPEC & 32768) != 0;
+    // CHAN (SPEC + 65536, `_1b`): the plain LayerNorm forwards (not the quantised ones, whose
+    // twin must agree with nk_fp8.cuh's kernel) take the row's statistics behind one barrier
+    // (nk_common.cuh, chan_put / chan_fold): each warp sums its units' sums (a unit: a thread of
+    // the table's group, two per half-thread, the two halves of a pair), centres its elements on
+    // the warp's own mean and sums the squared deviations; after one barrier the warps' (s, q)
+    // fold around the row's mean by the parallel-axis identity. Other bits than the two
+    // reductions (the sum's order across warps is the fold's butterfly), so the host takes it
+    // by N (the CUDA planner's Tuning::fwd_ln_one_barrier: table groups of 256 threads and more,
+    // rows of whole rounds of chunks), for every kernel of an N. Needs a group of more than a
+    // warp. EQ: every warp holds the same power-of-two count (16-byte layouts, FULL), a
+    // constant; else (the element-wise twins) the counts are summed per warp, the same values.
+    constexpr bool CHAN = (SPEC & 65536) != 0;
+    static_assert(!CHAN || (LN && !Q && !SUBW), "one barrier: the plain LayerNorm forwards");
+    constexpr bool EQ = ALIGNED && FULL;
+    constexpr int UK = HALF ? KMAX / 2 : PAIR ? 2 * KMAX : KMAX;  // chunks per unit
     constexpr bool L2W = ALIGNED && !Q && !PF && !RES && (!EW || (HALF && (!LN || HL2)));
     // WD: the plain 16-bit LayerNorm forward without the residual (16-byte layouts, rows of
     // whole chunks: not the twins, pairs, half-thread, quantised or cp.async-staged kernels, whose
@@ -206,13 +221,16 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
         if (p0.flags & NK_F_TRIGGER) nk_grid_dep_launch();
     }
     const NkFwdParams p = specialise<DT, NK_CAST_GEMMA>(p0);
-    NK_SHARED float scratch[2][NK_ROW_MAX_THREADS / NK_WARP];
+    NK_SHARED float scratch[2][(CHAN ? 4 : 1) * NK_ROW_MAX_THREADS / NK_WARP];
     // PAIR: the halves' partial sums, two buffers (by `par`, as `scratch`): a group of at most
     // 32 threads sums without a barrier, so the next reduction's writes must not land in the
     // buffer a slower partner may still read (the pair kernels' launch bound is 256 threads).
     NK_SHARED float pairx[2][PAIR ? 256 : 1];
     // QF pairs: the halves' row maxima beside their sums.
     NK_SHARED float pairm[2][PAIR && QF ? 256 : 1];
+    // CHAN pairs: the halves' counts (units of unequal counts) and centred sums.
+    NK_SHARED float pairn[2][PAIR && CHAN && !EQ ? 256 : 1];
+    NK_SHARED float pairq[2][PAIR && CHAN ? 256 : 1];
     const int qfmt = p0.dt_y;
     float qscale = 0.f, amax_t = 0.f;
     if constexpr (Q && !QP) qscale = q_tensor_scale(p0);
@@ -522,7 +540,8 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
         }
         float mean = 0.f, var;
         if (LN) {
-            // Two reductions: the mean, then the squared deviations from it (never E[x²] − μ²).
+            // The mean, then the squared deviations from it (never E[x²] − μ²): in two
+            // reductions, or (CHAN) behind one barrier.
             if (active) {
 #pragma unroll
                 for (int k = 0; k < KMAX; ++k) {
@@ -537,29 +556,108 @@ NK_DEVICE void fwd_reg_body(const NkFwdParams& p0) {
                     }
                 }
             }
-            const float sum = row_sum(acc);
-            par ^= 1;
-            mean = nk_div_rn(sum, nf);
             float a2[NA] = {start0, -0.f};
             if constexpr (HALF) {
                 a2[NA - 2] = 0.f;
                 a2[NA - 1] = -0.f;
             }
-            if (active) {
+            // The centred pass around `ma` (HALF: `mb` for the second unit's chunks, k odd).
+            auto centred = [&](float ma, float mb) {
+                if (active) {
 #pragma unroll
-                for (int k = 0; k < KMAX; ++k) {
-                    const int c = k * G + t;
-                    if (FULL || (k < K && c < nch)) {
-                        Raw hk;
-                        float v[CH];
-                        get(k, hk);
-                        unpack<NARROW>(DT, hk, v);
-                        if constexpr (TWO) add_centred_rn<ALIGNED>(a2[acc_of(k)], v, mean, (int64_t)c * CH, n);
-                        else add_centred<ALIGNED>(a2[0], v, mean, (int64_t)c * CH, n);
+                    for (int k = 0; k < KMAX; ++k) {
+                        const int c = k * G + t;
+                        if (FULL || (k < K && c < nch)) {
+                            Raw hk;
+                            float v[CH];
+                            get(k, hk);
+                            unpack<NARROW>(DT, hk, v);
+                            const float m = HALF && (k & 1) ? mb : ma;
+                            if constexpr (TWO) add_centred_rn<ALIGNED>(a2[acc_of(k)], v, m, (int64_t)c * CH, n);
+                            else add_centred<ALIGNED>(a2[0], v, m, (int64_t)c * CH, n);
+                        }
                     }
                 }
-            }
-            var = nk_div_rn(row_sum(a2), nf);
+            };
+            // Two reductions: the row's mean, then the squared deviations from it.
+            auto two_pass = [&]() {
+                const float sum = row_sum(acc);
+                par ^= 1;
+                mean = nk_div_rn(sum, nf);
+                centred(mean, mean);
+                var = nk_div_rn(row_sum(a2), nf);
+            };
+            auto one_barrier = [&]() {
+                // One barrier (nk_common.cuh, chan_fold): each warp's units centred on the warp's
+                // own mean. The units' counts (!EQ): the elements of the thread's chunks (HALF: per
+                // unit), summed over the warp by the same butterfly; EQ: a constant.
+                constexpr float NW = (float)(UK * CH * NK_WARP), INW = 1.f / NW;
+                float ca = 0.f, cb = 0.f;
+                if constexpr (!EQ) {
+                    int ia = 0, ib = 0;
+                    if (active) {
+#pragma unroll
+                        for (int k = 0; k < KMAX; ++k) {
+                            const int c = k * G + t;
+                            if (FULL || (k < K && c < nch)) {
+                                const int l = ALIGNED ? CH : chunk_len((int64_t)c * CH, n);
+                                if (HALF && (k & 1)) ib += l;
+                                else ia += l;
+                            }
+                        }
+                    }
+                    ca = (float)ia;
+                    cb = (float)ib;
+                }
+                if constexpr (HALF) {
+                    float sa = warp_butterfly(acc[0] + acc[1], NK_WARP), sb = warp_butterfly(acc[NA - 2] + acc[NA - 1], NK_WARP);
+                    if constexpr (!EQ) {
+                        ca = warp_butterfly(ca, NK_WARP);
+                        cb = warp_butterfly(cb, NK_WARP);
+                    }
+                    const float mv[2] = {chan_mean<EQ>(sa, ca, INW), chan_mean<EQ>(sb, cb, INW)};
+                    const float sv[2] = {sa, sb}, nv[2] = {ca, cb};
+                    chan_put<EQ, 2>(sv, mv, nv, scratch[par]);
+                    centred(mv[0], mv[1]);
+                    const float qv[2] = {warp_butterfly(a2[0] + a2[1], NK_WARP), warp_butterfly(a2[NA - 2] + a2[NA - 1], NK_WARP)};
+                    const ChanStats st = chan_fold<EQ, 2>(qv, NW, G, nf, scratch[par]);
+                    mean = st.mean;
+                    var = nk_div_rn(st.m2, nf);
+                } else {
+                    // PAIR: the unit's sum (and count) from the two halves through shared memory,
+                    // as row_sum does; each half centres its own chunks, and the pair adds the two.
+                    const int GU = PAIR ? G >> 1 : G;
+                    const int mate = tid ^ (G >> 1);
+                    float su;
+                    if constexpr (PAIR) {
+                        pairx[par][tid] = acc[0];
+                        if constexpr (!EQ) pairn[par][tid] = ca;
+                        nk_sync();
+                        su = acc[0] + pairx[par][mate];
+                        if constexpr (!EQ) ca = ca + pairn[par][mate];
+                    } else {
+                        su = TWO ? acc[0] + acc[1] : acc[0];
+                    }
+                    su = warp_butterfly(su, NK_WARP);
+                    if constexpr (!EQ) ca = warp_butterfly(ca, NK_WARP);
+                    const float mw = chan_mean<EQ>(su, ca, INW);
+                    const float sv[1] = {su}, mv[1] = {mw}, nv[1] = {ca};
+                    chan_put<EQ, 1>(sv, mv, nv, scratch[par]);
+                    centred(mw, mw);
+                    float qu = TWO && !PAIR ? a2[0] + a2[1] : a2[0];
+                    if constexpr (PAIR) {
+                        pairq[par][tid] = qu;
+                        nk_sync();
+                        qu = qu + pairq[par][mate];
+                    }
+                    const float qv[1] = {warp_butterfly(qu, NK_WARP)};
+                    const ChanStats st = chan_fold<EQ, 1>(qv, NW, GU, nf, scratch[par]);
+                    mean = st.mean;
+                    var = nk_div_rn(st.m2, nf);
+                }
+            };
+            if constexpr (CHAN) one_barrier();
+            else two_pass();
         } else {
             var = nk_div_rn(row_sum(acc), nf);
         }

@@ -285,6 +285,10 @@ pub enum KernelKey {
         chunks: FwdChunks,
         /// 16-byte accesses (else the element-wise twin: same chunks, same order).
         aligned: bool,
+        /// LayerNorm's statistics behind one barrier (SPEC plus 65536, suffix `_1b`; nk_reg.cuh's
+        /// CHAN), for rows whose table group is at least `NK_CHAN_MIN_GROUP` threads: other bits
+        /// than the two reductions, so every kernel of an N takes the same choice.
+        one_barrier: bool,
     },
     /// `nk_bwd_reg{|1|4}{|pf}_{dt}_{rms|ln}{|_res}`: 16-byte layouts only.
     BwdReg {
@@ -437,6 +441,10 @@ pub enum KernelKey {
         /// 8 chunks per thread (SPEC plus 16, `nk_fwd_regd8_*`): the twin of `FwdReg` with
         /// `FwdChunks::K8` (the CUDA planner's `fwd_k8_wide` rows).
         k8: bool,
+        /// LayerNorm's statistics behind one barrier (SPEC plus 65536, suffix `_1b`; nk_reg.cuh's
+        /// CHAN), for rows whose table group is at least `NK_CHAN_MIN_GROUP` threads: other bits
+        /// than the two reductions, so every kernel of an N takes the same choice.
+        one_barrier: bool,
     },
     /// `nk_fwd_regp_{dt}_{rms|ln}{|_res}`: the decode twin in pairs (CUDA, SPEC plus 256 plus
     /// 1024): a row of the 4-chunk table group G run by 2G threads of 2 chunks each (thread t's
@@ -450,6 +458,10 @@ pub enum KernelKey {
         ln: bool,
         /// The fused residual add.
         residual: bool,
+        /// LayerNorm's statistics behind one barrier (SPEC plus 65536, suffix `_1b`; nk_reg.cuh's
+        /// CHAN), for rows whose table group is at least `NK_CHAN_MIN_GROUP` threads: other bits
+        /// than the two reductions, so every kernel of an N takes the same choice.
+        one_barrier: bool,
     },
     /// `nk_fwd_regh_{dt}_{rms|ln}`: the pairs' converse (CUDA, SPEC plus 256 plus 16 plus 8192):
     /// a row of the 4-chunk table group G run by G / 2 threads of 8 chunks each (thread t's even
@@ -469,6 +481,10 @@ pub enum KernelKey {
         /// N = 512 and 1024), whose reduction is one butterfly: the other builds' warp-level code
         /// stays as measured (a run-time branch between them spilled 8 more bytes in LayerNorm's).
         sub: bool,
+        /// LayerNorm's statistics behind one barrier (SPEC plus 65536, suffix `_1b`; nk_reg.cuh's
+        /// CHAN), for rows whose table group is at least `NK_CHAN_MIN_GROUP` threads: other bits
+        /// than the two reductions, so every kernel of an N takes the same choice.
+        one_barrier: bool,
     },
     /// `nk_fwd_regqp{|r}_{dt}_{rms|ln}{|_res}`: the quantised twin in pairs (CUDA, SPEC plus 128
     /// plus 256 plus 1024, + 512 per row): as `FwdRegPair` for `FwdRegQDecode`, a row of group G
@@ -607,6 +623,14 @@ const fn res(residual: bool) -> &'static str {
     }
 }
 
+const fn b1(one_barrier: bool) -> &'static str {
+    if one_barrier {
+        "_1b"
+    } else {
+        ""
+    }
+}
+
 fn generic(prefix: &str, aligned: bool, narrow: bool) -> String {
     format!("{prefix}_{}{}", if aligned { "a" } else { "u" }, if narrow { "h" } else { "" })
 }
@@ -713,18 +737,23 @@ impl KernelKey {
             | KernelKey::BwdFinalize
             | KernelKey::BwdFinalizeWide
             | KernelKey::BwdFinalizeCols => Spec::Narrow(false),
-            KernelKey::FwdReg { dtype, ln, residual, chunks, .. } => Spec::Int(
+            KernelKey::FwdReg { dtype, ln, residual, chunks, one_barrier, .. } => Spec::Int(
                 base(dtype, ln, residual)
+                    + 65536 * one_barrier as u32
                     + match chunks {
                         FwdChunks::K4 => 0,
                         FwdChunks::K8 => 16,
                         FwdChunks::K16 => 32,
                     },
             ),
-            KernelKey::FwdRegDecode { dtype, ln, residual, k8 } => Spec::Int(base(dtype, ln, residual) + 256 + 16 * k8 as u32),
-            KernelKey::FwdRegPair { dtype, ln, residual } => Spec::Int(base(dtype, ln, residual) + 256 + 1024),
-            KernelKey::FwdRegHalf { dtype, ln, l2, sub } => {
-                Spec::Int(base(dtype, ln, false) + 256 + 16 + 8192 + 16384 * l2 as u32 + 32768 * sub as u32)
+            KernelKey::FwdRegDecode { dtype, ln, residual, k8, one_barrier } => {
+                Spec::Int(base(dtype, ln, residual) + 256 + 16 * k8 as u32 + 65536 * one_barrier as u32)
+            }
+            KernelKey::FwdRegPair { dtype, ln, residual, one_barrier } => {
+                Spec::Int(base(dtype, ln, residual) + 256 + 1024 + 65536 * one_barrier as u32)
+            }
+            KernelKey::FwdRegHalf { dtype, ln, l2, sub, one_barrier } => {
+                Spec::Int(base(dtype, ln, false) + 256 + 16 + 8192 + 16384 * l2 as u32 + 32768 * sub as u32 + 65536 * one_barrier as u32)
             }
             KernelKey::FwdRegQDecode { dtype, ln, residual, per_row, tile, two_ctas } => {
                 Spec::Int(base(dtype, ln, residual) + 128 + 256 + 512 * per_row as u32 + 2048 * tile as u32 + 4096 * two_ctas as u32)
@@ -786,24 +815,38 @@ impl KernelKey {
             | KernelKey::BwdFinalize
             | KernelKey::BwdFinalizeWide
             | KernelKey::BwdFinalizeCols => format!("nk_{}", self.family().template()),
-            KernelKey::FwdReg { dtype, ln, residual, chunks, aligned } => {
+            KernelKey::FwdReg { dtype, ln, residual, chunks, aligned, one_barrier } => {
                 let ks = match chunks {
                     FwdChunks::K4 => "",
                     FwdChunks::K8 => "8",
                     FwdChunks::K16 => "16",
                 };
-                format!("nk_fwd_reg{ks}_{}_{}{}_{}", dtype.tag(), rms_ln(ln), res(residual), if aligned { "a" } else { "u" })
+                format!(
+                    "nk_fwd_reg{ks}_{}_{}{}_{}{}",
+                    dtype.tag(),
+                    rms_ln(ln),
+                    res(residual),
+                    if aligned { "a" } else { "u" },
+                    b1(one_barrier)
+                )
             }
             KernelKey::BwdReg { dtype, ln, residual, chunks, prefetch } => {
                 format!("nk_bwd_reg{}{}_{}_{}{}", chunks.tag(), if prefetch { "pf" } else { "" }, dtype.tag(), rms_ln(ln), res(residual))
             }
-            KernelKey::FwdRegDecode { dtype, ln, residual, k8 } => {
-                format!("nk_fwd_regd{}_{}_{}{}", if k8 { "8" } else { "" }, dtype.tag(), rms_ln(ln), res(residual))
+            KernelKey::FwdRegDecode { dtype, ln, residual, k8, one_barrier } => {
+                format!("nk_fwd_regd{}_{}_{}{}{}", if k8 { "8" } else { "" }, dtype.tag(), rms_ln(ln), res(residual), b1(one_barrier))
             }
-            KernelKey::FwdRegPair { dtype, ln, residual } => format!("nk_fwd_regp_{}_{}{}", dtype.tag(), rms_ln(ln), res(residual)),
-            KernelKey::FwdRegHalf { dtype, ln, l2, sub } => {
-                format!("nk_fwd_regh_{}_{}{}{}", dtype.tag(), rms_ln(ln), if l2 { "_l2" } else { "" }, if sub { "_sw" } else { "" })
+            KernelKey::FwdRegPair { dtype, ln, residual, one_barrier } => {
+                format!("nk_fwd_regp_{}_{}{}{}", dtype.tag(), rms_ln(ln), res(residual), b1(one_barrier))
             }
+            KernelKey::FwdRegHalf { dtype, ln, l2, sub, one_barrier } => format!(
+                "nk_fwd_regh_{}_{}{}{}{}",
+                dtype.tag(),
+                rms_ln(ln),
+                if l2 { "_l2" } else { "" },
+                if sub { "_sw" } else { "" },
+                b1(one_barrier)
+            ),
             KernelKey::FwdRegQDecode { dtype, ln, residual, per_row, tile, two_ctas } => format!(
                 "nk_fwd_regqd{}{}_{}_{}{}{}",
                 if per_row { "r" } else { "" },

@@ -15,7 +15,7 @@ use super::variants::{v, BwdChunks, Dt::*, FwdChunks, KernelKey, KernelKey::*, R
 
 /// Kernels compiled in a translation unit of their own (kernels-cuda/norm.cu built with
 /// `NK_UNIT_FP8T` into `normkit_fp8t.fatbin`, a second module): the FP8 twin's yT tiles, its
-/// pairs and the staged cluster forward's FP8 output. In norm.cu's unit their code changed nvcc's output for 24 unrelated kernels (the staged cluster
+/// pairs, the staged cluster forward's FP8 output, the one-barrier LayerNorm builds. In norm.cu's unit their code changed nvcc's output for 24 unrelated kernels (the staged cluster
 /// forward lost up to 22%, H100, kernels-cuda/NOTES.md v16); apart, every other kernel keeps its
 /// machine code.
 pub fn own_unit(k: KernelKey) -> bool {
@@ -29,6 +29,9 @@ pub fn own_unit(k: KernelKey) -> bool {
             | FwdClusterStagedQ { .. }
             | BwdSmallCols { .. }
             | FwdClusterReread { .. }
+            | FwdReg { one_barrier: true, .. }
+            | FwdRegDecode { one_barrier: true, .. }
+            | FwdRegPair { one_barrier: true, .. }
     )
 }
 
@@ -77,30 +80,30 @@ pub const VARIANTS: &[Variant] = &[
     v(BwdSplitStats { aligned: false, narrow: false }, 256, 1),
 
     // Register-resident hot path (every tensor x's dtype, Gemma casting): SPEC = dtype + 4·LN + 8·residual.
-    v(FwdReg { dtype: Bf16, ln: false, residual: false, chunks: FwdChunks::K4, aligned: true }, 1024, 1),
-    v(FwdReg { dtype: Bf16, ln: false, residual: false, chunks: FwdChunks::K4, aligned: false }, 1024, 1),
-    v(FwdReg { dtype: Bf16, ln: false, residual: true, chunks: FwdChunks::K4, aligned: true }, 1024, 1),
-    v(FwdReg { dtype: Bf16, ln: false, residual: true, chunks: FwdChunks::K4, aligned: false }, 512, 1),
-    v(FwdReg { dtype: Bf16, ln: true, residual: false, chunks: FwdChunks::K4, aligned: true }, 1024, 1),
-    v(FwdReg { dtype: Bf16, ln: true, residual: false, chunks: FwdChunks::K4, aligned: false }, 1024, 1),
-    v(FwdReg { dtype: Bf16, ln: true, residual: true, chunks: FwdChunks::K4, aligned: true }, 1024, 1),
-    v(FwdReg { dtype: Bf16, ln: true, residual: true, chunks: FwdChunks::K4, aligned: false }, 512, 1),
-    v(FwdReg { dtype: F16, ln: false, residual: false, chunks: FwdChunks::K4, aligned: true }, 1024, 1),
-    v(FwdReg { dtype: F16, ln: false, residual: false, chunks: FwdChunks::K4, aligned: false }, 1024, 1),
-    v(FwdReg { dtype: F16, ln: false, residual: true, chunks: FwdChunks::K4, aligned: true }, 1024, 1),
-    v(FwdReg { dtype: F16, ln: false, residual: true, chunks: FwdChunks::K4, aligned: false }, 512, 1),
-    v(FwdReg { dtype: F16, ln: true, residual: false, chunks: FwdChunks::K4, aligned: true }, 1024, 1),
-    v(FwdReg { dtype: F16, ln: true, residual: false, chunks: FwdChunks::K4, aligned: false }, 1024, 1),
-    v(FwdReg { dtype: F16, ln: true, residual: true, chunks: FwdChunks::K4, aligned: true }, 1024, 1),
-    v(FwdReg { dtype: F16, ln: true, residual: true, chunks: FwdChunks::K4, aligned: false }, 512, 1),
-    v(FwdReg { dtype: F32, ln: false, residual: false, chunks: FwdChunks::K4, aligned: true }, 512, 1),
-    v(FwdReg { dtype: F32, ln: false, residual: false, chunks: FwdChunks::K4, aligned: false }, 512, 1),
-    v(FwdReg { dtype: F32, ln: false, residual: true, chunks: FwdChunks::K4, aligned: true }, 512, 1),
-    v(FwdReg { dtype: F32, ln: false, residual: true, chunks: FwdChunks::K4, aligned: false }, 512, 1),
-    v(FwdReg { dtype: F32, ln: true, residual: false, chunks: FwdChunks::K4, aligned: true }, 512, 1),
-    v(FwdReg { dtype: F32, ln: true, residual: false, chunks: FwdChunks::K4, aligned: false }, 512, 1),
-    v(FwdReg { dtype: F32, ln: true, residual: true, chunks: FwdChunks::K4, aligned: true }, 512, 1),
-    v(FwdReg { dtype: F32, ln: true, residual: true, chunks: FwdChunks::K4, aligned: false }, 512, 1),
+    v(FwdReg { dtype: Bf16, ln: false, residual: false, chunks: FwdChunks::K4, aligned: true, one_barrier: false }, 1024, 1),
+    v(FwdReg { dtype: Bf16, ln: false, residual: false, chunks: FwdChunks::K4, aligned: false, one_barrier: false }, 1024, 1),
+    v(FwdReg { dtype: Bf16, ln: false, residual: true, chunks: FwdChunks::K4, aligned: true, one_barrier: false }, 1024, 1),
+    v(FwdReg { dtype: Bf16, ln: false, residual: true, chunks: FwdChunks::K4, aligned: false, one_barrier: false }, 512, 1),
+    v(FwdReg { dtype: Bf16, ln: true, residual: false, chunks: FwdChunks::K4, aligned: true, one_barrier: false }, 1024, 1),
+    v(FwdReg { dtype: Bf16, ln: true, residual: false, chunks: FwdChunks::K4, aligned: false, one_barrier: false }, 1024, 1),
+    v(FwdReg { dtype: Bf16, ln: true, residual: true, chunks: FwdChunks::K4, aligned: true, one_barrier: false }, 1024, 1),
+    v(FwdReg { dtype: Bf16, ln: true, residual: true, chunks: FwdChunks::K4, aligned: false, one_barrier: false }, 512, 1),
+    v(FwdReg { dtype: F16, ln: false, residual: false, chunks: FwdChunks::K4, aligned: true, one_barrier: false }, 1024, 1),
+    v(FwdReg { dtype: F16, ln: false, residual: false, chunks: FwdChunks::K4, aligned: false, one_barrier: false }, 1024, 1),
+    v(FwdReg { dtype: F16, ln: false, residual: true, chunks: FwdChunks::K4, aligned: true, one_barrier: false }, 1024, 1),
+    v(FwdReg { dtype: F16, ln: false, residual: true, chunks: FwdChunks::K4, aligned: false, one_barrier: false }, 512, 1),
+    v(FwdReg { dtype: F16, ln: true, residual: false, chunks: FwdChunks::K4, aligned: true, one_barrier: false }, 1024, 1),
+    v(FwdReg { dtype: F16, ln: true, residual: false, chunks: FwdChunks::K4, aligned: false, one_barrier: false }, 1024, 1),
+    v(FwdReg { dtype: F16, ln: true, residual: true, chunks: FwdChunks::K4, aligned: true, one_barrier: false }, 1024, 1),
+    v(FwdReg { dtype: F16, ln: true, residual: true, chunks: FwdChunks::K4, aligned: false, one_barrier: false }, 512, 1),
+    v(FwdReg { dtype: F32, ln: false, residual: false, chunks: FwdChunks::K4, aligned: true, one_barrier: false }, 512, 1),
+    v(FwdReg { dtype: F32, ln: false, residual: false, chunks: FwdChunks::K4, aligned: false, one_barrier: false }, 512, 1),
+    v(FwdReg { dtype: F32, ln: false, residual: true, chunks: FwdChunks::K4, aligned: true, one_barrier: false }, 512, 1),
+    v(FwdReg { dtype: F32, ln: false, residual: true, chunks: FwdChunks::K4, aligned: false, one_barrier: false }, 512, 1),
+    v(FwdReg { dtype: F32, ln: true, residual: false, chunks: FwdChunks::K4, aligned: true, one_barrier: false }, 512, 1),
+    v(FwdReg { dtype: F32, ln: true, residual: false, chunks: FwdChunks::K4, aligned: false, one_barrier: false }, 512, 1),
+    v(FwdReg { dtype: F32, ln: true, residual: true, chunks: FwdChunks::K4, aligned: true, one_barrier: false }, 512, 1),
+    v(FwdReg { dtype: F32, ln: true, residual: true, chunks: FwdChunks::K4, aligned: false, one_barrier: false }, 512, 1),
     v(BwdReg { dtype: Bf16, ln: false, residual: false, chunks: BwdChunks::K2, prefetch: false }, 256, 3),
     v(BwdReg { dtype: Bf16, ln: false, residual: true, chunks: BwdChunks::K2, prefetch: false }, 256, 2),
     v(BwdReg { dtype: Bf16, ln: true, residual: false, chunks: BwdChunks::K2, prefetch: false }, 256, 3),
@@ -128,10 +131,10 @@ pub const VARIANTS: &[Variant] = &[
     v(BwdSplitApply { aligned: true, narrow: true }, 256, 1),
     v(BwdSplitApply { aligned: false, narrow: false }, 256, 1),
     // Forward, 8 chunks per thread (N = 65536 with 1024-thread groups), bf16 without residual.
-    v(FwdReg { dtype: Bf16, ln: false, residual: false, chunks: FwdChunks::K8, aligned: true }, 1024, 1),
-    v(FwdReg { dtype: Bf16, ln: false, residual: false, chunks: FwdChunks::K8, aligned: false }, 1024, 1),
-    v(FwdReg { dtype: Bf16, ln: true, residual: false, chunks: FwdChunks::K8, aligned: true }, 1024, 1),
-    v(FwdReg { dtype: Bf16, ln: true, residual: false, chunks: FwdChunks::K8, aligned: false }, 1024, 1),
+    v(FwdReg { dtype: Bf16, ln: false, residual: false, chunks: FwdChunks::K8, aligned: true, one_barrier: false }, 1024, 1),
+    v(FwdReg { dtype: Bf16, ln: false, residual: false, chunks: FwdChunks::K8, aligned: false, one_barrier: false }, 1024, 1),
+    v(FwdReg { dtype: Bf16, ln: true, residual: false, chunks: FwdChunks::K8, aligned: true, one_barrier: false }, 1024, 1),
+    v(FwdReg { dtype: Bf16, ln: true, residual: false, chunks: FwdChunks::K8, aligned: false, one_barrier: false }, 1024, 1),
     // Backward, one chunk per thread (groups up to 1024 threads): N ≤ 8192.
     v(BwdReg { dtype: Bf16, ln: false, residual: false, chunks: BwdChunks::K1, prefetch: false }, 1024, 1),
     v(BwdReg { dtype: Bf16, ln: false, residual: true, chunks: BwdChunks::K1, prefetch: false }, 1024, 1),
@@ -182,14 +185,14 @@ pub const VARIANTS: &[Variant] = &[
     v(BwdReg { dtype: Bf16, ln: true, residual: true, chunks: BwdChunks::K4, prefetch: true }, 512, 1),
     // Forward, 16 chunks per thread (SPEC + 32): one warp per row at N = 4096, no CTA barrier in
     // either reduction; 16-bit dtypes without residual.
-    v(FwdReg { dtype: Bf16, ln: false, residual: false, chunks: FwdChunks::K16, aligned: true }, 256, 2),
-    v(FwdReg { dtype: Bf16, ln: false, residual: false, chunks: FwdChunks::K16, aligned: false }, 256, 2),
-    v(FwdReg { dtype: Bf16, ln: true, residual: false, chunks: FwdChunks::K16, aligned: true }, 256, 2),
-    v(FwdReg { dtype: Bf16, ln: true, residual: false, chunks: FwdChunks::K16, aligned: false }, 256, 2),
-    v(FwdReg { dtype: F16, ln: false, residual: false, chunks: FwdChunks::K16, aligned: true }, 256, 2),
-    v(FwdReg { dtype: F16, ln: false, residual: false, chunks: FwdChunks::K16, aligned: false }, 256, 2),
-    v(FwdReg { dtype: F16, ln: true, residual: false, chunks: FwdChunks::K16, aligned: true }, 256, 2),
-    v(FwdReg { dtype: F16, ln: true, residual: false, chunks: FwdChunks::K16, aligned: false }, 256, 2),
+    v(FwdReg { dtype: Bf16, ln: false, residual: false, chunks: FwdChunks::K16, aligned: true, one_barrier: false }, 256, 2),
+    v(FwdReg { dtype: Bf16, ln: false, residual: false, chunks: FwdChunks::K16, aligned: false, one_barrier: false }, 256, 2),
+    v(FwdReg { dtype: Bf16, ln: true, residual: false, chunks: FwdChunks::K16, aligned: true, one_barrier: false }, 256, 2),
+    v(FwdReg { dtype: Bf16, ln: true, residual: false, chunks: FwdChunks::K16, aligned: false, one_barrier: false }, 256, 2),
+    v(FwdReg { dtype: F16, ln: false, residual: false, chunks: FwdChunks::K16, aligned: true, one_barrier: false }, 256, 2),
+    v(FwdReg { dtype: F16, ln: false, residual: false, chunks: FwdChunks::K16, aligned: false, one_barrier: false }, 256, 2),
+    v(FwdReg { dtype: F16, ln: true, residual: false, chunks: FwdChunks::K16, aligned: true, one_barrier: false }, 256, 2),
+    v(FwdReg { dtype: F16, ln: true, residual: false, chunks: FwdChunks::K16, aligned: false, one_barrier: false }, 256, 2),
     v(BwdReg { dtype: F16, ln: false, residual: false, chunks: BwdChunks::K4, prefetch: true }, 512, 1),
     v(BwdReg { dtype: F16, ln: false, residual: true, chunks: BwdChunks::K4, prefetch: true }, 512, 1),
     v(BwdReg { dtype: F16, ln: true, residual: false, chunks: BwdChunks::K4, prefetch: true }, 512, 1),
@@ -353,26 +356,26 @@ pub const VARIANTS: &[Variant] = &[
     // layouts, 4 chunks per thread; 64 registers like their plain twins.
     // The register forward's twins (SPEC + 256; the planner's TwinTuning): 16-bit, 4 chunks, at
     // most 256 threads, the weight (and bias) loaded into registers with the row.
-    v(FwdRegDecode { dtype: Bf16, ln: false, residual: false, k8: false }, 256, 1),
-    v(FwdRegDecode { dtype: Bf16, ln: false, residual: true, k8: false }, 256, 1),
-    v(FwdRegDecode { dtype: Bf16, ln: true, residual: false, k8: false }, 256, 1),
-    v(FwdRegDecode { dtype: Bf16, ln: true, residual: true, k8: false }, 256, 1),
-    v(FwdRegDecode { dtype: F16, ln: false, residual: false, k8: false }, 256, 1),
-    v(FwdRegDecode { dtype: F16, ln: false, residual: true, k8: false }, 256, 1),
-    v(FwdRegDecode { dtype: F16, ln: true, residual: false, k8: false }, 256, 1),
-    v(FwdRegDecode { dtype: F16, ln: true, residual: true, k8: false }, 256, 1),
-    v(FwdRegDecode { dtype: Bf16, ln: false, residual: false, k8: true }, 256, 1),
-    v(FwdRegDecode { dtype: Bf16, ln: true, residual: false, k8: true }, 256, 1),
+    v(FwdRegDecode { dtype: Bf16, ln: false, residual: false, k8: false, one_barrier: false }, 256, 1),
+    v(FwdRegDecode { dtype: Bf16, ln: false, residual: true, k8: false, one_barrier: false }, 256, 1),
+    v(FwdRegDecode { dtype: Bf16, ln: true, residual: false, k8: false, one_barrier: false }, 256, 1),
+    v(FwdRegDecode { dtype: Bf16, ln: true, residual: true, k8: false, one_barrier: false }, 256, 1),
+    v(FwdRegDecode { dtype: F16, ln: false, residual: false, k8: false, one_barrier: false }, 256, 1),
+    v(FwdRegDecode { dtype: F16, ln: false, residual: true, k8: false, one_barrier: false }, 256, 1),
+    v(FwdRegDecode { dtype: F16, ln: true, residual: false, k8: false, one_barrier: false }, 256, 1),
+    v(FwdRegDecode { dtype: F16, ln: true, residual: true, k8: false, one_barrier: false }, 256, 1),
+    v(FwdRegDecode { dtype: Bf16, ln: false, residual: false, k8: true, one_barrier: false }, 256, 1),
+    v(FwdRegDecode { dtype: Bf16, ln: true, residual: false, k8: true, one_barrier: false }, 256, 1),
     // The 4-chunk table's rows on half the threads, 8 chunks each (the planner's fwd_half): the
     // twins' bits at the 4-chunk group, for large batches.
-    v(FwdRegHalf { dtype: Bf16, ln: false, l2: false, sub: false }, 256, 2),
-    v(FwdRegHalf { dtype: Bf16, ln: true, l2: false, sub: false }, 256, 2),
+    v(FwdRegHalf { dtype: Bf16, ln: false, l2: false, sub: false, one_barrier: false }, 256, 2),
+    v(FwdRegHalf { dtype: Bf16, ln: true, l2: false, sub: false, one_barrier: false }, 256, 2),
     // LayerNorm's with the L2 prefetch (its own build: the code alone cost the one above 1-3.4%
     // where the prefetch does not run, NOTES v28).
-    v(FwdRegHalf { dtype: Bf16, ln: true, l2: true, sub: false }, 256, 2),
+    v(FwdRegHalf { dtype: Bf16, ln: true, l2: true, sub: false, one_barrier: false }, 256, 2),
     // Groups below a warp (N = 512, 1024).
-    v(FwdRegHalf { dtype: Bf16, ln: false, l2: false, sub: true }, 256, 2),
-    v(FwdRegHalf { dtype: Bf16, ln: true, l2: false, sub: true }, 256, 2),
+    v(FwdRegHalf { dtype: Bf16, ln: false, l2: false, sub: true, one_barrier: false }, 256, 2),
+    v(FwdRegHalf { dtype: Bf16, ln: true, l2: false, sub: true, one_barrier: false }, 256, 2),
     // The backward's twin for a few rows (SPEC + 256): one row per CTA; one row writes dW/dB
     // itself, more leave partial rows to the finalize. 256 threads at most (the register table's groups to
     // N = 8192 for 4 chunks, to 2048 / 4096 for 2 chunks of 16-bit / f32): at 512 the 4-chunk
@@ -472,14 +475,14 @@ pub const VARIANTS: &[Variant] = &[
     v(FwdRegQDecode { dtype: F16, ln: true, residual: true, per_row: true, tile: true, two_ctas: false }, 256, 2),
     // The decode twin in pairs (SPEC + 256 + 1024): 2G threads of 2 chunks with the 4-chunk group
     // G's reduction order (the same bits); the planner's forward for the rows of Tuning::fwd_pair.
-    v(FwdRegPair { dtype: Bf16, ln: false, residual: false }, 256, 1),
-    v(FwdRegPair { dtype: Bf16, ln: false, residual: true }, 256, 1),
-    v(FwdRegPair { dtype: Bf16, ln: true, residual: false }, 256, 1),
-    v(FwdRegPair { dtype: Bf16, ln: true, residual: true }, 256, 1),
-    v(FwdRegPair { dtype: F16, ln: false, residual: false }, 256, 1),
-    v(FwdRegPair { dtype: F16, ln: false, residual: true }, 256, 1),
-    v(FwdRegPair { dtype: F16, ln: true, residual: false }, 256, 1),
-    v(FwdRegPair { dtype: F16, ln: true, residual: true }, 256, 1),
+    v(FwdRegPair { dtype: Bf16, ln: false, residual: false, one_barrier: false }, 256, 1),
+    v(FwdRegPair { dtype: Bf16, ln: false, residual: true, one_barrier: false }, 256, 1),
+    v(FwdRegPair { dtype: Bf16, ln: true, residual: false, one_barrier: false }, 256, 1),
+    v(FwdRegPair { dtype: Bf16, ln: true, residual: true, one_barrier: false }, 256, 1),
+    v(FwdRegPair { dtype: F16, ln: false, residual: false, one_barrier: false }, 256, 1),
+    v(FwdRegPair { dtype: F16, ln: false, residual: true, one_barrier: false }, 256, 1),
+    v(FwdRegPair { dtype: F16, ln: true, residual: false, one_barrier: false }, 256, 1),
+    v(FwdRegPair { dtype: F16, ln: true, residual: true, one_barrier: false }, 256, 1),
     // The quantised twin in pairs (SPEC + 128 + 256 + 1024, + 512 per row), RMSNorm with the
     // residual only (the quantised kernels with two accumulators): the bits of FwdRegQDecode with
     // twice the warps per row; for the few rows of Fp8Tuning::pair_rows. In the FP8 unit
@@ -505,4 +508,34 @@ pub const VARIANTS: &[Variant] = &[
     v(FwdClusterReread { dtype: F16, ln: false, residual: false, aligned: false }, 512, 1),
     v(FwdClusterReread { dtype: Bf16, ln: false, residual: false, aligned: true }, 512, 1),
     v(FwdClusterReread { dtype: Bf16, ln: false, residual: false, aligned: false }, 512, 1),
+    // LayerNorm's statistics behind one barrier (SPEC + 65536, `_1b`; nk_reg.cuh's CHAN): the
+    // plain, twin, pair and half-thread LayerNorm forwards of the rows the planner gives it
+    // (Tuning::fwd_ln_one_barrier: table groups of 256 threads and more, rows of whole rounds
+    // of chunks), every kernel of those N. In the FP8 unit (own_unit), so the main unit's code
+    // stays as it was.
+    v(FwdReg { dtype: Bf16, ln: true, residual: false, chunks: FwdChunks::K4, aligned: true, one_barrier: true }, 1024, 1),
+    v(FwdReg { dtype: Bf16, ln: true, residual: false, chunks: FwdChunks::K4, aligned: false, one_barrier: true }, 1024, 1),
+    v(FwdReg { dtype: Bf16, ln: true, residual: true, chunks: FwdChunks::K4, aligned: true, one_barrier: true }, 1024, 1),
+    v(FwdReg { dtype: Bf16, ln: true, residual: true, chunks: FwdChunks::K4, aligned: false, one_barrier: true }, 512, 1),
+    v(FwdReg { dtype: F16, ln: true, residual: false, chunks: FwdChunks::K4, aligned: true, one_barrier: true }, 1024, 1),
+    v(FwdReg { dtype: F16, ln: true, residual: false, chunks: FwdChunks::K4, aligned: false, one_barrier: true }, 1024, 1),
+    v(FwdReg { dtype: F16, ln: true, residual: true, chunks: FwdChunks::K4, aligned: true, one_barrier: true }, 1024, 1),
+    v(FwdReg { dtype: F16, ln: true, residual: true, chunks: FwdChunks::K4, aligned: false, one_barrier: true }, 512, 1),
+    v(FwdReg { dtype: F32, ln: true, residual: false, chunks: FwdChunks::K4, aligned: true, one_barrier: true }, 512, 1),
+    v(FwdReg { dtype: F32, ln: true, residual: false, chunks: FwdChunks::K4, aligned: false, one_barrier: true }, 512, 1),
+    v(FwdReg { dtype: F32, ln: true, residual: true, chunks: FwdChunks::K4, aligned: true, one_barrier: true }, 512, 1),
+    v(FwdReg { dtype: F32, ln: true, residual: true, chunks: FwdChunks::K4, aligned: false, one_barrier: true }, 512, 1),
+    v(FwdReg { dtype: Bf16, ln: true, residual: false, chunks: FwdChunks::K8, aligned: true, one_barrier: true }, 1024, 1),
+    v(FwdReg { dtype: Bf16, ln: true, residual: false, chunks: FwdChunks::K8, aligned: false, one_barrier: true }, 1024, 1),
+    v(FwdRegDecode { dtype: Bf16, ln: true, residual: false, k8: false, one_barrier: true }, 256, 1),
+    v(FwdRegDecode { dtype: Bf16, ln: true, residual: true, k8: false, one_barrier: true }, 256, 1),
+    v(FwdRegDecode { dtype: F16, ln: true, residual: false, k8: false, one_barrier: true }, 256, 1),
+    v(FwdRegDecode { dtype: F16, ln: true, residual: true, k8: false, one_barrier: true }, 256, 1),
+    v(FwdRegDecode { dtype: Bf16, ln: true, residual: false, k8: true, one_barrier: true }, 256, 1),
+    v(FwdRegHalf { dtype: Bf16, ln: true, l2: false, sub: false, one_barrier: true }, 256, 2),
+    v(FwdRegHalf { dtype: Bf16, ln: true, l2: true, sub: false, one_barrier: true }, 256, 2),
+    v(FwdRegPair { dtype: Bf16, ln: true, residual: false, one_barrier: true }, 256, 1),
+    v(FwdRegPair { dtype: Bf16, ln: true, residual: true, one_barrier: true }, 256, 1),
+    v(FwdRegPair { dtype: F16, ln: true, residual: false, one_barrier: true }, 256, 1),
+    v(FwdRegPair { dtype: F16, ln: true, residual: true, one_barrier: true }, 256, 1),
 ];

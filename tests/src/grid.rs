@@ -55,7 +55,7 @@ impl Grid {
             combos_per_shape: 4,
             option_shapes: vec![(1, 7), (3, 33), (17, 769), (128, 4096)],
             view_shapes: vec![(1, 1), (3, 7), (17, 127), (17, 769), (128, 4096), (4, 16384), (1000, 1024), (2, 65536)],
-            invariance_ns: vec![7, 769, 4096, 16384, 65536],
+            invariance_ns: vec![7, 769, 4096, 6000, 8192, 16384, 65536],
             invariance_ms: vec![2, 17, 128, 1000, 4099],
             max_batch_elems: 1 << 24,
             determinism_shapes: vec![(4099, 128), (1000, 769), (1000, 4096), (128, 65536)],

@@ -268,6 +268,23 @@ fn forward_batch_invariance_past_the_twin() {
             other => panic!("case {i} ({base}): {other:?}"),
         }
     }
+    // LayerNorm's one-barrier builds (`_1b`, Tuning::fwd_ln_one_barrier: the H200's default from
+    // the table's groups of 256), forced so that every device checks them: one row (the twin)
+    // against 9000 (the half-thread or plain kernel), with and without the residual.
+    let one = with(&|t| t.fwd_ln_one_barrier = Some(256));
+    let one_runs = || normkit::cuda::kernel_names().into_iter().filter(|n| n.ends_with("_1b")).map(|n| one.launches(n)).sum::<u64>();
+    let before = one_runs();
+    for (i, (desc, dt, n)) in [(ln, BF16, 8192), (ln, F16, 8192), (ln, F32, 8192), (ln.with_residual(true), BF16, 8192), (ln, BF16, 16384)]
+        .into_iter()
+        .enumerate()
+    {
+        let base = FwdCase::new(desc, DTypes::uniform(dt), 1, n, 0x7a_2000 + i as u64);
+        match check_batch_invariance(&one, &base, &[0, 4321, 8999], &[9000]) {
+            Ok(Ran::Passed) => {}
+            other => panic!("one barrier, case {i} ({base}): {other:?}"),
+        }
+    }
+    assert!(one_runs() > before, "the one-barrier builds did not run");
 }
 
 fn fp8_batch_invariance() {

@@ -440,7 +440,18 @@ pub fn forward(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall) ->
             } else {
                 FwdChunks::K4
             };
-            let k = require(KernelKey::FwdReg { dtype: kdt(dt)?, ln: c.ln, residual: c.residual, chunks, aligned: c.aligned })?;
+            // Tuning::fwd_ln_one_barrier: LayerNorm's statistics behind one barrier for the
+            // table's groups from its size, on rows of whole chunks that give every thread of
+            // the group all its chunks (N = 8 · chunks · G: equal counts per warp). By N only, as
+            // the table: every kernel below, twin, pairs and half-thread, takes the same reduction.
+            let kmax = match chunks {
+                FwdChunks::K4 => REG_KMAX,
+                FwdChunks::K8 => 2 * REG_KMAX,
+                FwdChunks::K16 => 0,
+            };
+            let one_barrier = c.ln && c.n == 8 * kmax * rc.group as usize && t.fwd_ln_one_barrier.is_some_and(|g| rc.group >= g);
+            let k =
+                require(KernelKey::FwdReg { dtype: kdt(dt)?, ln: c.ln, residual: c.residual, chunks, aligned: c.aligned, one_barrier })?;
             let work = m.div_ceil(rc.rows_per_cta as u64);
             let blocks = if t.fwd_persistent { persistent_blocks(d, occ, k, block, 0, work)? } else { work.min(MAX_GRID) as u32 };
             let mut fields = Fields { group: rc.group as i32, rpc: rc.rows_per_cta as i32, slot, ..Fields::default() };
@@ -452,7 +463,13 @@ pub fn forward(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall) ->
                 .ok()
                 .filter(|_| matches!(chunks, FwdChunks::K4 | FwdChunks::K8) && c.aligned && dt != DType::F32)
                 .and_then(|dtype| {
-                    kernels::lookup(KernelKey::FwdRegDecode { dtype, ln: c.ln, residual: c.residual, k8: chunks == FwdChunks::K8 })
+                    kernels::lookup(KernelKey::FwdRegDecode {
+                        dtype,
+                        ln: c.ln,
+                        residual: c.residual,
+                        k8: chunks == FwdChunks::K8,
+                        one_barrier,
+                    })
                 })
                 .filter(|k| block <= k.max_threads);
             let twin = match twin {
@@ -468,7 +485,7 @@ pub fn forward(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall) ->
                 .filter(|_| {
                     (pt.every_op || (c.residual && !c.ln)) && chunks == FwdChunks::K4 && k_per_thread >= 2 && rc.group.is_power_of_two()
                 })
-                .and_then(|_| kernels::lookup(KernelKey::FwdRegPair { dtype: kdt(dt).ok()?, ln: c.ln, residual: c.residual }))
+                .and_then(|_| kernels::lookup(KernelKey::FwdRegPair { dtype: kdt(dt).ok()?, ln: c.ln, residual: c.residual, one_barrier }))
                 .filter(|pk| 2 * block <= pk.max_threads);
             // Tuning::fwd_half: the table's 4-chunk row on half its threads, 8 chunks each
             // (`nk_fwd_regh_*`, group G / 2: the kernel keeps group G's reduction order, the same
@@ -478,7 +495,9 @@ pub fn forward(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall) ->
                 .iter()
                 .find(|h| h.ln == c.ln && (h.n.0..=h.n.1).contains(&c.n) && (h.rows.0..=h.rows.1).contains(&m))
                 .filter(|_| chunks == FwdChunks::K4 && c.aligned && !c.residual && rc.group >= 16 && rc.group.is_power_of_two())
-                .and_then(|_| kernels::lookup(KernelKey::FwdRegHalf { dtype: kdt(dt).ok()?, ln: c.ln, l2: false, sub: rc.group < 64 }))
+                .and_then(|_| {
+                    kernels::lookup(KernelKey::FwdRegHalf { dtype: kdt(dt).ok()?, ln: c.ln, l2: false, sub: rc.group < 64, one_barrier })
+                })
                 .filter(|hk| block / 2 <= hk.max_threads);
             let step = match (half, pair, twin) {
                 (Some(hk), _, _) => {
@@ -506,8 +525,8 @@ pub fn forward(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall) ->
                 .filter(|r| m.saturating_mul(c.n as u64) >= r.min_elems);
             let l2_kernel = match step.kernel.key {
                 KernelKey::FwdReg { residual: false, aligned: true, .. } | KernelKey::FwdRegHalf { ln: false, .. } => Some(step.kernel),
-                KernelKey::FwdRegHalf { dtype, ln: true, l2: false, sub } => {
-                    kernels::lookup(KernelKey::FwdRegHalf { dtype, ln: true, l2: true, sub })
+                KernelKey::FwdRegHalf { dtype, ln: true, l2: false, sub, one_barrier } => {
+                    kernels::lookup(KernelKey::FwdRegHalf { dtype, ln: true, l2: true, sub, one_barrier })
                 }
                 _ => None,
             };
@@ -2005,13 +2024,17 @@ mod tests {
         // of 8 chunks, at every M (so a row's bits do not depend on the batch); f16, the residual
         // and other N keep the table's row. LayerNorm there: the table's 512-thread row on the
         // half-thread kernel (256 threads of 8 chunks, the table's bits) at every M, its `_l2`
-        // build from 2^25 elements (tuning::HALF_SM90_HBM3E, L2_SM90_HBM3E).
+        // build from 2^25 elements (tuning::HALF_SM90_HBM3E, L2_SM90_HBM3E), each the one-barrier
+        // build (`_1b`, Tuning::fwd_ln_one_barrier: the table's group is 512).
         let t = Tuning::for_device(9, 4800.0);
         for m in [1, 8, 1 << 20] {
             let kn = |c: FwdCall| plan_fwd(&t, c).steps().map(|s| (s.kernel.name, s.block)).next().unwrap();
             // RMSNorm's twin (`nk_fwd_regd8_*`, the same bits) at every M.
-            let (ln, rms) =
-                if m <= 8 { ("nk_fwd_regh_bf16_ln", "nk_fwd_regd8_bf16_rms") } else { ("nk_fwd_regh_bf16_ln_l2", "nk_fwd_regd8_bf16_rms") };
+            let (ln, rms) = if m <= 8 {
+                ("nk_fwd_regh_bf16_ln_1b", "nk_fwd_regd8_bf16_rms")
+            } else {
+                ("nk_fwd_regh_bf16_ln_l2_1b", "nk_fwd_regd8_bf16_rms")
+            };
             assert_eq!(kn(ln_fwd(fwd(BF16, 16384, m))), (ln, 256), "k8w ln {m}");
             assert_eq!(kn(fwd(BF16, 16000, m)), (rms, 256), "k8w rms {m}");
             assert_ne!(kn(fwd(F16, 16384, m)).0, "nk_fwd_reg8_f16_rms_a", "k8w f16 {m}");
@@ -2019,11 +2042,11 @@ mod tests {
             assert!(!kn(fwd(BF16, 8192, m)).0.starts_with("nk_fwd_reg8"), "k8w 8192 {m}");
             assert!(!kn(ln_fwd(fwd(BF16, 8192, m))).0.contains("8_"), "k8w ln 8192 {m}");
             // NORMKIT_CUDA_FWD_K8W_LN=16384:256:1 gives LayerNorm the 8-chunk rows back: its twin
-            // to 2 CTAs per SM (OCC: 132 SMs), then the plain kernel.
+            // to 2 CTAs per SM (OCC: 132 SMs), then the plain kernel (groups of 256: one barrier).
             let t8 = t.clone().with_env(|k| (k == "NORMKIT_CUDA_FWD_K8W_LN").then(|| "16384:256:1".to_owned()));
             let kn8 = |c: FwdCall| plan_fwd(&t8, c).steps().map(|s| s.kernel.name).next().unwrap();
-            assert_eq!(kn8(ln_fwd(fwd(BF16, 16384, 264))), "nk_fwd_regd8_bf16_ln", "k8w ln twin 264");
-            assert_eq!(kn8(ln_fwd(fwd(BF16, 16384, 265))), "nk_fwd_reg8_bf16_ln_a", "k8w ln twin 265");
+            assert_eq!(kn8(ln_fwd(fwd(BF16, 16384, 264))), "nk_fwd_regd8_bf16_ln_1b", "k8w ln twin 264");
+            assert_eq!(kn8(ln_fwd(fwd(BF16, 16384, 265))), "nk_fwd_reg8_bf16_ln_a_1b", "k8w ln twin 265");
             // NORMKIT_CUDA_FWD_K8W_LN: LayerNorm alone at N = 8192 on 128 threads of 8 chunks.
             let t = t.clone().with_env(|k| (k == "NORMKIT_CUDA_FWD_K8W_LN").then(|| "8192:128:1".to_owned()));
             let ln8 = if m <= 8 { "nk_fwd_regd8_bf16_ln" } else { "nk_fwd_reg8_bf16_ln_a" };
@@ -2064,8 +2087,9 @@ mod tests {
         assert_ne!(kn(&t, fwd(BF16, 1024, 4095)).0, sr);
         assert_ne!(kn(&t, ln_fwd(fwd(BF16, 1000, 16384))).0, sl);
         assert_ne!(kn(&t, fwd(BF16, 256, 65536)).0, sr);
-        assert_eq!(kn(&t, ln_fwd(fwd(BF16, 8192, 512))), (hl, 128));
-        assert_ne!(kn(&t, ln_fwd(fwd(BF16, 8192, 511))).0, hl);
+        // N = 8192: the one-barrier build (Tuning::fwd_ln_one_barrier, groups of 256).
+        assert_eq!(kn(&t, ln_fwd(fwd(BF16, 8192, 512))), ("nk_fwd_regh_bf16_ln_1b", 128));
+        assert!(!kn(&t, ln_fwd(fwd(BF16, 8192, 511))).0.starts_with("nk_fwd_regh"));
         assert_ne!(kn(&t, ln_fwd(fwd(BF16, 6000, 4096))).0, hl);
         assert_eq!(kn(&t, ln_fwd(fwd(BF16, 4096, 8192))), ("nk_fwd_regh_bf16_ln_l2", 64), "2^25 elements: the L2 prefetch's build");
         assert_eq!(kn(&t, ln_fwd(fwd(BF16, 4096, 8191))), (hl, 64));
@@ -2086,7 +2110,7 @@ mod tests {
         let env = |v: &'static str| Tuning::for_device(9, 4800.0).with_env(move |k| (k == "NORMKIT_CUDA_FWD_HALF").then(|| v.to_owned()));
         let e = env("all:2049:8192:1:max,rms:1025:2048:5:9");
         assert_eq!(kn(&e, fwd(BF16, 4096, 1)), (hr, 64));
-        assert_eq!(kn(&e, ln_fwd(fwd(BF16, 6000, 1))), (hl, 128));
+        assert_eq!(kn(&e, ln_fwd(fwd(BF16, 6000, 1))), (hl, 128), "partial rows: no one-barrier build");
         assert_eq!(kn(&e, fwd(BF16, 2048, 9)), (hr, 64), "the table's group on Tuning::fwd_rpc's 2 rows per CTA, halved");
         assert_eq!(plan_fwd(&e, fwd(BF16, 2048, 9)).fields.group, 32);
         assert!(!kn(&e, fwd(BF16, 2048, 10)).0.starts_with("nk_fwd_regh"));
@@ -3052,6 +3076,61 @@ mod tests {
     }
 
     #[test]
+    fn forward_ln_one_barrier_rule() {
+        use DType::*;
+        use Family::*;
+        // The register path's kernels (past its launch bounds, e.g. 1024-thread rows with the
+        // residual, the row and cluster paths run, which have no such build).
+        let one = |t: &Tuning, c: FwdCall| {
+            let l = plan_fwd(t, c);
+            l.family != FwdRegister || l.steps().all(|s| s.kernel.name.ends_with("_1b"))
+        };
+        let reg = |t: &Tuning, c: FwdCall| plan_fwd(t, c).family == FwdRegister;
+        let none = |t: &Tuning, c: FwdCall| plan_fwd(t, c).steps().all(|s| !s.kernel.name.ends_with("_1b"));
+        let h200 = Tuning::for_device(9, 4800.0);
+        assert_eq!(h200.fwd_ln_one_barrier, Some(256));
+        // By N only: every M (the twin, its pairs, the half-thread and plain kernels) of an N
+        // takes it or none does — 16-bit and f32, with and without the residual, aligned or not.
+        for dt in [BF16, F16, F32] {
+            for residual in [false, true] {
+                for aligned in [true, false] {
+                    for m in [1, 2, 8, 64, 128, 264, 512, 2048, 4096, 16384, 1 << 16] {
+                        let c = |n| FwdCall { residual, aligned, ..ln_fwd(fwd(dt, n, m)) };
+                        for n in [8192, 16384, 32768] {
+                            assert!(one(&h200, c(n)), "{dt:?} res {residual} aligned {aligned} {m}x{n}");
+                        }
+                        assert!(reg(&h200, c(8192)), "{dt:?} res {residual} aligned {aligned} {m}x8192");
+                        // Rows that leave some thread fewer chunks (unequal counts per warp: the
+                        // decode rows lost, 1×6000 +5.9%), and groups below 256.
+                        for n in [1, 7, 512, 1000, 2048, 3000, 4096, 4097, 6000, 8191, 8200, 12000, 16376] {
+                            assert!(none(&h200, c(n)), "{dt:?} res {residual} aligned {aligned} {m}x{n}");
+                        }
+                        // RMSNorm has no such kernels.
+                        assert!(none(&h200, FwdCall { residual, aligned, ..fwd(dt, 8192, m) }));
+                    }
+                }
+            }
+        }
+        // None on the H100 (not measured there); `NORMKIT_CUDA_FWD_LN1B`: the group (a power of
+        // two from 128) or `off`; malformed values keep the default.
+        let h100 = Tuning::for_device(9, 3350.0);
+        assert_eq!(h100.fwd_ln_one_barrier, None);
+        assert!(none(&h100, ln_fwd(fwd(BF16, 16384, 16384))));
+        let env = |t: &Tuning, v: &'static str| t.clone().with_env(move |k| (k == "NORMKIT_CUDA_FWD_LN1B").then(|| v.to_owned()));
+        assert_eq!(env(&h200, "off").fwd_ln_one_barrier, None);
+        assert!(none(&env(&h200, "off"), ln_fwd(fwd(BF16, 16384, 16384))));
+        assert_eq!(env(&h100, "128").fwd_ln_one_barrier, Some(128));
+        for m in [1, 8, 4096, 32768] {
+            assert!(one(&env(&h100, "128"), ln_fwd(fwd(BF16, 4096, m))), "{m}");
+            assert!(none(&env(&h100, "128"), ln_fwd(fwd(BF16, 3072, m))), "{m}");
+            assert!(none(&env(&h100, "128"), ln_fwd(fwd(BF16, 2048, m))), "{m}");
+        }
+        for bad in ["64", "300", "x", ""] {
+            assert_eq!(env(&h200, bad).fwd_ln_one_barrier, Some(256), "{bad}");
+        }
+    }
+
+    #[test]
     fn forward_rows_per_cta_rules() {
         use DType::*;
         // Tuning::fwd_rpc on HBM3e (tuning::RPC_SM90_HBM3E): 16-bit calls at N in (1024, 2048] on
@@ -3164,10 +3243,11 @@ mod tests {
         }
         assert_eq!(pf(&Tuning::for_device(9, 3350.0), fwd(BF16, 4096, 32768)), 0);
         assert!(Tuning::for_device(9, 3350.0).fwd_l2_ahead.is_empty());
-        // The half-thread LayerNorm: its `_l2` build where it prefetches, the plain build else.
+        // The half-thread LayerNorm: its `_l2` build where it prefetches, the plain build else
+        // (both one-barrier builds at N = 8192).
         let kn = |t: &Tuning, c: FwdCall| plan_fwd(t, c).steps().next().unwrap().kernel.name;
-        assert_eq!(kn(&t, ln_fwd(fwd(BF16, 8192, 32768))), "nk_fwd_regh_bf16_ln_l2");
-        assert_eq!(kn(&t, ln_fwd(fwd(BF16, 8192, 4095))), "nk_fwd_regh_bf16_ln");
+        assert_eq!(kn(&t, ln_fwd(fwd(BF16, 8192, 32768))), "nk_fwd_regh_bf16_ln_l2_1b");
+        assert_eq!(kn(&t, ln_fwd(fwd(BF16, 8192, 4095))), "nk_fwd_regh_bf16_ln_1b");
         assert_eq!(kn(&t, fwd(BF16, 8192, 32768)), "nk_fwd_regh_bf16_rms");
         // A grid of one wave, the twin, an unaligned call: none.
         let all = Tuning::for_device(9, 4800.0).with_env(|k| (k == "NORMKIT_CUDA_FWD_L2PF").then(|| "50".to_owned()));
@@ -3181,7 +3261,7 @@ mod tests {
         assert_eq!(e.fwd_l2_ahead.len(), 4);
         assert_eq!(pf(&e, fwd(F32, 4096, 32768)), 2 * half_wave(&e, fwd(F32, 4096, 32768)));
         assert_eq!(pf(&e, FwdCall { residual: true, ..fwd(BF16, 4096, 32768) }), 0, "no kernel with the residual prefetches");
-        assert_eq!(kn(&env("off"), ln_fwd(fwd(BF16, 8192, 32768))), "nk_fwd_regh_bf16_ln");
+        assert_eq!(kn(&env("off"), ln_fwd(fwd(BF16, 8192, 32768))), "nk_fwd_regh_bf16_ln_1b");
         let e = env("ln:16:1:4096:0:25, ln:f32:1:max:0:50, rms:16:1:max:163840000:50");
         let ln = ln_fwd(fwd(BF16, 4096, 32768));
         assert_eq!(pf(&e, ln), half_wave(&e, ln) / 2);

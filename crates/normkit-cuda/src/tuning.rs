@@ -27,6 +27,7 @@
 //! | `NORMKIT_CUDA_FWD_K8` | [`Tuning::fwd_k8`], [`Tuning::fwd_k8_ln`] | `0`: no 8-chunk forward kernels; `all`: also for LayerNorm |
 //! | `NORMKIT_CUDA_FWD_K8W` | [`Tuning::fwd_k8_wide`] | `max_n:group:rows_per_cta`: the 8-chunk row for bf16 RMSNorm without the residual at N in (max_n / 2, max_n]; `off`: none; changes bits where it runs |
 //! | `NORMKIT_CUDA_FWD_K8W_LN` | [`Tuning::fwd_k8_wide_ln`] | the same for LayerNorm only |
+//! | `NORMKIT_CUDA_FWD_LN1B` | [`Tuning::fwd_ln_one_barrier`] | `G`: LayerNorm forwards whose table group is at least G threads (a power of two from 128), on rows of whole rounds of chunks, take their statistics behind one barrier; `off`: none; changes bits where it runs |
 //! | `NORMKIT_CUDA_FWD_HALF` | [`Tuning::fwd_half`] | `op:min_n:max_n:min_rows:max_rows,...` (op `rms`, `ln` or `all`): the rules replaced (the 4-chunk rows on half the threads, same bits); `off`: none |
 //! | `NORMKIT_CUDA_FWD_RPC` | [`Tuning::fwd_rpc`] | `op:min_n:max_n:min_rows:max_rows:R,...` (op `rms`, `addrms`, `ln`, `addln` or `all`): the rules replaced (16-bit forwards with N and M in range launch R rows per CTA, the table's groups, same bits); `off`: none |
 //! | `NORMKIT_CUDA_FWD_L2PF` | [`Tuning::fwd_l2_ahead`] | `op:dt:min_n:max_n:min_elems:P,...` (op `rms` or `ln`; dt `16` or `f32`): the rules replaced (the plain register forwards without the residual and the half-thread kernels, of at least min_elems elements, prefetch into L2 the row P % of a wave on); a number P: every op at every size; `off`: none |
@@ -83,7 +84,7 @@
 //! | `NORMKIT_CUDA_CLUSTER_REREAD_PF` | [`ClusterTuning::reread_pf_kb`] | KB of each CTA's slice of its next row prefetched into L2 after pass 1 (`0`: none) |
 
 /// The environment variables [`Tuning::with_env`] reads, in the order of the table above.
-pub const ENV_OVERRIDES: [&str; 63] = [
+pub const ENV_OVERRIDES: [&str; 64] = [
     "NORMKIT_CUDA_FWD_TABLE",
     "NORMKIT_CUDA_BWD_TABLE",
     "NORMKIT_CUDA_BWD4_TABLE",
@@ -93,6 +94,7 @@ pub const ENV_OVERRIDES: [&str; 63] = [
     "NORMKIT_CUDA_FWD_K8",
     "NORMKIT_CUDA_FWD_K8W",
     "NORMKIT_CUDA_FWD_K8W_LN",
+    "NORMKIT_CUDA_FWD_LN1B",
     "NORMKIT_CUDA_FWD_HALF",
     "NORMKIT_CUDA_FWD_RPC",
     "NORMKIT_CUDA_FWD_L2PF",
@@ -889,6 +891,21 @@ pub struct Tuning {
     /// that are bound by latency, and a row's kernel may not be chosen by M. Env
     /// `NORMKIT_CUDA_FWD_K8W_LN` (`max_n:group:rows_per_cta` or `off`).
     pub fwd_k8_wide_ln: Option<RowConfig>,
+    /// LayerNorm's register forwards whose table group (threads per row, before the pairs'
+    /// doubling or the half-thread kernels' halving) is at least this many threads, on rows that
+    /// give every thread of the group all its chunks (N = 8 · chunks · G: 8192, 16384, 32768 in
+    /// the H200's table), take the row's statistics behind one barrier (the `_1b` kernels: each
+    /// warp centres its elements on its own mean, the warps fold by the parallel-axis identity)
+    /// instead of two reductions. Other bits, so chosen by N (the table) only: every kernel of an
+    /// N takes it or none does. None on the H100 (not measured there); 256 on the H200. Old new
+    /// new old against the two reductions (bench/results/nvidia-h200-2026-11-29/ln1b/call1):
+    /// ln_fwd 1024×32768 59.0 → 47.4 µs, 8×32768 −18%, 1 / 8 × 16384 −8 / −11%, 128–1024 ×
+    /// 16384 −6.4%, 16384×16384 271.5 → 267.3, 512×8192 −5.8%, 2048×8192 −5.1%, f16 1024×16384
+    /// −12%, f32 8×8192 −9%, f32 4096×8192 −1.6%; 1 / 8 / 64 × 8192 within ±0.7%. Rows of
+    /// partial rounds (unequal counts per warp) lost at the decode sizes (1×6000 +5.9%, 64×6000
+    /// +1.3%, though 4096×6000 −3.1%), and the 128-thread rows of N = 4096 lost 8% (chan/call4):
+    /// neither takes it. Env `NORMKIT_CUDA_FWD_LN1B`.
+    pub fwd_ln_one_barrier: Option<u32>,
     /// Where bf16 forwards without the residual run the 4-chunk table's row on half its threads,
     /// 8 chunks each (`nk_fwd_regh_*`, the same bits as the table's kernels, so chosen by M as
     /// well), where one of these rules takes the call. None on the H100 (not measured there);
@@ -1177,6 +1194,7 @@ impl Tuning {
             fwd_k8_ln: false,
             fwd_k8_wide: None,
             fwd_k8_wide_ln: None,
+            fwd_ln_one_barrier: None,
             fwd_half: Vec::new(),
             fwd_l2_ahead: Vec::new(),
             fwd_rpc: Vec::new(),
@@ -1288,6 +1306,7 @@ impl Tuning {
             t.fwd_twin = TwinTuning::SM90_HBM3E;
             t.fwd_k8_wide = Some(rc(16384, 256, 1));
             t.fwd_half = HALF_SM90_HBM3E.to_vec();
+            t.fwd_ln_one_barrier = Some(256);
             t.fwd_l2_ahead = L2_SM90_HBM3E.to_vec();
             t.fwd_rpc = RPC_SM90_HBM3E.to_vec();
             t.fp8.twin_l2_ahead = 1;
@@ -1331,6 +1350,15 @@ impl Tuning {
         };
         k8_row("NORMKIT_CUDA_FWD_K8W", &mut self.fwd_k8_wide);
         k8_row("NORMKIT_CUDA_FWD_K8W_LN", &mut self.fwd_k8_wide_ln);
+        match get("NORMKIT_CUDA_FWD_LN1B").as_deref().map(str::trim) {
+            Some("off") => self.fwd_ln_one_barrier = None,
+            Some(v) => {
+                if let Some(g) = v.parse::<u32>().ok().filter(|g| g.is_power_of_two() && *g >= 128) {
+                    self.fwd_ln_one_barrier = Some(g);
+                }
+            }
+            None => {}
+        }
         rule_list(get("NORMKIT_CUDA_FWD_HALF").as_deref(), &mut self.fwd_half, |e| {
             let f: Vec<&str> = e.split(':').map(str::trim).collect();
             let [op, lo, hi, rlo, rhi] = f[..] else { return None };
