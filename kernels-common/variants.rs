@@ -286,9 +286,13 @@ pub enum KernelKey {
         /// 16-byte accesses (else the element-wise twin: same chunks, same order).
         aligned: bool,
         /// LayerNorm's statistics behind one barrier (SPEC plus 65536, suffix `_1b`; nk_reg.cuh's
-        /// CHAN), for rows whose table group is at least `NK_CHAN_MIN_GROUP` threads: other bits
-        /// than the two reductions, so every kernel of an N takes the same choice.
+        /// CHAN), for the rows the CUDA planner's Tuning::fwd_ln_one_barrier gives it: other
+        /// bits than the two reductions, so every kernel of an N takes the same choice.
         one_barrier: bool,
+        /// f32 only: the same code compiled for three 256-thread CTAs per SM (80 registers
+        /// instead of 113; suffix `_o3`), for the calls of the CUDA planner's
+        /// Tuning::fwd_f32_ctas3: the same bits.
+        ctas3: bool,
     },
     /// `nk_bwd_reg{|1|4}{|pf}_{dt}_{rms|ln}{|_res}`: 16-byte layouts only.
     BwdReg {
@@ -442,8 +446,8 @@ pub enum KernelKey {
         /// `FwdChunks::K8` (the CUDA planner's `fwd_k8_wide` rows).
         k8: bool,
         /// LayerNorm's statistics behind one barrier (SPEC plus 65536, suffix `_1b`; nk_reg.cuh's
-        /// CHAN), for rows whose table group is at least `NK_CHAN_MIN_GROUP` threads: other bits
-        /// than the two reductions, so every kernel of an N takes the same choice.
+        /// CHAN), for the rows the CUDA planner's Tuning::fwd_ln_one_barrier gives it: other
+        /// bits than the two reductions, so every kernel of an N takes the same choice.
         one_barrier: bool,
     },
     /// `nk_fwd_regp_{dt}_{rms|ln}{|_res}`: the decode twin in pairs (CUDA, SPEC plus 256 plus
@@ -459,8 +463,8 @@ pub enum KernelKey {
         /// The fused residual add.
         residual: bool,
         /// LayerNorm's statistics behind one barrier (SPEC plus 65536, suffix `_1b`; nk_reg.cuh's
-        /// CHAN), for rows whose table group is at least `NK_CHAN_MIN_GROUP` threads: other bits
-        /// than the two reductions, so every kernel of an N takes the same choice.
+        /// CHAN), for the rows the CUDA planner's Tuning::fwd_ln_one_barrier gives it: other
+        /// bits than the two reductions, so every kernel of an N takes the same choice.
         one_barrier: bool,
     },
     /// `nk_fwd_regh_{dt}_{rms|ln}`: the pairs' converse (CUDA, SPEC plus 256 plus 16 plus 8192):
@@ -482,8 +486,8 @@ pub enum KernelKey {
         /// stays as measured (a run-time branch between them spilled 8 more bytes in LayerNorm's).
         sub: bool,
         /// LayerNorm's statistics behind one barrier (SPEC plus 65536, suffix `_1b`; nk_reg.cuh's
-        /// CHAN), for rows whose table group is at least `NK_CHAN_MIN_GROUP` threads: other bits
-        /// than the two reductions, so every kernel of an N takes the same choice.
+        /// CHAN), for the rows the CUDA planner's Tuning::fwd_ln_one_barrier gives it: other
+        /// bits than the two reductions, so every kernel of an N takes the same choice.
         one_barrier: bool,
     },
     /// `nk_fwd_regqp{|r}_{dt}_{rms|ln}{|_res}`: the quantised twin in pairs (CUDA, SPEC plus 128
@@ -815,19 +819,20 @@ impl KernelKey {
             | KernelKey::BwdFinalize
             | KernelKey::BwdFinalizeWide
             | KernelKey::BwdFinalizeCols => format!("nk_{}", self.family().template()),
-            KernelKey::FwdReg { dtype, ln, residual, chunks, aligned, one_barrier } => {
+            KernelKey::FwdReg { dtype, ln, residual, chunks, aligned, one_barrier, ctas3 } => {
                 let ks = match chunks {
                     FwdChunks::K4 => "",
                     FwdChunks::K8 => "8",
                     FwdChunks::K16 => "16",
                 };
                 format!(
-                    "nk_fwd_reg{ks}_{}_{}{}_{}{}",
+                    "nk_fwd_reg{ks}_{}_{}{}_{}{}{}",
                     dtype.tag(),
                     rms_ln(ln),
                     res(residual),
                     if aligned { "a" } else { "u" },
-                    b1(one_barrier)
+                    b1(one_barrier),
+                    if ctas3 { "_o3" } else { "" }
                 )
             }
             KernelKey::BwdReg { dtype, ln, residual, chunks, prefetch } => {

@@ -15,7 +15,8 @@ use super::variants::{v, BwdChunks, Dt::*, FwdChunks, KernelKey, KernelKey::*, R
 
 /// Kernels compiled in a translation unit of their own (kernels-cuda/norm.cu built with
 /// `NK_UNIT_FP8T` into `normkit_fp8t.fatbin`, a second module): the FP8 twin's yT tiles, its
-/// pairs, the staged cluster forward's FP8 output, the one-barrier LayerNorm builds. In norm.cu's unit their code changed nvcc's output for 24 unrelated kernels (the staged cluster
+/// pairs, the staged cluster forward's FP8 output, the one-barrier LayerNorm builds, the f32
+/// RMSNorm forward's three-CTA build. In norm.cu's unit their code changed nvcc's output for 24 unrelated kernels (the staged cluster
 /// forward lost up to 22%, H100, kernels-cuda/NOTES.md v16); apart, every other kernel keeps its
 /// machine code.
 pub fn own_unit(k: KernelKey) -> bool {
@@ -30,6 +31,7 @@ pub fn own_unit(k: KernelKey) -> bool {
             | BwdSmallCols { .. }
             | FwdClusterReread { .. }
             | FwdReg { one_barrier: true, .. }
+            | FwdReg { ctas3: true, .. }
             | FwdRegDecode { one_barrier: true, .. }
             | FwdRegPair { one_barrier: true, .. }
     )
@@ -80,30 +82,30 @@ pub const VARIANTS: &[Variant] = &[
     v(BwdSplitStats { aligned: false, narrow: false }, 256, 1),
 
     // Register-resident hot path (every tensor x's dtype, Gemma casting): SPEC = dtype + 4·LN + 8·residual.
-    v(FwdReg { dtype: Bf16, ln: false, residual: false, chunks: FwdChunks::K4, aligned: true, one_barrier: false }, 1024, 1),
-    v(FwdReg { dtype: Bf16, ln: false, residual: false, chunks: FwdChunks::K4, aligned: false, one_barrier: false }, 1024, 1),
-    v(FwdReg { dtype: Bf16, ln: false, residual: true, chunks: FwdChunks::K4, aligned: true, one_barrier: false }, 1024, 1),
-    v(FwdReg { dtype: Bf16, ln: false, residual: true, chunks: FwdChunks::K4, aligned: false, one_barrier: false }, 512, 1),
-    v(FwdReg { dtype: Bf16, ln: true, residual: false, chunks: FwdChunks::K4, aligned: true, one_barrier: false }, 1024, 1),
-    v(FwdReg { dtype: Bf16, ln: true, residual: false, chunks: FwdChunks::K4, aligned: false, one_barrier: false }, 1024, 1),
-    v(FwdReg { dtype: Bf16, ln: true, residual: true, chunks: FwdChunks::K4, aligned: true, one_barrier: false }, 1024, 1),
-    v(FwdReg { dtype: Bf16, ln: true, residual: true, chunks: FwdChunks::K4, aligned: false, one_barrier: false }, 512, 1),
-    v(FwdReg { dtype: F16, ln: false, residual: false, chunks: FwdChunks::K4, aligned: true, one_barrier: false }, 1024, 1),
-    v(FwdReg { dtype: F16, ln: false, residual: false, chunks: FwdChunks::K4, aligned: false, one_barrier: false }, 1024, 1),
-    v(FwdReg { dtype: F16, ln: false, residual: true, chunks: FwdChunks::K4, aligned: true, one_barrier: false }, 1024, 1),
-    v(FwdReg { dtype: F16, ln: false, residual: true, chunks: FwdChunks::K4, aligned: false, one_barrier: false }, 512, 1),
-    v(FwdReg { dtype: F16, ln: true, residual: false, chunks: FwdChunks::K4, aligned: true, one_barrier: false }, 1024, 1),
-    v(FwdReg { dtype: F16, ln: true, residual: false, chunks: FwdChunks::K4, aligned: false, one_barrier: false }, 1024, 1),
-    v(FwdReg { dtype: F16, ln: true, residual: true, chunks: FwdChunks::K4, aligned: true, one_barrier: false }, 1024, 1),
-    v(FwdReg { dtype: F16, ln: true, residual: true, chunks: FwdChunks::K4, aligned: false, one_barrier: false }, 512, 1),
-    v(FwdReg { dtype: F32, ln: false, residual: false, chunks: FwdChunks::K4, aligned: true, one_barrier: false }, 512, 1),
-    v(FwdReg { dtype: F32, ln: false, residual: false, chunks: FwdChunks::K4, aligned: false, one_barrier: false }, 512, 1),
-    v(FwdReg { dtype: F32, ln: false, residual: true, chunks: FwdChunks::K4, aligned: true, one_barrier: false }, 512, 1),
-    v(FwdReg { dtype: F32, ln: false, residual: true, chunks: FwdChunks::K4, aligned: false, one_barrier: false }, 512, 1),
-    v(FwdReg { dtype: F32, ln: true, residual: false, chunks: FwdChunks::K4, aligned: true, one_barrier: false }, 512, 1),
-    v(FwdReg { dtype: F32, ln: true, residual: false, chunks: FwdChunks::K4, aligned: false, one_barrier: false }, 512, 1),
-    v(FwdReg { dtype: F32, ln: true, residual: true, chunks: FwdChunks::K4, aligned: true, one_barrier: false }, 512, 1),
-    v(FwdReg { dtype: F32, ln: true, residual: true, chunks: FwdChunks::K4, aligned: false, one_barrier: false }, 512, 1),
+    v(FwdReg { dtype: Bf16, ln: false, residual: false, chunks: FwdChunks::K4, aligned: true, one_barrier: false, ctas3: false }, 1024, 1),
+    v(FwdReg { dtype: Bf16, ln: false, residual: false, chunks: FwdChunks::K4, aligned: false, one_barrier: false, ctas3: false }, 1024, 1),
+    v(FwdReg { dtype: Bf16, ln: false, residual: true, chunks: FwdChunks::K4, aligned: true, one_barrier: false, ctas3: false }, 1024, 1),
+    v(FwdReg { dtype: Bf16, ln: false, residual: true, chunks: FwdChunks::K4, aligned: false, one_barrier: false, ctas3: false }, 512, 1),
+    v(FwdReg { dtype: Bf16, ln: true, residual: false, chunks: FwdChunks::K4, aligned: true, one_barrier: false, ctas3: false }, 1024, 1),
+    v(FwdReg { dtype: Bf16, ln: true, residual: false, chunks: FwdChunks::K4, aligned: false, one_barrier: false, ctas3: false }, 1024, 1),
+    v(FwdReg { dtype: Bf16, ln: true, residual: true, chunks: FwdChunks::K4, aligned: true, one_barrier: false, ctas3: false }, 1024, 1),
+    v(FwdReg { dtype: Bf16, ln: true, residual: true, chunks: FwdChunks::K4, aligned: false, one_barrier: false, ctas3: false }, 512, 1),
+    v(FwdReg { dtype: F16, ln: false, residual: false, chunks: FwdChunks::K4, aligned: true, one_barrier: false, ctas3: false }, 1024, 1),
+    v(FwdReg { dtype: F16, ln: false, residual: false, chunks: FwdChunks::K4, aligned: false, one_barrier: false, ctas3: false }, 1024, 1),
+    v(FwdReg { dtype: F16, ln: false, residual: true, chunks: FwdChunks::K4, aligned: true, one_barrier: false, ctas3: false }, 1024, 1),
+    v(FwdReg { dtype: F16, ln: false, residual: true, chunks: FwdChunks::K4, aligned: false, one_barrier: false, ctas3: false }, 512, 1),
+    v(FwdReg { dtype: F16, ln: true, residual: false, chunks: FwdChunks::K4, aligned: true, one_barrier: false, ctas3: false }, 1024, 1),
+    v(FwdReg { dtype: F16, ln: true, residual: false, chunks: FwdChunks::K4, aligned: false, one_barrier: false, ctas3: false }, 1024, 1),
+    v(FwdReg { dtype: F16, ln: true, residual: true, chunks: FwdChunks::K4, aligned: true, one_barrier: false, ctas3: false }, 1024, 1),
+    v(FwdReg { dtype: F16, ln: true, residual: true, chunks: FwdChunks::K4, aligned: false, one_barrier: false, ctas3: false }, 512, 1),
+    v(FwdReg { dtype: F32, ln: false, residual: false, chunks: FwdChunks::K4, aligned: true, one_barrier: false, ctas3: false }, 512, 1),
+    v(FwdReg { dtype: F32, ln: false, residual: false, chunks: FwdChunks::K4, aligned: false, one_barrier: false, ctas3: false }, 512, 1),
+    v(FwdReg { dtype: F32, ln: false, residual: true, chunks: FwdChunks::K4, aligned: true, one_barrier: false, ctas3: false }, 512, 1),
+    v(FwdReg { dtype: F32, ln: false, residual: true, chunks: FwdChunks::K4, aligned: false, one_barrier: false, ctas3: false }, 512, 1),
+    v(FwdReg { dtype: F32, ln: true, residual: false, chunks: FwdChunks::K4, aligned: true, one_barrier: false, ctas3: false }, 512, 1),
+    v(FwdReg { dtype: F32, ln: true, residual: false, chunks: FwdChunks::K4, aligned: false, one_barrier: false, ctas3: false }, 512, 1),
+    v(FwdReg { dtype: F32, ln: true, residual: true, chunks: FwdChunks::K4, aligned: true, one_barrier: false, ctas3: false }, 512, 1),
+    v(FwdReg { dtype: F32, ln: true, residual: true, chunks: FwdChunks::K4, aligned: false, one_barrier: false, ctas3: false }, 512, 1),
     v(BwdReg { dtype: Bf16, ln: false, residual: false, chunks: BwdChunks::K2, prefetch: false }, 256, 3),
     v(BwdReg { dtype: Bf16, ln: false, residual: true, chunks: BwdChunks::K2, prefetch: false }, 256, 2),
     v(BwdReg { dtype: Bf16, ln: true, residual: false, chunks: BwdChunks::K2, prefetch: false }, 256, 3),
@@ -131,10 +133,10 @@ pub const VARIANTS: &[Variant] = &[
     v(BwdSplitApply { aligned: true, narrow: true }, 256, 1),
     v(BwdSplitApply { aligned: false, narrow: false }, 256, 1),
     // Forward, 8 chunks per thread (N = 65536 with 1024-thread groups), bf16 without residual.
-    v(FwdReg { dtype: Bf16, ln: false, residual: false, chunks: FwdChunks::K8, aligned: true, one_barrier: false }, 1024, 1),
-    v(FwdReg { dtype: Bf16, ln: false, residual: false, chunks: FwdChunks::K8, aligned: false, one_barrier: false }, 1024, 1),
-    v(FwdReg { dtype: Bf16, ln: true, residual: false, chunks: FwdChunks::K8, aligned: true, one_barrier: false }, 1024, 1),
-    v(FwdReg { dtype: Bf16, ln: true, residual: false, chunks: FwdChunks::K8, aligned: false, one_barrier: false }, 1024, 1),
+    v(FwdReg { dtype: Bf16, ln: false, residual: false, chunks: FwdChunks::K8, aligned: true, one_barrier: false, ctas3: false }, 1024, 1),
+    v(FwdReg { dtype: Bf16, ln: false, residual: false, chunks: FwdChunks::K8, aligned: false, one_barrier: false, ctas3: false }, 1024, 1),
+    v(FwdReg { dtype: Bf16, ln: true, residual: false, chunks: FwdChunks::K8, aligned: true, one_barrier: false, ctas3: false }, 1024, 1),
+    v(FwdReg { dtype: Bf16, ln: true, residual: false, chunks: FwdChunks::K8, aligned: false, one_barrier: false, ctas3: false }, 1024, 1),
     // Backward, one chunk per thread (groups up to 1024 threads): N ≤ 8192.
     v(BwdReg { dtype: Bf16, ln: false, residual: false, chunks: BwdChunks::K1, prefetch: false }, 1024, 1),
     v(BwdReg { dtype: Bf16, ln: false, residual: true, chunks: BwdChunks::K1, prefetch: false }, 1024, 1),
@@ -185,14 +187,14 @@ pub const VARIANTS: &[Variant] = &[
     v(BwdReg { dtype: Bf16, ln: true, residual: true, chunks: BwdChunks::K4, prefetch: true }, 512, 1),
     // Forward, 16 chunks per thread (SPEC + 32): one warp per row at N = 4096, no CTA barrier in
     // either reduction; 16-bit dtypes without residual.
-    v(FwdReg { dtype: Bf16, ln: false, residual: false, chunks: FwdChunks::K16, aligned: true, one_barrier: false }, 256, 2),
-    v(FwdReg { dtype: Bf16, ln: false, residual: false, chunks: FwdChunks::K16, aligned: false, one_barrier: false }, 256, 2),
-    v(FwdReg { dtype: Bf16, ln: true, residual: false, chunks: FwdChunks::K16, aligned: true, one_barrier: false }, 256, 2),
-    v(FwdReg { dtype: Bf16, ln: true, residual: false, chunks: FwdChunks::K16, aligned: false, one_barrier: false }, 256, 2),
-    v(FwdReg { dtype: F16, ln: false, residual: false, chunks: FwdChunks::K16, aligned: true, one_barrier: false }, 256, 2),
-    v(FwdReg { dtype: F16, ln: false, residual: false, chunks: FwdChunks::K16, aligned: false, one_barrier: false }, 256, 2),
-    v(FwdReg { dtype: F16, ln: true, residual: false, chunks: FwdChunks::K16, aligned: true, one_barrier: false }, 256, 2),
-    v(FwdReg { dtype: F16, ln: true, residual: false, chunks: FwdChunks::K16, aligned: false, one_barrier: false }, 256, 2),
+    v(FwdReg { dtype: Bf16, ln: false, residual: false, chunks: FwdChunks::K16, aligned: true, one_barrier: false, ctas3: false }, 256, 2),
+    v(FwdReg { dtype: Bf16, ln: false, residual: false, chunks: FwdChunks::K16, aligned: false, one_barrier: false, ctas3: false }, 256, 2),
+    v(FwdReg { dtype: Bf16, ln: true, residual: false, chunks: FwdChunks::K16, aligned: true, one_barrier: false, ctas3: false }, 256, 2),
+    v(FwdReg { dtype: Bf16, ln: true, residual: false, chunks: FwdChunks::K16, aligned: false, one_barrier: false, ctas3: false }, 256, 2),
+    v(FwdReg { dtype: F16, ln: false, residual: false, chunks: FwdChunks::K16, aligned: true, one_barrier: false, ctas3: false }, 256, 2),
+    v(FwdReg { dtype: F16, ln: false, residual: false, chunks: FwdChunks::K16, aligned: false, one_barrier: false, ctas3: false }, 256, 2),
+    v(FwdReg { dtype: F16, ln: true, residual: false, chunks: FwdChunks::K16, aligned: true, one_barrier: false, ctas3: false }, 256, 2),
+    v(FwdReg { dtype: F16, ln: true, residual: false, chunks: FwdChunks::K16, aligned: false, one_barrier: false, ctas3: false }, 256, 2),
     v(BwdReg { dtype: F16, ln: false, residual: false, chunks: BwdChunks::K4, prefetch: true }, 512, 1),
     v(BwdReg { dtype: F16, ln: false, residual: true, chunks: BwdChunks::K4, prefetch: true }, 512, 1),
     v(BwdReg { dtype: F16, ln: true, residual: false, chunks: BwdChunks::K4, prefetch: true }, 512, 1),
@@ -513,20 +515,20 @@ pub const VARIANTS: &[Variant] = &[
     // (Tuning::fwd_ln_one_barrier: table groups of 256 threads and more, rows of whole rounds
     // of chunks), every kernel of those N. In the FP8 unit (own_unit), so the main unit's code
     // stays as it was.
-    v(FwdReg { dtype: Bf16, ln: true, residual: false, chunks: FwdChunks::K4, aligned: true, one_barrier: true }, 1024, 1),
-    v(FwdReg { dtype: Bf16, ln: true, residual: false, chunks: FwdChunks::K4, aligned: false, one_barrier: true }, 1024, 1),
-    v(FwdReg { dtype: Bf16, ln: true, residual: true, chunks: FwdChunks::K4, aligned: true, one_barrier: true }, 1024, 1),
-    v(FwdReg { dtype: Bf16, ln: true, residual: true, chunks: FwdChunks::K4, aligned: false, one_barrier: true }, 512, 1),
-    v(FwdReg { dtype: F16, ln: true, residual: false, chunks: FwdChunks::K4, aligned: true, one_barrier: true }, 1024, 1),
-    v(FwdReg { dtype: F16, ln: true, residual: false, chunks: FwdChunks::K4, aligned: false, one_barrier: true }, 1024, 1),
-    v(FwdReg { dtype: F16, ln: true, residual: true, chunks: FwdChunks::K4, aligned: true, one_barrier: true }, 1024, 1),
-    v(FwdReg { dtype: F16, ln: true, residual: true, chunks: FwdChunks::K4, aligned: false, one_barrier: true }, 512, 1),
-    v(FwdReg { dtype: F32, ln: true, residual: false, chunks: FwdChunks::K4, aligned: true, one_barrier: true }, 512, 1),
-    v(FwdReg { dtype: F32, ln: true, residual: false, chunks: FwdChunks::K4, aligned: false, one_barrier: true }, 512, 1),
-    v(FwdReg { dtype: F32, ln: true, residual: true, chunks: FwdChunks::K4, aligned: true, one_barrier: true }, 512, 1),
-    v(FwdReg { dtype: F32, ln: true, residual: true, chunks: FwdChunks::K4, aligned: false, one_barrier: true }, 512, 1),
-    v(FwdReg { dtype: Bf16, ln: true, residual: false, chunks: FwdChunks::K8, aligned: true, one_barrier: true }, 1024, 1),
-    v(FwdReg { dtype: Bf16, ln: true, residual: false, chunks: FwdChunks::K8, aligned: false, one_barrier: true }, 1024, 1),
+    v(FwdReg { dtype: Bf16, ln: true, residual: false, chunks: FwdChunks::K4, aligned: true, one_barrier: true, ctas3: false }, 1024, 1),
+    v(FwdReg { dtype: Bf16, ln: true, residual: false, chunks: FwdChunks::K4, aligned: false, one_barrier: true, ctas3: false }, 1024, 1),
+    v(FwdReg { dtype: Bf16, ln: true, residual: true, chunks: FwdChunks::K4, aligned: true, one_barrier: true, ctas3: false }, 1024, 1),
+    v(FwdReg { dtype: Bf16, ln: true, residual: true, chunks: FwdChunks::K4, aligned: false, one_barrier: true, ctas3: false }, 512, 1),
+    v(FwdReg { dtype: F16, ln: true, residual: false, chunks: FwdChunks::K4, aligned: true, one_barrier: true, ctas3: false }, 1024, 1),
+    v(FwdReg { dtype: F16, ln: true, residual: false, chunks: FwdChunks::K4, aligned: false, one_barrier: true, ctas3: false }, 1024, 1),
+    v(FwdReg { dtype: F16, ln: true, residual: true, chunks: FwdChunks::K4, aligned: true, one_barrier: true, ctas3: false }, 1024, 1),
+    v(FwdReg { dtype: F16, ln: true, residual: true, chunks: FwdChunks::K4, aligned: false, one_barrier: true, ctas3: false }, 512, 1),
+    v(FwdReg { dtype: F32, ln: true, residual: false, chunks: FwdChunks::K4, aligned: true, one_barrier: true, ctas3: false }, 512, 1),
+    v(FwdReg { dtype: F32, ln: true, residual: false, chunks: FwdChunks::K4, aligned: false, one_barrier: true, ctas3: false }, 512, 1),
+    v(FwdReg { dtype: F32, ln: true, residual: true, chunks: FwdChunks::K4, aligned: true, one_barrier: true, ctas3: false }, 512, 1),
+    v(FwdReg { dtype: F32, ln: true, residual: true, chunks: FwdChunks::K4, aligned: false, one_barrier: true, ctas3: false }, 512, 1),
+    v(FwdReg { dtype: Bf16, ln: true, residual: false, chunks: FwdChunks::K8, aligned: true, one_barrier: true, ctas3: false }, 1024, 1),
+    v(FwdReg { dtype: Bf16, ln: true, residual: false, chunks: FwdChunks::K8, aligned: false, one_barrier: true, ctas3: false }, 1024, 1),
     v(FwdRegDecode { dtype: Bf16, ln: true, residual: false, k8: false, one_barrier: true }, 256, 1),
     v(FwdRegDecode { dtype: Bf16, ln: true, residual: true, k8: false, one_barrier: true }, 256, 1),
     v(FwdRegDecode { dtype: F16, ln: true, residual: false, k8: false, one_barrier: true }, 256, 1),
@@ -538,4 +540,9 @@ pub const VARIANTS: &[Variant] = &[
     v(FwdRegPair { dtype: Bf16, ln: true, residual: true, one_barrier: true }, 256, 1),
     v(FwdRegPair { dtype: F16, ln: true, residual: false, one_barrier: true }, 256, 1),
     v(FwdRegPair { dtype: F16, ln: true, residual: true, one_barrier: true }, 256, 1),
+    // The f32 RMSNorm forward without the residual compiled for three 256-thread CTAs per SM
+    // (`_o3`: 80 registers, no spill, against 113 under the 512-thread bound), for the calls of
+    // Tuning::fwd_f32_ctas3: the same code, the same bits. In the FP8 unit (own_unit).
+    v(FwdReg { dtype: F32, ln: false, residual: false, chunks: FwdChunks::K4, aligned: true, one_barrier: false, ctas3: true }, 256, 3),
+    v(FwdReg { dtype: F32, ln: false, residual: false, chunks: FwdChunks::K4, aligned: false, one_barrier: false, ctas3: true }, 256, 3),
 ];

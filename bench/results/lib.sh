@@ -3,19 +3,19 @@
 # order of its steps. The scripts from before 2026-11-29 (13) spell these steps out themselves.
 #
 #   source "$(dirname "$0")/../../lib.sh"     # from bench/results/<device-date>/<topic>/callN.sh
-#   nk_init "${1:-gpu-run}"                   # HERE (the bundle), R ($OUT/r), binaries in /tmp
+#   nk_init "${1:-gpu-run}" [NAME]            # HERE (the bundle), R ($OUT/NAME, default r), binaries in /tmp
 #   nk_abba my_bench                          # my_bench old1 normkit-bench-base; new1; new2; old2
 #   nk_ab_summary l f c                       # old/new runs' folders <side><i>-<suffix> -> summary-ab.md
 #   nk_tests; nk_sanitize memcheck forward_batch_invariance_past_the_twin
 #   nk_peers <bench_peers.py arguments...>    # Liger from the bundle's wheels, output in R/peers
 #   nk_end
 
-# The bundle's folder, the results' folder, and the binaries of bin/all.tar.xz unpacked in /tmp
+# The bundle's folder, the results' folder ($OUT/r, or $OUT/NAME: two scripts in one call), and the binaries of bin/all.tar.xz unpacked in /tmp
 # (normkit-bench, normkit-bench-base where the bundle has a baseline, cuda-tests); the device,
 # its clocks and the date in R/device.txt.
 nk_init() {
     HERE="$(cd "$1" && pwd)"
-    R="$OUT/r"
+    R="$OUT/${2:-r}"
     mkdir -p "$R"
     (cd /tmp && xz -dc "$HERE/bin/all.tar.xz" | tar xf - && chmod +x normkit-bench* cuda-tests)
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$R/device.txt" 2>&1

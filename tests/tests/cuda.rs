@@ -493,6 +493,31 @@ fn pair_forward_matches_register() {
             }
         }
     }
+    // The f32 RMSNorm forward's three-CTA build (`_o3`, Tuning::fwd_f32_ctas3, forced here at
+    // every N and M it can launch) against its 512-thread build, bit for bit, partial chunks
+    // among them; the `_o3` build must have run.
+    use normkit::cuda::tuning::RowsRule;
+    let o3 = with(&|t| t.fwd_f32_ctas3 = vec![RowsRule { n: (1, usize::MAX), rows: (1, u64::MAX) }]);
+    let no3 = with(&|t| t.fwd_f32_ctas3.clear());
+    let o3_runs = || normkit::cuda::kernel_names().into_iter().filter(|n| n.ends_with("_o3")).map(|n| o3.launches(n)).sum::<u64>();
+    for (m, n) in [(1usize, 4096usize), (37, 769), (300, 1024), (2000, 4096), (129, 8192), (4100, 8192), (5, 6000)] {
+        let ctx = format!("o3: m={m} n={n}");
+        let (len, dt) = (m * n, DType::F32);
+        let i = inputs(len, n, dt, 0x03a3 + (m * n) as u64);
+        let l = Layout::contiguous(m, n);
+        let b = fwd(&no3, false, false, l, m, dt, len, &i);
+        let before = o3_runs();
+        let a = fwd(&o3, false, false, l, m, dt, len, &i);
+        assert!(o3_runs() > before, "{ctx}: the three-CTA build did not run");
+        // 1e-4: f32 against the CPU backend's f32 arithmetic in another order (a few ulps).
+        let c = fwd(&cpu, false, false, l, m, dt, len, &i);
+        close(&ctx, "y", &a.0, &c.0, &[(0, len)], 1e-4);
+        for (what, p, q) in [("y", &a.0, &b.0), ("rstd", &a.2, &b.2)] {
+            if !p.bits_eq(q) {
+                bad.push(format!("{ctx}: {what} differs between the three-CTA and the 512-thread build"));
+            }
+        }
+    }
     assert!(bad.is_empty(), "{} mismatches:\n{}", bad.len(), bad.join("\n"));
 }
 

@@ -450,8 +450,32 @@ pub fn forward(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall) ->
                 FwdChunks::K16 => 0,
             };
             let one_barrier = c.ln && c.n == 8 * kmax * rc.group as usize && t.fwd_ln_one_barrier.is_some_and(|g| rc.group >= g);
-            let k =
-                require(KernelKey::FwdReg { dtype: kdt(dt)?, ln: c.ln, residual: c.residual, chunks, aligned: c.aligned, one_barrier })?;
+            let k = require(KernelKey::FwdReg {
+                dtype: kdt(dt)?,
+                ln: c.ln,
+                residual: c.residual,
+                chunks,
+                aligned: c.aligned,
+                one_barrier,
+                ctas3: false,
+            })?;
+            // Tuning::fwd_f32_ctas3: the f32 RMSNorm kernel's build for three 256-thread CTAs
+            // per SM (fewer registers, the same code and bits) where a rule takes the call.
+            let o3 = t.fwd_f32_ctas3.iter().any(|r| (r.n.0..=r.n.1).contains(&c.n) && (r.rows.0..=r.rows.1).contains(&m));
+            let k = match k.key {
+                KernelKey::FwdReg { dtype: Dt::F32, ln: false, residual: false, .. } if o3 => kernels::lookup(KernelKey::FwdReg {
+                    dtype: Dt::F32,
+                    ln: c.ln,
+                    residual: c.residual,
+                    chunks,
+                    aligned: c.aligned,
+                    one_barrier,
+                    ctas3: true,
+                })
+                .filter(|k3| block <= k3.max_threads)
+                .unwrap_or(k),
+                _ => k,
+            };
             let work = m.div_ceil(rc.rows_per_cta as u64);
             let blocks = if t.fwd_persistent { persistent_blocks(d, occ, k, block, 0, work)? } else { work.min(MAX_GRID) as u32 };
             let mut fields = Fields { group: rc.group as i32, rpc: rc.rows_per_cta as i32, slot, ..Fields::default() };
@@ -3083,10 +3107,10 @@ mod tests {
         // residual, the row and cluster paths run, which have no such build).
         let one = |t: &Tuning, c: FwdCall| {
             let l = plan_fwd(t, c);
-            l.family != FwdRegister || l.steps().all(|s| s.kernel.name.ends_with("_1b"))
+            l.family != FwdRegister || l.steps().all(|s| s.kernel.name.contains("_1b"))
         };
         let reg = |t: &Tuning, c: FwdCall| plan_fwd(t, c).family == FwdRegister;
-        let none = |t: &Tuning, c: FwdCall| plan_fwd(t, c).steps().all(|s| !s.kernel.name.ends_with("_1b"));
+        let none = |t: &Tuning, c: FwdCall| plan_fwd(t, c).steps().all(|s| !s.kernel.name.contains("_1b"));
         let h200 = Tuning::for_device(9, 4800.0);
         assert_eq!(h200.fwd_ln_one_barrier, Some(256));
         // By N only: every M (the twin, its pairs, the half-thread and plain kernels) of an N
@@ -3127,6 +3151,44 @@ mod tests {
         }
         for bad in ["64", "300", "x", ""] {
             assert_eq!(env(&h200, bad).fwd_ln_one_barrier, Some(256), "{bad}");
+        }
+    }
+
+    #[test]
+    fn forward_f32_three_ctas() {
+        use DType::*;
+        let name = |t: &Tuning, c: FwdCall| plan_fwd(t, c).steps().next().unwrap().kernel.name;
+        let h200 = Tuning::for_device(9, 4800.0);
+        // f32 RMSNorm without the residual at N = 8192 from 4096 rows (tuning::O3_SM90_HBM3E).
+        for m in [4096, 16384, 1 << 20] {
+            assert_eq!(name(&h200, fwd(F32, 8192, m)), "nk_fwd_reg_f32_rms_a_o3", "{m}");
+            assert_eq!(name(&h200, FwdCall { aligned: false, ..fwd(F32, 8192, m) }), "nk_fwd_reg_f32_rms_u_o3", "{m}");
+        }
+        // Fewer rows, other N, LayerNorm, the residual, 16-bit: the 512-thread build.
+        for c in [
+            fwd(F32, 8192, 4095),
+            fwd(F32, 8192, 1),
+            fwd(F32, 4096, 32768),
+            fwd(F32, 6000, 32768),
+            ln_fwd(fwd(F32, 8192, 4096)),
+            FwdCall { residual: true, ..fwd(F32, 8192, 4096) },
+            fwd(BF16, 8192, 4096),
+        ] {
+            assert!(!name(&h200, c).ends_with("_o3"), "{c:?}");
+        }
+        // None on the H100; `NORMKIT_CUDA_FWD_F32_O3`: the rules replaced, `off`, malformed
+        // values keep the default.
+        let h100 = Tuning::for_device(9, 3350.0);
+        assert!(h100.fwd_f32_ctas3.is_empty());
+        assert_eq!(name(&h100, fwd(F32, 8192, 4096)), "nk_fwd_reg_f32_rms_a");
+        let env = |t: &Tuning, v: &'static str| t.clone().with_env(move |k| (k == "NORMKIT_CUDA_FWD_F32_O3").then(|| v.to_owned()));
+        assert_eq!(name(&env(&h200, "off"), fwd(F32, 8192, 4096)), "nk_fwd_reg_f32_rms_a");
+        let e = env(&h100, "1:max:1:max");
+        assert_eq!(name(&e, fwd(F32, 4096, 1)), "nk_fwd_reg_f32_rms_a_o3");
+        // The 512-thread rows (N = 16384) cannot launch on the 256-thread build.
+        assert_eq!(name(&e, fwd(F32, 16384, 4096)), "nk_fwd_reg_f32_rms_a");
+        for bad in ["1:2:3", "9:8:1:1", "x:1:1:1"] {
+            assert_eq!(env(&h200, bad).fwd_f32_ctas3, tuning::O3_SM90_HBM3E.to_vec(), "{bad}");
         }
     }
 

@@ -28,6 +28,7 @@
 //! | `NORMKIT_CUDA_FWD_K8W` | [`Tuning::fwd_k8_wide`] | `max_n:group:rows_per_cta`: the 8-chunk row for bf16 RMSNorm without the residual at N in (max_n / 2, max_n]; `off`: none; changes bits where it runs |
 //! | `NORMKIT_CUDA_FWD_K8W_LN` | [`Tuning::fwd_k8_wide_ln`] | the same for LayerNorm only |
 //! | `NORMKIT_CUDA_FWD_LN1B` | [`Tuning::fwd_ln_one_barrier`] | `G`: LayerNorm forwards whose table group is at least G threads (a power of two from 128), on rows of whole rounds of chunks, take their statistics behind one barrier; `off`: none; changes bits where it runs |
+//! | `NORMKIT_CUDA_FWD_F32_O3` | [`Tuning::fwd_f32_ctas3`] | `min_n:max_n:min_rows:max_rows,...` (`max` for no limit): the rules replaced (f32 RMSNorm without the residual on its three-CTA build, same bits); `off`: none |
 //! | `NORMKIT_CUDA_FWD_HALF` | [`Tuning::fwd_half`] | `op:min_n:max_n:min_rows:max_rows,...` (op `rms`, `ln` or `all`): the rules replaced (the 4-chunk rows on half the threads, same bits); `off`: none |
 //! | `NORMKIT_CUDA_FWD_RPC` | [`Tuning::fwd_rpc`] | `op:min_n:max_n:min_rows:max_rows:R,...` (op `rms`, `addrms`, `ln`, `addln` or `all`): the rules replaced (16-bit forwards with N and M in range launch R rows per CTA, the table's groups, same bits); `off`: none |
 //! | `NORMKIT_CUDA_FWD_L2PF` | [`Tuning::fwd_l2_ahead`] | `op:dt:min_n:max_n:min_elems:P,...` (op `rms` or `ln`; dt `16` or `f32`): the rules replaced (the plain register forwards without the residual and the half-thread kernels, of at least min_elems elements, prefetch into L2 the row P % of a wave on); a number P: every op at every size; `off`: none |
@@ -84,7 +85,7 @@
 //! | `NORMKIT_CUDA_CLUSTER_REREAD_PF` | [`ClusterTuning::reread_pf_kb`] | KB of each CTA's slice of its next row prefetched into L2 after pass 1 (`0`: none) |
 
 /// The environment variables [`Tuning::with_env`] reads, in the order of the table above.
-pub const ENV_OVERRIDES: [&str; 64] = [
+pub const ENV_OVERRIDES: [&str; 65] = [
     "NORMKIT_CUDA_FWD_TABLE",
     "NORMKIT_CUDA_BWD_TABLE",
     "NORMKIT_CUDA_BWD4_TABLE",
@@ -95,6 +96,7 @@ pub const ENV_OVERRIDES: [&str; 64] = [
     "NORMKIT_CUDA_FWD_K8W",
     "NORMKIT_CUDA_FWD_K8W_LN",
     "NORMKIT_CUDA_FWD_LN1B",
+    "NORMKIT_CUDA_FWD_F32_O3",
     "NORMKIT_CUDA_FWD_HALF",
     "NORMKIT_CUDA_FWD_RPC",
     "NORMKIT_CUDA_FWD_L2PF",
@@ -689,6 +691,27 @@ pub const HALF_SM90_HBM3E: [HalfRule; 10] = [
     HalfRule { ln: true, n: (16384, 16384), rows: (1, u64::MAX) },
 ];
 
+/// One rule of [`Tuning::fwd_f32_ctas3`]: calls with N in `n` and a row count in `rows` (both
+/// inclusive).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RowsRule {
+    /// The least and the largest N.
+    pub n: (usize, usize),
+    /// The fewest and the most rows.
+    pub rows: (u64, u64),
+}
+
+/// [`Tuning::for_device`]'s rules for Hopper with HBM3e (H200). One build by environment, every
+/// f32 forward of rows of at most 256 threads on its three-CTA build against none, old new new
+/// old (bench/results/nvidia-h200-2026-11-29/f32o3/call1, `summary-ab.md`): rms_fwd 4096×8192
+/// 75.0 → 70.2 µs, 16384×8192 282.1 → 263.1 (−6.7%; the two 256-thread CTAs per SM a row of
+/// 8192 f32 gives the 512-thread build hold too few loads in flight), but 1×8192 +6.2%, and every
+/// other f32 cell slower: N ≤ 4096 +0.6 to +13% (the 128-thread rows had four CTAs per SM
+/// already; at 80 registers a thread's loads issue in fewer batches), the residual +7 to +22%,
+/// LayerNorm −0.4 to +10% (3000×3000 −7.8%). So RMSNorm without the residual at N = 8192 from
+/// the 4096 rows measured.
+pub const O3_SM90_HBM3E: [RowsRule; 1] = [RowsRule { n: (8192, 8192), rows: (4096, u64::MAX) }];
+
 /// One rule of [`Tuning::fwd_rpc`]: 16-bit forwards of one op (RMSNorm or LayerNorm, with or
 /// without the fused residual) with N in `n` and a row count in `rows` (both inclusive) launch
 /// `rpc` rows per CTA instead of the table's: the table's group, so the same reduction and the
@@ -906,6 +929,12 @@ pub struct Tuning {
     /// +1.3%, though 4096×6000 −3.1%), and the 128-thread rows of N = 4096 lost 8% (chan/call4):
     /// neither takes it. Env `NORMKIT_CUDA_FWD_LN1B`.
     pub fwd_ln_one_barrier: Option<u32>,
+    /// f32 RMSNorm forwards without the residual whose N and rows one of these rules takes run
+    /// the kernel's build for three 256-thread CTAs per SM (`_o3`: 80 registers, no spill, where
+    /// the 512-thread bound lets it take 113 and two CTAs of N = 8192's 256 threads fit): the
+    /// same code and bits, so chosen by M as well. None on the H100 (not measured there);
+    /// [`O3_SM90_HBM3E`] on the H200. Env `NORMKIT_CUDA_FWD_F32_O3`.
+    pub fwd_f32_ctas3: Vec<RowsRule>,
     /// Where bf16 forwards without the residual run the 4-chunk table's row on half its threads,
     /// 8 chunks each (`nk_fwd_regh_*`, the same bits as the table's kernels, so chosen by M as
     /// well), where one of these rules takes the call. None on the H100 (not measured there);
@@ -1195,6 +1224,7 @@ impl Tuning {
             fwd_k8_wide: None,
             fwd_k8_wide_ln: None,
             fwd_ln_one_barrier: None,
+            fwd_f32_ctas3: Vec::new(),
             fwd_half: Vec::new(),
             fwd_l2_ahead: Vec::new(),
             fwd_rpc: Vec::new(),
@@ -1307,6 +1337,7 @@ impl Tuning {
             t.fwd_k8_wide = Some(rc(16384, 256, 1));
             t.fwd_half = HALF_SM90_HBM3E.to_vec();
             t.fwd_ln_one_barrier = Some(256);
+            t.fwd_f32_ctas3 = O3_SM90_HBM3E.to_vec();
             t.fwd_l2_ahead = L2_SM90_HBM3E.to_vec();
             t.fwd_rpc = RPC_SM90_HBM3E.to_vec();
             t.fp8.twin_l2_ahead = 1;
@@ -1350,6 +1381,13 @@ impl Tuning {
         };
         k8_row("NORMKIT_CUDA_FWD_K8W", &mut self.fwd_k8_wide);
         k8_row("NORMKIT_CUDA_FWD_K8W_LN", &mut self.fwd_k8_wide_ln);
+        rule_list(get("NORMKIT_CUDA_FWD_F32_O3").as_deref(), &mut self.fwd_f32_ctas3, |e| {
+            let f: Vec<&str> = e.split(':').map(str::trim).collect();
+            let [lo, hi, rlo, rhi] = f[..] else { return None };
+            let n = (lo.parse().ok()?, or_max(hi, usize::MAX)?);
+            let rows = (rlo.parse().ok()?, or_max(rhi, u64::MAX)?);
+            (n.0 <= n.1 && rows.0 <= rows.1).then(|| vec![RowsRule { n, rows }])
+        });
         match get("NORMKIT_CUDA_FWD_LN1B").as_deref().map(str::trim) {
             Some("off") => self.fwd_ln_one_barrier = None,
             Some(v) => {

@@ -127,7 +127,15 @@ pub fn forward(cfg: &Tuning, cus: u32, s: &FwdShape, lds_limit: usize) -> Result
         // The register-resident kernels: chosen by N, dtypes and flags only; their 16-byte and
         // element-wise variants share one body (same chunks, same order).
         if let Some((dtype, ln)) = s.reg {
-            let key = KernelKey::FwdReg { dtype, ln, residual: s.residual, chunks: FwdChunks::K4, aligned: s.aligned, one_barrier: false };
+            let key = KernelKey::FwdReg {
+                dtype,
+                ln,
+                residual: s.residual,
+                chunks: FwdChunks::K4,
+                aligned: s.aligned,
+                one_barrier: false,
+                ctas3: false,
+            };
             let k_per_thread = s.n.div_ceil(8).div_ceil(rc.group as usize);
             let kernel = require(key)?;
             if k_per_thread <= REG_KMAX && threads <= kernel.max_threads {
