@@ -444,37 +444,23 @@ pub fn forward(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall) ->
             // table's groups from its size, on rows of whole chunks that give every thread of
             // the group all its chunks (N = 8 · chunks · G: equal counts per warp). By N only, as
             // the table: every kernel below, twin, pairs and half-thread, takes the same reduction.
-            let kmax = match chunks {
-                FwdChunks::K4 => REG_KMAX,
-                FwdChunks::K8 => 2 * REG_KMAX,
-                FwdChunks::K16 => 0,
-            };
-            let one_barrier = c.ln && c.n == 8 * kmax * rc.group as usize && t.fwd_ln_one_barrier.is_some_and(|g| rc.group >= g);
-            let k = require(KernelKey::FwdReg {
-                dtype: kdt(dt)?,
-                ln: c.ln,
-                residual: c.residual,
-                chunks,
-                aligned: c.aligned,
-                one_barrier,
-                ctas3: false,
-            })?;
-            // Tuning::fwd_f32_ctas3: the f32 RMSNorm kernel's build for three 256-thread CTAs
-            // per SM (fewer registers, the same code and bits) where a rule takes the call.
-            let o3 = t.fwd_f32_ctas3.iter().any(|r| (r.n.0..=r.n.1).contains(&c.n) && (r.rows.0..=r.rows.1).contains(&m));
-            let k = match k.key {
-                KernelKey::FwdReg { dtype: Dt::F32, ln: false, residual: false, .. } if o3 => kernels::lookup(KernelKey::FwdReg {
-                    dtype: Dt::F32,
-                    ln: c.ln,
-                    residual: c.residual,
-                    chunks,
-                    aligned: c.aligned,
-                    one_barrier,
-                    ctas3: true,
-                })
-                .filter(|k3| block <= k3.max_threads)
-                .unwrap_or(k),
-                _ => k,
+            let one_barrier = c.ln
+                && chunks != FwdChunks::K16
+                && c.n == 8 * chunks.get() * rc.group as usize
+                && t.fwd_ln_one_barrier.is_some_and(|g| rc.group >= g);
+            let kd = kdt(dt)?;
+            let key =
+                |ctas3| KernelKey::FwdReg { dtype: kd, ln: c.ln, residual: c.residual, chunks, aligned: c.aligned, one_barrier, ctas3 };
+            // Tuning::fwd_f32_ctas3: f32 RMSNorm without the residual on its build for three
+            // 256-thread CTAs per SM (fewer registers, the same code and bits) where a rule takes
+            // the call and the CTA fits it.
+            let o3 = dt == DType::F32
+                && !c.ln
+                && !c.residual
+                && t.fwd_f32_ctas3.iter().any(|r| (r.n.0..=r.n.1).contains(&c.n) && (r.rows.0..=r.rows.1).contains(&m));
+            let k = match o3.then(|| kernels::lookup(key(true))).flatten().filter(|k3| block <= k3.max_threads) {
+                Some(k3) => k3,
+                None => require(key(false))?,
             };
             let work = m.div_ceil(rc.rows_per_cta as u64);
             let blocks = if t.fwd_persistent { persistent_blocks(d, occ, k, block, 0, work)? } else { work.min(MAX_GRID) as u32 };
