@@ -24,7 +24,8 @@ constexpr int REG_KMAX = 4;
 #define NK_FWD_WD_LN 1
 #endif
 // Chunks per thread of a forward register kernel: SPEC bit 16 doubles REG_KMAX, bit 32 quadruples
-// it, bit 1024 (the decode twin in pairs) halves it.
+// it, bit 1024 (the decode twin in pairs; alone, the f32 two-chunk builds `nk_fwd_reg2_*`) halves
+// it.
 template <int SPEC>
 constexpr int FWD_REG_KMAX = (SPEC & 1024) ? REG_KMAX / 2 : (SPEC & 32) ? 4 * REG_KMAX : (SPEC & 16) ? 2 * REG_KMAX : REG_KMAX;
 

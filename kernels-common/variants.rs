@@ -138,6 +138,9 @@ impl Dt {
 /// Chunks of 8 elements per thread a forward register-resident kernel holds (`FWD_REG_KMAX`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum FwdChunks {
+    /// 2 (`nk_fwd_reg2_*`, SPEC + 1024): f32 without the residual only, its own table's
+    /// twice-as-large groups at 56-64 registers (the CUDA planner's Tuning::fwd_f32).
+    K2,
     /// `REG_KMAX` = 4 (the plain kernels).
     K4,
     /// 8 (`nk_fwd_reg8_*`, SPEC + 16).
@@ -150,6 +153,7 @@ impl FwdChunks {
     /// The most chunks per thread.
     pub const fn get(self) -> usize {
         match self {
+            FwdChunks::K2 => 2,
             FwdChunks::K4 => 4,
             FwdChunks::K8 => 8,
             FwdChunks::K16 => 16,
@@ -745,6 +749,7 @@ impl KernelKey {
                 base(dtype, ln, residual)
                     + 65536 * one_barrier as u32
                     + match chunks {
+                        FwdChunks::K2 => 1024,
                         FwdChunks::K4 => 0,
                         FwdChunks::K8 => 16,
                         FwdChunks::K16 => 32,
@@ -779,6 +784,7 @@ impl KernelKey {
             KernelKey::FwdRegQ { dtype, ln, residual, chunks, .. } => Spec::Int(
                 base(dtype, ln, residual)
                     + match chunks {
+                        FwdChunks::K2 => 1024,
                         FwdChunks::K4 => 0,
                         FwdChunks::K8 => 16,
                         FwdChunks::K16 => 32,
@@ -821,6 +827,7 @@ impl KernelKey {
             | KernelKey::BwdFinalizeCols => format!("nk_{}", self.family().template()),
             KernelKey::FwdReg { dtype, ln, residual, chunks, aligned, one_barrier, ctas3 } => {
                 let ks = match chunks {
+                    FwdChunks::K2 => "2",
                     FwdChunks::K4 => "",
                     FwdChunks::K8 => "8",
                     FwdChunks::K16 => "16",
@@ -872,6 +879,7 @@ impl KernelKey {
             }
             KernelKey::FwdRegQ { dtype, ln, residual, chunks, aligned } => {
                 let ks = match chunks {
+                    FwdChunks::K2 => "2",
                     FwdChunks::K4 => "",
                     FwdChunks::K8 => "8",
                     FwdChunks::K16 => "16",

@@ -16,7 +16,7 @@ use super::variants::{v, BwdChunks, Dt::*, FwdChunks, KernelKey, KernelKey::*, R
 /// Kernels compiled in a translation unit of their own (kernels-cuda/norm.cu built with
 /// `NK_UNIT_FP8T` into `normkit_fp8t.fatbin`, a second module): the FP8 twin's yT tiles, its
 /// pairs, the staged cluster forward's FP8 output, the one-barrier LayerNorm builds, the f32
-/// RMSNorm forward's three-CTA build. In norm.cu's unit their code changed nvcc's output for 24 unrelated kernels (the staged cluster
+/// RMSNorm forward's three-CTA build, the f32 forwards' two-chunk builds. In norm.cu's unit their code changed nvcc's output for 24 unrelated kernels (the staged cluster
 /// forward lost up to 22%, H100, kernels-cuda/NOTES.md v16); apart, every other kernel keeps its
 /// machine code.
 pub fn own_unit(k: KernelKey) -> bool {
@@ -32,6 +32,7 @@ pub fn own_unit(k: KernelKey) -> bool {
             | FwdClusterReread { .. }
             | FwdReg { one_barrier: true, .. }
             | FwdReg { ctas3: true, .. }
+            | FwdReg { chunks: FwdChunks::K2, .. }
             | FwdRegDecode { one_barrier: true, .. }
             | FwdRegPair { one_barrier: true, .. }
     )
@@ -106,6 +107,15 @@ pub const VARIANTS: &[Variant] = &[
     v(FwdReg { dtype: F32, ln: true, residual: false, chunks: FwdChunks::K4, aligned: false, one_barrier: false, ctas3: false }, 512, 1),
     v(FwdReg { dtype: F32, ln: true, residual: true, chunks: FwdChunks::K4, aligned: true, one_barrier: false, ctas3: false }, 512, 1),
     v(FwdReg { dtype: F32, ln: true, residual: true, chunks: FwdChunks::K4, aligned: false, one_barrier: false, ctas3: false }, 512, 1),
+    // f32 on two chunks per thread (SPEC + 1024, `nk_fwd_reg2_*`; in the FP8 unit, own_unit):
+    // the CUDA planner's Tuning::fwd_f32 rows, groups twice the 4-chunk table's, so that a
+    // thread holds 16 floats of a row at the 1024-thread bound's 56-64 registers instead of 32
+    // at 113. Without the residual only: its builds (64 registers, 0-16 bytes of stack) were 1-3%
+    // slower at 4096-65536 rows (H100, f32k2/call1).
+    v(FwdReg { dtype: F32, ln: false, residual: false, chunks: FwdChunks::K2, aligned: true, one_barrier: false, ctas3: false }, 1024, 1),
+    v(FwdReg { dtype: F32, ln: false, residual: false, chunks: FwdChunks::K2, aligned: false, one_barrier: false, ctas3: false }, 1024, 1),
+    v(FwdReg { dtype: F32, ln: true, residual: false, chunks: FwdChunks::K2, aligned: true, one_barrier: false, ctas3: false }, 1024, 1),
+    v(FwdReg { dtype: F32, ln: true, residual: false, chunks: FwdChunks::K2, aligned: false, one_barrier: false, ctas3: false }, 1024, 1),
     v(BwdReg { dtype: Bf16, ln: false, residual: false, chunks: BwdChunks::K2, prefetch: false }, 256, 3),
     v(BwdReg { dtype: Bf16, ln: false, residual: true, chunks: BwdChunks::K2, prefetch: false }, 256, 2),
     v(BwdReg { dtype: Bf16, ln: true, residual: false, chunks: BwdChunks::K2, prefetch: false }, 256, 3),

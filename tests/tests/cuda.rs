@@ -285,6 +285,20 @@ fn forward_batch_invariance_past_the_twin() {
         }
     }
     assert!(one_runs() > before, "the one-barrier builds did not run");
+    // The f32 forwards on two chunks per thread (`nk_fwd_reg2_*`, Tuning::fwd_f32: the H100's
+    // default), forced so that every device checks them: each row alone against the oracle,
+    // then within 9000 rows (contiguous and strided: the element-wise build), RMSNorm and
+    // LayerNorm at each N of the table.
+    let two = with(&|t| t.fwd_f32 = normkit::cuda::tuning::F32_K2_SM90.to_vec());
+    let before = launches_of(&two, &["nk_fwd_reg2_"]);
+    for (i, (desc, n)) in [(rms, 4096), (ln, 1024), (rms, 2048), (ln, 4096), (ln, 2048), (rms, 1024)].into_iter().enumerate() {
+        let base = FwdCase::new(desc, DTypes::uniform(F32), 1, n, 0x7a_3000 + i as u64);
+        match check_batch_invariance(&two, &base, &[0, 4321, 8999], &[9000]) {
+            Ok(Ran::Passed) => {}
+            other => panic!("f32 two chunks, case {i} ({base}): {other:?}"),
+        }
+    }
+    assert!(launches_of(&two, &["nk_fwd_reg2_"]) > before, "the f32 two-chunk builds did not run");
 }
 
 fn fp8_batch_invariance() {
@@ -497,8 +511,15 @@ fn pair_forward_matches_register() {
     // every N and M it can launch) against its 512-thread build, bit for bit, partial chunks
     // among them; the `_o3` build must have run.
     use normkit::cuda::tuning::RowsRule;
-    let o3 = with(&|t| t.fwd_f32_ctas3 = vec![RowsRule { n: (1, usize::MAX), rows: (1, u64::MAX) }]);
-    let no3 = with(&|t| t.fwd_f32_ctas3.clear());
+    // (Tuning::fwd_f32 cleared in both: its two-chunk builds take N = 1024 / 4096 on an H100.)
+    let o3 = with(&|t| {
+        t.fwd_f32_ctas3 = vec![RowsRule { n: (1, usize::MAX), rows: (1, u64::MAX) }];
+        t.fwd_f32.clear();
+    });
+    let no3 = with(&|t| {
+        t.fwd_f32_ctas3.clear();
+        t.fwd_f32.clear();
+    });
     let o3_runs = || normkit::cuda::kernel_names().into_iter().filter(|n| n.ends_with("_o3")).map(|n| o3.launches(n)).sum::<u64>();
     for (m, n) in [(1usize, 4096usize), (37, 769), (300, 1024), (2000, 4096), (129, 8192), (4100, 8192), (5, 6000)] {
         let ctx = format!("o3: m={m} n={n}");

@@ -412,7 +412,14 @@ pub fn forward(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall) ->
             _ => rc,
         }
     };
-    if let Some(rc) = wide.or_else(|| tuning::pick(&t.fwd, c.n).map(rows_rule)) {
+    // Tuning::fwd_f32: every tensor f32, no residual, its own table's groups on two chunks per
+    // thread where a row holds N in whole rounds (by op, dtypes and N only, as the table: other
+    // groups, other bits).
+    let all32 =
+        dts.x == DType::F32 && dts.y == DType::F32 && (!c.residual || dts.residual == DType::F32) && (!affine || dts.weight == DType::F32);
+    let f32k2 = tuning::pick(&t.fwd_f32, c.n)
+        .filter(|r| all32 && c.gemma && !c.residual && c.n == 16 * r.group as usize && r.group * r.rows_per_cta <= 1024);
+    if let Some(rc) = f32k2.or(wide).or_else(|| tuning::pick(&t.fwd, c.n).map(rows_rule)) {
         // The register-resident kernels: every tensor in x's dtype, Gemma casting, the row's
         // chunks fit REG_KMAX per thread. Chosen by N, dtypes and flags only; the 16-byte and
         // element-wise variants share one body (same chunks, same order).
@@ -431,9 +438,12 @@ pub fn forward(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall) ->
         // 16 chunks per thread (a warp per row at N = 4096): 16-bit dtypes without residual,
         // where a table row asks for it (256-thread CTAs at most: the kernels' launch bound).
         let k16 = k_per_thread > 2 * REG_KMAX && k_per_thread <= 4 * REG_KMAX && wide_ok && block <= 256;
-        // 512 threads: the f32 and residual register kernels' launch bound.
-        if uniform && c.gemma && (k_per_thread <= REG_KMAX || k8 || k16) && (block <= 512 || wide_ok) {
-            let chunks = if k16 {
+        // 512 threads: the f32 and residual register kernels' launch bound (1024: the f32
+        // two-chunk builds).
+        if uniform && c.gemma && (k_per_thread <= REG_KMAX || k8 || k16) && (block <= 512 || wide_ok || f32k2.is_some()) {
+            let chunks = if f32k2.is_some() {
+                FwdChunks::K2
+            } else if k16 {
                 FwdChunks::K16
             } else if k8 {
                 FwdChunks::K8
@@ -445,7 +455,7 @@ pub fn forward(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall) ->
             // the group all its chunks (N = 8 · chunks · G: equal counts per warp). By N only, as
             // the table: every kernel below, twin, pairs and half-thread, takes the same reduction.
             let one_barrier = c.ln
-                && chunks != FwdChunks::K16
+                && !matches!(chunks, FwdChunks::K16 | FwdChunks::K2)
                 && c.n == 8 * chunks.get() * rc.group as usize
                 && t.fwd_ln_one_barrier.is_some_and(|g| rc.group >= g);
             let kd = kdt(dt)?;
@@ -455,6 +465,7 @@ pub fn forward(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall) ->
             // 256-thread CTAs per SM (fewer registers, the same code and bits) where a rule takes
             // the call and the CTA fits it.
             let o3 = dt == DType::F32
+                && chunks == FwdChunks::K4
                 && !c.ln
                 && !c.residual
                 && t.fwd_f32_ctas3.iter().any(|r| (r.n.0..=r.n.1).contains(&c.n) && (r.rows.0..=r.rows.1).contains(&m));
@@ -3170,12 +3181,56 @@ mod tests {
         let env = |t: &Tuning, v: &'static str| t.clone().with_env(move |k| (k == "NORMKIT_CUDA_FWD_F32_O3").then(|| v.to_owned()));
         assert_eq!(name(&env(&h200, "off"), fwd(F32, 8192, 4096)), "nk_fwd_reg_f32_rms_a");
         let e = env(&h100, "1:max:1:max");
-        assert_eq!(name(&e, fwd(F32, 4096, 1)), "nk_fwd_reg_f32_rms_a_o3");
+        assert_eq!(name(&e, fwd(F32, 8192, 1)), "nk_fwd_reg_f32_rms_a_o3");
         // The 512-thread rows (N = 16384) cannot launch on the 256-thread build.
         assert_eq!(name(&e, fwd(F32, 16384, 4096)), "nk_fwd_reg_f32_rms_a");
         for bad in ["1:2:3", "9:8:1:1", "x:1:1:1"] {
             assert_eq!(env(&h200, bad).fwd_f32_ctas3, tuning::O3_SM90_HBM3E.to_vec(), "{bad}");
         }
+    }
+
+    /// Tuning::fwd_f32: f32 RMSNorm and LayerNorm without the residual on two chunks per
+    /// thread with that table's groups where N is whole rounds of them, by N only (every M and
+    /// layout); the residual, other N, 16-bit calls and the H200 keep the 4-chunk table.
+    #[test]
+    fn forward_f32_two_chunks() {
+        use DType::*;
+        let launch = |t: &Tuning, c: FwdCall| {
+            let l = plan_fwd(t, c);
+            let s = l.steps().next().unwrap();
+            (s.kernel.name, s.block, l.fields.group)
+        };
+        let env = |t: &Tuning, v: &'static str| t.clone().with_env(move |k| (k == "NORMKIT_CUDA_FWD_F32").then(|| v.to_owned()));
+        let h100 = Tuning::for_device(9, 3350.0);
+        assert_eq!(h100.fwd_f32, tuning::F32_K2_SM90.to_vec());
+        for m in [1, 8, 4096, 16384, 1 << 20] {
+            for (n, g) in [(1024, 64), (2048, 128), (4096, 256)] {
+                assert_eq!(launch(&h100, fwd(F32, n, m)), ("nk_fwd_reg2_f32_rms_a", g, g as i32), "{m} {n}");
+                assert_eq!(launch(&h100, ln_fwd(fwd(F32, n, m))), ("nk_fwd_reg2_f32_ln_a", g, g as i32), "{m} {n}");
+                assert_eq!(launch(&h100, FwdCall { aligned: false, ..fwd(F32, n, m) }), ("nk_fwd_reg2_f32_rms_u", g, g as i32), "{m} {n}");
+            }
+            // Partial rounds, other N, the residual, 16-bit: the 4-chunk kernels.
+            for c in [
+                fwd(F32, 4095, m),
+                fwd(F32, 3000, m),
+                fwd(F32, 512, m),
+                fwd(F32, 8192, m),
+                FwdCall { residual: true, ..fwd(F32, 4096, m) },
+                fwd(BF16, 4096, m),
+            ] {
+                assert!(!launch(&h100, c).0.contains("reg2"), "{m} {c:?}");
+            }
+        }
+        // None on the H200; `on` gives it the table, `off` empties it, a list replaces or adds
+        // rows (one whose group does not hold N in two whole chunks is not taken).
+        let h200 = Tuning::for_device(9, 4800.0);
+        assert!(h200.fwd_f32.is_empty());
+        assert_eq!(launch(&h200, fwd(F32, 4096, 8)).0, "nk_fwd_reg_f32_rms_a");
+        assert_eq!(launch(&env(&h200, "on"), fwd(F32, 4096, 8)).0, "nk_fwd_reg2_f32_rms_a");
+        assert_eq!(launch(&env(&h100, "off"), fwd(F32, 4096, 8)).0, "nk_fwd_reg_f32_rms_a");
+        let one = env(&h200, "512:32:1,1024:32:1");
+        assert_eq!(launch(&one, fwd(F32, 512, 8)), ("nk_fwd_reg2_f32_rms_a", 32, 32));
+        assert_eq!(launch(&one, fwd(F32, 1024, 8)), ("nk_fwd_reg_f32_rms_a", 128, 32));
     }
 
     #[test]
@@ -3216,7 +3271,7 @@ mod tests {
             res(fwd(BF16, 2048, 513)),
             ln_fwd(fwd(BF16, 2048, 8191)),
             res(ln_fwd(fwd(BF16, 2048, 8192))),
-            fwd(F32, 2048, 4096),
+            res(fwd(F32, 2048, 4096)),
             fwd(BF16, 1024, 4096),
             fwd(BF16, 4096, 4096),
         ] {

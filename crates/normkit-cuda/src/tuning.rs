@@ -28,6 +28,7 @@
 //! | `NORMKIT_CUDA_FWD_K8W` | [`Tuning::fwd_k8_wide`] | `max_n:group:rows_per_cta`: the 8-chunk row for bf16 RMSNorm without the residual at N in (max_n / 2, max_n]; `off`: none; changes bits where it runs |
 //! | `NORMKIT_CUDA_FWD_K8W_LN` | [`Tuning::fwd_k8_wide_ln`] | the same for LayerNorm only |
 //! | `NORMKIT_CUDA_FWD_LN1B` | [`Tuning::fwd_ln_one_barrier`] | `G`: LayerNorm forwards whose table group is at least G threads (a power of two from 128), on rows of whole rounds of chunks, take their statistics behind one barrier; `off`: none; changes bits where it runs |
+//! | `NORMKIT_CUDA_FWD_F32` | [`Tuning::fwd_f32`] | `on`: [`F32_K2_SM90`]; `off`: none; else `max_n:group:rows_per_cta,...` rows replaced or added (f32 forwards without the residual at N = 16 · group on two chunks per thread; changes bits where it runs) |
 //! | `NORMKIT_CUDA_FWD_F32_O3` | [`Tuning::fwd_f32_ctas3`] | `min_n:max_n:min_rows:max_rows,...` (`max` for no limit): the rules replaced (f32 RMSNorm without the residual on its three-CTA build, same bits); `off`: none |
 //! | `NORMKIT_CUDA_FWD_HALF` | [`Tuning::fwd_half`] | `op:min_n:max_n:min_rows:max_rows,...` (op `rms`, `ln` or `all`): the rules replaced (the 4-chunk rows on half the threads, same bits); `off`: none |
 //! | `NORMKIT_CUDA_FWD_RPC` | [`Tuning::fwd_rpc`] | `op:min_n:max_n:min_rows:max_rows:R,...` (op `rms`, `addrms`, `ln`, `addln` or `all`): the rules replaced (16-bit forwards with N and M in range launch R rows per CTA, the table's groups, same bits); `off`: none |
@@ -85,7 +86,7 @@
 //! | `NORMKIT_CUDA_CLUSTER_REREAD_PF` | [`ClusterTuning::reread_pf_kb`] | KB of each CTA's slice of its next row prefetched into L2 after pass 1 (`0`: none) |
 
 /// The environment variables [`Tuning::with_env`] reads, in the order of the table above.
-pub const ENV_OVERRIDES: [&str; 65] = [
+pub const ENV_OVERRIDES: [&str; 66] = [
     "NORMKIT_CUDA_FWD_TABLE",
     "NORMKIT_CUDA_BWD_TABLE",
     "NORMKIT_CUDA_BWD4_TABLE",
@@ -96,6 +97,7 @@ pub const ENV_OVERRIDES: [&str; 65] = [
     "NORMKIT_CUDA_FWD_K8W",
     "NORMKIT_CUDA_FWD_K8W_LN",
     "NORMKIT_CUDA_FWD_LN1B",
+    "NORMKIT_CUDA_FWD_F32",
     "NORMKIT_CUDA_FWD_F32_O3",
     "NORMKIT_CUDA_FWD_HALF",
     "NORMKIT_CUDA_FWD_RPC",
@@ -929,6 +931,14 @@ pub struct Tuning {
     /// +1.3%, though 4096×6000 −3.1%), and the 128-thread rows of N = 4096 lost 8% (chan/call4):
     /// neither takes it. Env `NORMKIT_CUDA_FWD_LN1B`.
     pub fwd_ln_one_barrier: Option<u32>,
+    /// f32 forwards without the residual on two chunks per thread (`nk_fwd_reg2_*`, 56-60
+    /// registers at the 1024-thread bound against the 4-chunk kernels' 113 at 512): where the
+    /// first row of this table whose `max_n` is at least N has N = 16 · its group (whole rounds
+    /// of two chunks), RMSNorm and LayerNorm of that N run with its group and rows per CTA
+    /// instead of the 4-chunk table's (other groups, other bits: chosen by N only, for every M
+    /// and layout). [`F32_K2_SM90`] in Hopper's (and so Blackwell's) tables, measured on the
+    /// H100; none on the H200 (not measured there). Env `NORMKIT_CUDA_FWD_F32`.
+    pub fwd_f32: Vec<RowConfig>,
     /// f32 RMSNorm forwards without the residual whose N and rows one of these rules takes run
     /// the kernel's build for three 256-thread CTAs per SM (`_o3`: 80 registers, no spill, where
     /// the 512-thread bound lets it take 113 and two CTAs of N = 8192's 256 threads fit): the
@@ -1107,6 +1117,17 @@ const ROWS_SM90: [RowConfig; 12] = [
     rc(65536, 1024, 1),
 ];
 
+/// The f32 forwards on two chunks per thread ([`Tuning::fwd_f32`], env `NORMKIT_CUDA_FWD_F32=on`):
+/// N = 1024, 2048 and 4096, one row per CTA of 64, 128 and 256 threads (the 4-chunk table's
+/// groups doubled). H100, f32k2/call1 (old new new old against the 4-chunk table; every op's
+/// 18 shapes, then rows per CTA mirrored): rms_fwd 8×1024 2.77 → 2.28 µs, 4096×1024 13.19 →
+/// 12.44, 16384×1024 −1.4%, 4096×2048 27.61 → 25.91, 1 / 8 / 128 × 4096 −5 / −5 / −3%,
+/// 8192 / 32768 × 4096 ±0.1%; ln_fwd alike (8×1024 −16%, 4096×2048 −6%, 8 × 4096 −5%,
+/// 32768×4096 +0.1%). Lost: N = 8192 and 16384 on 512 and 1024 threads (+2 to +13% past a
+/// few rows), N = 512 (±0.3%), 3000 (partial rounds, +0.5 to +1.2%), the residual (+1 to +3%
+/// from 4096 rows), and more rows per CTA (4 at N = 1024: 4096×1024 +7.6%).
+pub const F32_K2_SM90: [RowConfig; 3] = [rc(1024, 64, 1), rc(2048, 128, 1), rc(4096, 256, 1)];
+
 // Backward register path: 2 chunks (16 elements) per thread, so a thread's dW/dB partial
 // (16 + 16 fp32) and its row data stay in registers; 256-thread CTAs. Past N = 4096 the
 // shared-memory row kernel (ROWS_SM90) or the split path runs.
@@ -1224,6 +1245,7 @@ impl Tuning {
             fwd_k8_wide: None,
             fwd_k8_wide_ln: None,
             fwd_ln_one_barrier: None,
+            fwd_f32: F32_K2_SM90.to_vec(),
             fwd_f32_ctas3: Vec::new(),
             fwd_half: Vec::new(),
             fwd_l2_ahead: Vec::new(),
@@ -1337,6 +1359,7 @@ impl Tuning {
             t.fwd_k8_wide = Some(rc(16384, 256, 1));
             t.fwd_half = HALF_SM90_HBM3E.to_vec();
             t.fwd_ln_one_barrier = Some(256);
+            t.fwd_f32.clear();
             t.fwd_f32_ctas3 = O3_SM90_HBM3E.to_vec();
             t.fwd_l2_ahead = L2_SM90_HBM3E.to_vec();
             t.fwd_rpc = RPC_SM90_HBM3E.to_vec();
@@ -1381,6 +1404,11 @@ impl Tuning {
         };
         k8_row("NORMKIT_CUDA_FWD_K8W", &mut self.fwd_k8_wide);
         k8_row("NORMKIT_CUDA_FWD_K8W_LN", &mut self.fwd_k8_wide_ln);
+        match get("NORMKIT_CUDA_FWD_F32").as_deref().map(str::trim) {
+            Some("off") => self.fwd_f32.clear(),
+            Some("on") => self.fwd_f32 = F32_K2_SM90.to_vec(),
+            v => self.fwd_f32 = merge(std::mem::take(&mut self.fwd_f32), v),
+        }
         rule_list(get("NORMKIT_CUDA_FWD_F32_O3").as_deref(), &mut self.fwd_f32_ctas3, |e| {
             let f: Vec<&str> = e.split(':').map(str::trim).collect();
             let [lo, hi, rlo, rhi] = f[..] else { return None };
