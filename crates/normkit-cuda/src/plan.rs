@@ -1111,14 +1111,20 @@ pub fn forward_staged_config(t: &Tuning, dt: DType, n: usize, ln: bool, residual
 }
 
 /// The staged cluster shape for rows of N (any N): `ClusterTuning::staged_shape` if set, else the
-/// fewest CTAs (a power of two, at most 16) whose slices fit `staged_slice` bytes.
+/// fewest CTAs (a power of two from 2, at most 16) whose slices fit `staged_slice` bytes. Never
+/// one CTA: the kernels push their partials to every rank by `st.async` into the cluster's
+/// shared memory, which compute-sanitizer's memcheck rejects in a cluster of one CTA ("Cluster
+/// needs to have at least 2 blocks", then a launch failure; the staged kernel tour at N = 7,
+/// f32k2/call2) though the device computes it right. The default rows (from N = 65536 16-bit)
+/// never needed fewer than two; the rows forced onto this path below that take two CTAs, one
+/// of them with an empty or short slice.
 fn staged_shape(t: &Tuning, dt: DType, n: usize, residual: bool) -> Option<ClusterConfig> {
     let cl = &t.cluster;
     if let Some((c, t)) = cl.staged_shape {
         return Some(ClusterConfig { max_n: n, c, t });
     }
     let row = n.checked_mul(dt.size_bytes() * (1 + usize::from(residual)))?;
-    let mut c = 1u32;
+    let mut c = 2u32;
     while c < 16 && row.div_ceil(c as usize) > cl.staged_slice {
         c *= 2;
     }

@@ -75,7 +75,7 @@
 //! | `NORMKIT_CUDA_CLUSTER_PF` | [`ClusterTuning::prefetch`] | `0`: the cluster backward without its prefetching twins |
 //! | `NORMKIT_CUDA_CSTAGE` | [`ClusterTuning::staged`] | `0`: no staged cluster forward (`nk_fwd_cs_*`); changes bits where it ran |
 //! | `NORMKIT_CUDA_CSTAGE_MIN_N` | [`ClusterTuning::staged_min_n`], [`ClusterTuning::staged_min_n_ln`] | the smallest N of the staged cluster forward; changes bits where the path changes |
-//! | `NORMKIT_CUDA_CSTAGE_CT` | [`ClusterTuning::staged_shape`] | `C,T`: the staged cluster forward on clusters of C CTAs (1 to 16) of T threads at every N |
+//! | `NORMKIT_CUDA_CSTAGE_CT` | [`ClusterTuning::staged_shape`] | `C,T`: the staged cluster forward on clusters of C CTAs (2 to 16) of T threads at every N |
 //! | `NORMKIT_CUDA_CSTAGE_SLICE` | [`ClusterTuning::staged_slice`] | the staged forward's target bytes per CTA (the cluster size follows) |
 //! | `NORMKIT_CUDA_CSTAGE_LAG` | [`ClusterTuning::staged_lag`] | stages between the staged forward's refills and the next row's pass 1 |
 //! | `NORMKIT_CUDA_CSTAGE_GRID` | [`ClusterTuning::staged_grid_rows`] | `rows`: the staged forward on one cluster per row (else the resident clusters walk the rows) |
@@ -1645,7 +1645,8 @@ impl Tuning {
         self.cluster.staged_shape = get("NORMKIT_CUDA_CSTAGE_CT").and_then(|v| {
             let (c, t) = v.split_once(',')?;
             let (c, t): (u32, u32) = (c.trim().parse().ok()?, t.trim().parse().ok()?);
-            ((1..=16).contains(&c) && t.is_power_of_two() && (32..=512).contains(&t)).then_some((c, t))
+            // (Two CTAs at least: plan.rs staged_shape says why.)
+            ((2..=16).contains(&c) && t.is_power_of_two() && (32..=512).contains(&t)).then_some((c, t))
         });
         self.cluster.staged_slice =
             get("NORMKIT_CUDA_CSTAGE_SLICE").and_then(|v| v.parse().ok()).filter(|&b| b >= 1024).unwrap_or(self.cluster.staged_slice);
