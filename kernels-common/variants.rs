@@ -159,6 +159,26 @@ impl FwdChunks {
             FwdChunks::K16 => 16,
         }
     }
+
+    /// Its SPEC bits (nk_reg.cuh `FWD_REG_KMAX`: + 1024 two chunks, + 16 eight, + 32 sixteen).
+    const fn spec(self) -> u32 {
+        match self {
+            FwdChunks::K2 => 1024,
+            FwdChunks::K4 => 0,
+            FwdChunks::K8 => 16,
+            FwdChunks::K16 => 32,
+        }
+    }
+
+    /// Its part of a kernel symbol (`nk_fwd_reg2…`, `nk_fwd_reg…`, `nk_fwd_reg8…`, `nk_fwd_reg16…`).
+    const fn tag(self) -> &'static str {
+        match self {
+            FwdChunks::K2 => "2",
+            FwdChunks::K4 => "",
+            FwdChunks::K8 => "8",
+            FwdChunks::K16 => "16",
+        }
+    }
 }
 
 /// Chunks of 8 elements per thread a backward register-resident kernel holds (`BWD_REG_KMAX`).
@@ -745,16 +765,9 @@ impl KernelKey {
             | KernelKey::BwdFinalize
             | KernelKey::BwdFinalizeWide
             | KernelKey::BwdFinalizeCols => Spec::Narrow(false),
-            KernelKey::FwdReg { dtype, ln, residual, chunks, one_barrier, .. } => Spec::Int(
-                base(dtype, ln, residual)
-                    + 65536 * one_barrier as u32
-                    + match chunks {
-                        FwdChunks::K2 => 1024,
-                        FwdChunks::K4 => 0,
-                        FwdChunks::K8 => 16,
-                        FwdChunks::K16 => 32,
-                    },
-            ),
+            KernelKey::FwdReg { dtype, ln, residual, chunks, one_barrier, .. } => {
+                Spec::Int(base(dtype, ln, residual) + 65536 * one_barrier as u32 + chunks.spec())
+            }
             KernelKey::FwdRegDecode { dtype, ln, residual, k8, one_barrier } => {
                 Spec::Int(base(dtype, ln, residual) + 256 + 16 * k8 as u32 + 65536 * one_barrier as u32)
             }
@@ -781,16 +794,7 @@ impl KernelKey {
             KernelKey::FwdClusterStagedQ { dtype, ln, residual, per_row } => {
                 Spec::Int(base(dtype, ln, residual) + 64 + 128 + 256 * per_row as u32)
             }
-            KernelKey::FwdRegQ { dtype, ln, residual, chunks, .. } => Spec::Int(
-                base(dtype, ln, residual)
-                    + match chunks {
-                        FwdChunks::K2 => 1024,
-                        FwdChunks::K4 => 0,
-                        FwdChunks::K8 => 16,
-                        FwdChunks::K16 => 32,
-                    }
-                    + 128,
-            ),
+            KernelKey::FwdRegQ { dtype, ln, residual, chunks, .. } => Spec::Int(base(dtype, ln, residual) + chunks.spec() + 128),
             KernelKey::BwdCluster { dtype, ln, residual, shared_acc, prefetch } => {
                 Spec::Int(base(dtype, ln, residual) + 16 * shared_acc as u32 + 32 * prefetch as u32)
             }
@@ -826,12 +830,7 @@ impl KernelKey {
             | KernelKey::BwdFinalizeWide
             | KernelKey::BwdFinalizeCols => format!("nk_{}", self.family().template()),
             KernelKey::FwdReg { dtype, ln, residual, chunks, aligned, one_barrier, ctas3 } => {
-                let ks = match chunks {
-                    FwdChunks::K2 => "2",
-                    FwdChunks::K4 => "",
-                    FwdChunks::K8 => "8",
-                    FwdChunks::K16 => "16",
-                };
+                let ks = chunks.tag();
                 format!(
                     "nk_fwd_reg{ks}_{}_{}{}_{}{}{}",
                     dtype.tag(),
@@ -878,12 +877,7 @@ impl KernelKey {
                 format!("nk_bwd_smc{}_{}_{}{}", chunks.tag(), dtype.tag(), rms_ln(ln), res(residual))
             }
             KernelKey::FwdRegQ { dtype, ln, residual, chunks, aligned } => {
-                let ks = match chunks {
-                    FwdChunks::K2 => "2",
-                    FwdChunks::K4 => "",
-                    FwdChunks::K8 => "8",
-                    FwdChunks::K16 => "16",
-                };
+                let ks = chunks.tag();
                 format!("nk_fwd_regq{ks}_{}_{}{}_{}", dtype.tag(), rms_ln(ln), res(residual), if aligned { "a" } else { "u" })
             }
             KernelKey::FwdCluster { dtype, ln, residual, aligned } => {

@@ -414,17 +414,17 @@ pub fn forward(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall) ->
     };
     // Tuning::fwd_f32: every tensor f32, no residual, its own table's groups on two chunks per
     // thread where a row holds N in whole rounds (by op, dtypes and N only, as the table: other
-    // groups, other bits).
-    let all32 =
-        dts.x == DType::F32 && dts.y == DType::F32 && (!c.residual || dts.residual == DType::F32) && (!affine || dts.weight == DType::F32);
-    let f32k2 = tuning::pick(&t.fwd_f32, c.n)
-        .filter(|r| all32 && c.gemma && !c.residual && c.n == 16 * r.group as usize && r.group * r.rows_per_cta <= 1024);
+    // groups, other bits). `uniform`: every tensor in x's dtype, the register kernels' condition
+    // below.
+    let uniform = dts.y == dts.x && (!c.residual || dts.residual == dts.x) && (!affine || dts.weight == dts.x);
+    let f32k2 = tuning::pick(&t.fwd_f32, c.n).filter(|r| {
+        dts.x == DType::F32 && uniform && c.gemma && !c.residual && c.n == 16 * r.group as usize && r.group * r.rows_per_cta <= 1024
+    });
     if let Some(rc) = f32k2.or(wide).or_else(|| tuning::pick(&t.fwd, c.n).map(rows_rule)) {
         // The register-resident kernels: every tensor in x's dtype, Gemma casting, the row's
         // chunks fit REG_KMAX per thread. Chosen by N, dtypes and flags only; the 16-byte and
         // element-wise variants share one body (same chunks, same order).
         let dt = dts.x;
-        let uniform = dts.y == dt && (!c.residual || dts.residual == dt) && (!affine || dts.weight == dt);
         let block = rc.group * rc.rows_per_cta;
         let k_per_thread = c.n.div_ceil(8).div_ceil(rc.group as usize);
         let wide_ok = dt != DType::F32 && !c.residual;
