@@ -515,7 +515,9 @@ pub fn forward(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall) ->
                 .fwd_half
                 .iter()
                 .find(|h| h.ln == c.ln && (h.n.0..=h.n.1).contains(&c.n) && (h.rows.0..=h.rows.1).contains(&m))
-                .filter(|_| chunks == FwdChunks::K4 && c.aligned && !c.residual && rc.group >= 16 && rc.group.is_power_of_two())
+                // Compiled for bf16 only.
+                .filter(|_| dt == DType::BF16 && chunks == FwdChunks::K4 && c.aligned && !c.residual && rc.group >= 16)
+                .filter(|_| rc.group.is_power_of_two())
                 .and_then(|_| {
                     kernels::lookup(KernelKey::FwdRegHalf { dtype: kdt(dt).ok()?, ln: c.ln, l2: false, sub: rc.group < 64, one_barrier })
                 })
@@ -546,8 +548,9 @@ pub fn forward(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall) ->
                 .filter(|r| m.saturating_mul(c.n as u64) >= r.min_elems);
             let l2_kernel = match step.kernel.key {
                 KernelKey::FwdReg { residual: false, aligned: true, .. } | KernelKey::FwdRegHalf { ln: false, .. } => Some(step.kernel),
-                KernelKey::FwdRegHalf { dtype, ln: true, l2: false, sub, one_barrier } => {
-                    kernels::lookup(KernelKey::FwdRegHalf { dtype, ln: true, l2: true, sub, one_barrier })
+                // LayerNorm's `_l2` builds: groups of a warp and more (no `_sw` build has one).
+                KernelKey::FwdRegHalf { dtype, ln: true, l2: false, sub: false, one_barrier } => {
+                    kernels::lookup(KernelKey::FwdRegHalf { dtype, ln: true, l2: true, sub: false, one_barrier })
                 }
                 _ => None,
             };
@@ -796,7 +799,8 @@ fn forward_fp8(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall, q:
             // Fp8Tuning::twin_l2_ahead: the RMSNorm twin's L2 prefetch without the residual (`pf`
             // walks ahead of its registers'; the other twins compile none).
             if twin.is_some() && !c.ln && !c.residual {
-                fields.pf = i32::try_from(f.twin_l2_ahead).unwrap_or(i32::MAX);
+                let k = if q.per_row { f.row_l2_ahead } else { f.twin_l2_ahead };
+                fields.pf = i32::try_from(k).unwrap_or(i32::MAX);
             }
             let step = match twin {
                 // Fp8Tuning::twin_cap_auto: padded to its own share of an SM (with PDL).
@@ -1722,6 +1726,42 @@ mod tests {
         assert_eq!((l.family, got.as_slice(), l.workspace, l.fields), (family, steps, w, fields), "{what}");
     }
 
+    /// Hopper's tables without the forward rules that take calls by N and M from the table's
+    /// kernels (the 8-chunk row at N = 16384, LayerNorm's one barrier, the f32 three-CTA build,
+    /// the half-thread rows, rows per CTA, the L2 prefetch; each has its own test): the paths
+    /// below them.
+    fn sm90_without_rules() -> Tuning {
+        Tuning {
+            fwd_k8_wide: None,
+            fwd_ln_one_barrier: None,
+            fwd_f32_ctas3: Vec::new(),
+            fwd_half: Vec::new(),
+            fwd_rpc: Vec::new(),
+            fwd_l2_ahead: Vec::new(),
+            ..Tuning::for_sm90()
+        }
+    }
+
+    /// The rules off by environment give [`sm90_without_rules`] with no per-row FP8 prefetch:
+    /// the H100's tables before 2026-12-06, the `old` side of
+    /// bench/results/nvidia-h100-2026-12-06/h100t/call2.
+    #[test]
+    fn hopper_rules_off_by_environment() {
+        let old = [
+            ("NORMKIT_CUDA_FWD_K8W", "off"),
+            ("NORMKIT_CUDA_FWD_LN1B", "off"),
+            ("NORMKIT_CUDA_FWD_F32_O3", "off"),
+            ("NORMKIT_CUDA_FWD_HALF", "off"),
+            ("NORMKIT_CUDA_FWD_RPC", "off"),
+            ("NORMKIT_CUDA_FWD_L2PF", "off"),
+            ("NORMKIT_CUDA_FP8_ROW_L2PF", "0"),
+        ];
+        let t = Tuning::for_sm90().with_env(|k| old.iter().find(|(n, _)| *n == k).map(|(_, v)| (*v).to_owned()));
+        let mut want = sm90_without_rules();
+        want.fp8.row_l2_ahead = 0;
+        assert_eq!(t, want);
+    }
+
     fn plan_fwd(t: &Tuning, c: FwdCall) -> Launch {
         forward(t, &h100(), &OCC, &c).unwrap()
     }
@@ -1735,7 +1775,7 @@ mod tests {
         use Family::*;
         // The paths before the staged cluster forward (still there with it off, and below its N),
         // and the twin on decode-sized grids only, as before its wider rules (forward_twin_rules).
-        let mut t = Tuning::for_sm90();
+        let mut t = sm90_without_rules();
         t.cluster.staged = false;
         // The split path past the cluster kernels (forward_reread_plan tests the re-reading one).
         t.cluster.reread = None;
@@ -1908,8 +1948,9 @@ mod tests {
         use DType::*;
         // TwinTuning::SM90: the twin wherever its first wave (FakeOcc: 5 CTAs of 128 threads,
         // 2 of 256 per SM, 132 SMs) holds the grid; past it, non-residual 128-thread grids:
-        // RMSNorm at any size, LayerNorm up to 16 CTAs per SM.
-        let t = Tuning::for_sm90();
+        // RMSNorm at any size, LayerNorm up to 16 CTAs per SM (below the rules that take calls
+        // from the table's kernels).
+        let t = sm90_without_rules();
         let twin = |c: FwdCall| {
             let l = plan_fwd(&t, c);
             let s = l.steps().next().unwrap();
@@ -1968,7 +2009,7 @@ mod tests {
         // The paths before the staged cluster forward (off here; see forward_staged_paths), and
         // the twin on decode-sized grids only (see forward_twin_rules).
         let sm90 = || {
-            let mut t = Tuning::for_sm90();
+            let mut t = sm90_without_rules();
             t.cluster.staged = false;
             t.cluster.reread = None;
             t.fwd_decode_max_ctas = Some(132);
@@ -2051,7 +2092,7 @@ mod tests {
         // of 8 chunks, at every M (so a row's bits do not depend on the batch); f16, the residual
         // and other N keep the table's row. LayerNorm there: the table's 512-thread row on the
         // half-thread kernel (256 threads of 8 chunks, the table's bits) at every M, its `_l2`
-        // build from 2^25 elements (tuning::HALF_SM90_HBM3E, L2_SM90_HBM3E), each the one-barrier
+        // build from 2^25 elements (tuning::HALF_SM90_HBM3E, L2_SM90), each the one-barrier
         // build (`_1b`, Tuning::fwd_ln_one_barrier: the table's group is 512).
         let t = Tuning::for_device(9, 4800.0);
         for m in [1, 8, 1 << 20] {
@@ -2087,7 +2128,7 @@ mod tests {
         // 8192] from 512 rows and in (2048, 4096] from 2048, LayerNorm at N = 8192 from 512 rows,
         // at 4096 for 2048 to 8192 rows and at 2048 for 2048 to 4096, both at N = 1024 (RMSNorm
         // in (512, 1024]) from 4096 rows and at 512 (RMSNorm in (256, 512]) from 8192; the other
-        // calls keep their kernels, and the residual, f16 and the H100 never take it.
+        // calls keep their kernels, and the residual and f16 never take it.
         let t = Tuning::for_device(9, 4800.0);
         let kn = |t: &Tuning, c: FwdCall| plan_fwd(t, c).steps().map(|s| (s.kernel.name, s.block)).next().unwrap();
         let group = |t: &Tuning, c: FwdCall| plan_fwd(t, c).fields.group;
@@ -2131,7 +2172,12 @@ mod tests {
         assert_ne!(kn(&t, FwdCall { residual: true, ..fwd(BF16, 8192, 4096) }).0, hr);
         assert!(!kn(&t, fwd(F16, 8192, 4096)).0.starts_with("nk_fwd_regh"));
         assert!(!kn(&t, fwd(BF16, 2048, 1 << 20)).0.starts_with("nk_fwd_regh"));
-        assert!(Tuning::for_device(9, 3350.0).fwd_half.is_empty());
+        assert_eq!(Tuning::for_device(9, 3350.0).fwd_half, tuning::HALF_SM90.to_vec());
+        // The H100's RMSNorm at N = 4096 for 2048 to 6144 rows only (its twin past them).
+        let h100 = Tuning::for_device(9, 3350.0);
+        assert_eq!(kn(&h100, fwd(BF16, 4096, 6144)).0, hr);
+        assert_ne!(kn(&h100, fwd(BF16, 4096, 6145)).0, hr);
+        assert_eq!(kn(&t, fwd(BF16, 4096, 6145)).0, hr);
         // NORMKIT_CUDA_FWD_HALF: the rules replaced (`all`: both ops; `max`: no row limit); `off`;
         // malformed values keep the default.
         let env = |v: &'static str| Tuning::for_device(9, 4800.0).with_env(move |k| (k == "NORMKIT_CUDA_FWD_HALF").then(|| v.to_owned()));
@@ -2150,7 +2196,7 @@ mod tests {
         assert_eq!(t.fwd_k8_wide, None);
         let t = Tuning::for_device(9, 3350.0).with_env(|k| (k == "NORMKIT_CUDA_FWD_K8W").then(|| "32768:512:1".to_owned()));
         assert_eq!(t.fwd_k8_wide, Some(tuning::RowConfig { max_n: 32768, group: 512, rows_per_cta: 1 }));
-        assert_eq!(Tuning::for_device(9, 3350.0).fwd_k8_wide, None);
+        assert_eq!(Tuning::for_device(9, 3350.0).fwd_k8_wide, Some(tuning::RowConfig { max_n: 16384, group: 256, rows_per_cta: 1 }));
         assert_eq!(Tuning::for_device(9, 3350.0).fwd_k8_wide_ln, None);
         assert_eq!(Tuning::for_device(9, 4800.0).fwd_k8_wide_ln, None);
         // NORMKIT_CUDA_FWD_GRID=persist: 16 CTAs of 128 threads per SM.
@@ -2898,11 +2944,18 @@ mod tests {
                                                         check_steps(&what, &l, &d);
                                                         // The forward path never depends on M or the layout
                                                         // (the twin in pairs launches group G's rows as
-                                                        // group 2G and keeps G's order).
+                                                        // group 2G and keeps G's order; rows per CTA may
+                                                        // change by M, Tuning::fwd_rpc: the same groups).
                                                         let paired =
                                                             l.steps().any(|s| matches!(s.kernel.key, KernelKey::FwdRegPair { .. }));
-                                                        let group = if paired { l.fields.group / 2 } else { l.fields.group };
-                                                        let shape = (l.family, group, l.fields.rpc, l.fields.slot, l.fields.nsplit);
+                                                        let halved =
+                                                            l.steps().any(|s| matches!(s.kernel.key, KernelKey::FwdRegHalf { .. }));
+                                                        let group = match (paired, halved) {
+                                                            (true, _) => l.fields.group / 2,
+                                                            (_, true) => l.fields.group * 2,
+                                                            _ => l.fields.group,
+                                                        };
+                                                        let shape = (l.family, group, l.fields.slot, l.fields.nsplit);
                                                         if m > 0 {
                                                             assert_eq!(*first.get_or_insert(shape), shape, "{}", what());
                                                         }
@@ -3138,11 +3191,11 @@ mod tests {
                 }
             }
         }
-        // None on the H100 (not measured there); `NORMKIT_CUDA_FWD_LN1B`: the group (a power of
+        // The H100 the same (Hopper's tables); `NORMKIT_CUDA_FWD_LN1B`: the group (a power of
         // two from 128) or `off`; malformed values keep the default.
         let h100 = Tuning::for_device(9, 3350.0);
-        assert_eq!(h100.fwd_ln_one_barrier, None);
-        assert!(none(&h100, ln_fwd(fwd(BF16, 16384, 16384))));
+        assert_eq!(h100.fwd_ln_one_barrier, Some(256));
+        assert!(!none(&h100, ln_fwd(fwd(BF16, 16384, 16384))));
         let env = |t: &Tuning, v: &'static str| t.clone().with_env(move |k| (k == "NORMKIT_CUDA_FWD_LN1B").then(|| v.to_owned()));
         assert_eq!(env(&h200, "off").fwd_ln_one_barrier, None);
         assert!(none(&env(&h200, "off"), ln_fwd(fwd(BF16, 16384, 16384))));
@@ -3162,7 +3215,7 @@ mod tests {
         use DType::*;
         let name = |t: &Tuning, c: FwdCall| plan_fwd(t, c).steps().next().unwrap().kernel.name;
         let h200 = Tuning::for_device(9, 4800.0);
-        // f32 RMSNorm without the residual at N = 8192 from 4096 rows (tuning::O3_SM90_HBM3E).
+        // f32 RMSNorm without the residual at N = 8192 from 4096 rows (tuning::O3_SM90).
         for m in [4096, 16384, 1 << 20] {
             assert_eq!(name(&h200, fwd(F32, 8192, m)), "nk_fwd_reg_f32_rms_a_o3", "{m}");
             assert_eq!(name(&h200, FwdCall { aligned: false, ..fwd(F32, 8192, m) }), "nk_fwd_reg_f32_rms_u_o3", "{m}");
@@ -3179,11 +3232,12 @@ mod tests {
         ] {
             assert!(!name(&h200, c).ends_with("_o3"), "{c:?}");
         }
-        // None on the H100; `NORMKIT_CUDA_FWD_F32_O3`: the rules replaced, `off`, malformed
-        // values keep the default.
+        // The H100 the same (Hopper's tables); `NORMKIT_CUDA_FWD_F32_O3`: the rules replaced,
+        // `off`, malformed values keep the default.
         let h100 = Tuning::for_device(9, 3350.0);
-        assert!(h100.fwd_f32_ctas3.is_empty());
-        assert_eq!(name(&h100, fwd(F32, 8192, 4096)), "nk_fwd_reg_f32_rms_a");
+        assert_eq!(h100.fwd_f32_ctas3, tuning::O3_SM90.to_vec());
+        assert_eq!(name(&h100, fwd(F32, 8192, 4096)), name(&h200, fwd(F32, 8192, 4096)));
+        assert_eq!(name(&sm90_without_rules(), fwd(F32, 8192, 4096)), "nk_fwd_reg_f32_rms_a");
         let env = |t: &Tuning, v: &'static str| t.clone().with_env(move |k| (k == "NORMKIT_CUDA_FWD_F32_O3").then(|| v.to_owned()));
         assert_eq!(name(&env(&h200, "off"), fwd(F32, 8192, 4096)), "nk_fwd_reg_f32_rms_a");
         let e = env(&h100, "1:max:1:max");
@@ -3191,7 +3245,7 @@ mod tests {
         // The 512-thread rows (N = 16384) cannot launch on the 256-thread build.
         assert_eq!(name(&e, fwd(F32, 16384, 4096)), "nk_fwd_reg_f32_rms_a");
         for bad in ["1:2:3", "9:8:1:1", "x:1:1:1"] {
-            assert_eq!(env(&h200, bad).fwd_f32_ctas3, tuning::O3_SM90_HBM3E.to_vec(), "{bad}");
+            assert_eq!(env(&h200, bad).fwd_f32_ctas3, tuning::O3_SM90.to_vec(), "{bad}");
         }
     }
 
@@ -3242,11 +3296,12 @@ mod tests {
     #[test]
     fn forward_rows_per_cta_rules() {
         use DType::*;
-        // Tuning::fwd_rpc on HBM3e (tuning::RPC_SM90_HBM3E): 16-bit calls at N in (1024, 2048] on
-        // 2 rows per CTA — RMSNorm to 8192 rows, with the residual to 512, LayerNorm from 8192 —
-        // the table's group either way (the same bits).
+        // Tuning::fwd_rpc in Hopper's tables (tuning::RPC_SM90): 16-bit calls at N in (1024,
+        // 2048] on 2 rows per CTA — RMSNorm to 8192 rows, with the residual to 512, LayerNorm
+        // from 8192 — the table's group either way (the same bits). `table`: without the rules.
         let t = Tuning::for_device(9, 4800.0);
-        let h100 = Tuning::for_device(9, 3350.0);
+        assert_eq!(Tuning::for_device(9, 3350.0).fwd_rpc, t.fwd_rpc);
+        let h100 = sm90_without_rules();
         let rows = |t: &Tuning, c: FwdCall| {
             let l = plan_fwd(t, c);
             (l.fields.rpc, l.fields.group)
@@ -3297,14 +3352,14 @@ mod tests {
         assert_eq!(rows(&env("addrms:2048:2048:1:max:2"), res(fwd(BF16, 2048, 65536))).0, 2);
         assert_eq!(rows(&env("rms:2048:2048:1:max:32"), fwd(BF16, 2048, 4096)).0, 4, "64 × 32 threads: the table's");
         for bad in ["rms:1:2", "xx:1:2048:1:max:2", "rms:2048:1:1:max:2", "rms:1:2048:1:max:0", "rms:1:2048:9:1:2"] {
-            assert_eq!(env(bad).fwd_rpc, tuning::RPC_SM90_HBM3E.to_vec(), "{bad}");
+            assert_eq!(env(bad).fwd_rpc, tuning::RPC_SM90.to_vec(), "{bad}");
         }
     }
 
     #[test]
     fn forward_l2_prefetch_rules() {
         use DType::*;
-        // Tuning::fwd_l2_ahead on HBM3e (tuning::L2_SM90_HBM3E): the plain and half-thread
+        // Tuning::fwd_l2_ahead on HBM3e (tuning::L2_SM90): the plain and half-thread
         // kernels of a grid past its first wave prefetch the row half a wave's rows on —
         // RMSNorm and LayerNorm without the residual in 16 bits up to N = 8192, LayerNorm in f32;
         // from 2^24 elements; the half-thread LayerNorm from 2^25, in its `_l2` build.
@@ -3350,8 +3405,9 @@ mod tests {
         ] {
             assert_eq!(pf(&t, c), 0, "{c:?}");
         }
-        assert_eq!(pf(&Tuning::for_device(9, 3350.0), fwd(BF16, 4096, 32768)), 0);
-        assert!(Tuning::for_device(9, 3350.0).fwd_l2_ahead.is_empty());
+        // The H100 the same rules (its twin rule keeps the twin, which carries none, at this size).
+        assert_eq!(Tuning::for_device(9, 3350.0).fwd_l2_ahead, tuning::L2_SM90.to_vec());
+        assert_eq!(pf(&sm90_without_rules(), fwd(BF16, 4096, 32768)), 0);
         // The half-thread LayerNorm: its `_l2` build where it prefetches, the plain build else
         // (both one-barrier builds at N = 8192).
         let kn = |t: &Tuning, c: FwdCall| plan_fwd(t, c).steps().next().unwrap().kernel.name;
@@ -3379,7 +3435,7 @@ mod tests {
         assert!(pf(&e, ln_fwd(fwd(F32, 4096, 32768))) > 0);
         assert!(env("off").fwd_l2_ahead.is_empty());
         for bad in ["rms:16:8192:4096:1:50", "rms:16:1:2:x:5", "rms:bf16:1:2:1:3", "addrms:16:1:2:1:3", "rms:16:1:2:3", "x"] {
-            assert_eq!(env(bad).fwd_l2_ahead, tuning::L2_SM90_HBM3E.to_vec(), "{bad}");
+            assert_eq!(env(bad).fwd_l2_ahead, tuning::L2_SM90.to_vec(), "{bad}");
         }
     }
 
@@ -3530,7 +3586,8 @@ mod tests {
             (s.kernel.name, l.fields.group, l.fields.rpc, s.mode)
         };
         // Fp8Tuning::twin_l2_ahead: 1 on HBM3e for RMSNorm's twin without the residual, per row
-        // and per tensor; 0 for the residual, LayerNorm and the H100.
+        // and per tensor; 0 for the residual and LayerNorm; on the H100 per row only
+        // (Fp8Tuning::row_l2_ahead).
         let pf = |t: &Tuning, per_row: bool, ln: bool, residual: bool| {
             let c = FwdCall {
                 dtypes: DTypes { y: DType::F8E4M3, ..DTypes::uniform(DType::BF16) },
@@ -3545,7 +3602,19 @@ mod tests {
         let h200 = Tuning::for_device(9, 4800.0);
         assert_eq!([pf(&h200, true, false, false), pf(&h200, false, false, false)], [1, 1]);
         assert_eq!([pf(&h200, true, false, true), pf(&h200, true, true, false), pf(&h200, false, true, true)], [0, 0, 0]);
-        assert_eq!(pf(&Tuning::for_sm90(), true, false, false), 0);
+        let h100 = Tuning::for_sm90();
+        assert_eq!([pf(&h100, true, false, false), pf(&h100, false, false, false)], [1, 0]);
+        assert_eq!([pf(&h100, true, false, true), pf(&h100, true, true, false)], [0, 0]);
+        let env = |v: &'static str, w: &'static str| {
+            h100.clone().with_env(move |k| match k {
+                "NORMKIT_CUDA_FP8_L2PF" => Some(v.to_owned()),
+                "NORMKIT_CUDA_FP8_ROW_L2PF" => Some(w.to_owned()),
+                _ => None,
+            })
+        };
+        let (both, row_off) = (env("2", "x"), env("2", "off"));
+        assert_eq!([pf(&both, true, false, false), pf(&both, false, false, false)], [2, 2]);
+        assert_eq!([pf(&row_off, true, false, false), pf(&row_off, false, false, false)], [0, 2]);
         // The yT tiles (16-row tiles in clusters at 32768×4096): N ≥ Fp8Tuning::tile_l2_min_n.
         let tiles = |t: &Tuning, n: usize| {
             let c = FwdCall {

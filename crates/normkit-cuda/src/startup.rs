@@ -201,7 +201,9 @@ pub(crate) fn device_count() -> Result<usize> {
 /// [`ENV_OVERRIDES`](crate::tuning::ENV_OVERRIDES) read from the environment — once, here,
 /// when the backend is created.
 pub(crate) fn tuning(dev: &Device) -> Tuning {
-    Tuning::for_device(dev.cc.0, memory_gbps(&dev.ctx)).with_env(|name| std::env::var(name).ok())
+    let get = |name: &str| std::env::var(name).ok();
+    let gbps = Tuning::mem_gbps_override(get).unwrap_or_else(|| memory_gbps(&dev.ctx));
+    Tuning::for_device(dev.cc.0, gbps).with_env(get)
 }
 
 /// The device's peak DRAM bandwidth in GB/s from its memory clock and bus width (double data

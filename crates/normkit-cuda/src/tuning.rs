@@ -18,6 +18,7 @@
 //!
 //! | variable | field | effect |
 //! |---|---|---|
+//! | `NORMKIT_CUDA_MEM_GBPS` | [`Tuning::for_device`]'s `mem_gbps` | the DRAM bandwidth in GB/s the tables are chosen by, instead of the device's (an H100 given 4800 takes the H200's rules: measurements); read by the backend before the others apply |
 //! | `NORMKIT_CUDA_FWD_TABLE` | [`Tuning::fwd`] | `max_n:group:rows_per_cta,...` rows replaced or added (malformed entries ignored) |
 //! | `NORMKIT_CUDA_BWD_TABLE` | [`Tuning::bwd_reg`] | the same, for the backward register table (2 chunks per thread) |
 //! | `NORMKIT_CUDA_BWD4_TABLE` | [`Tuning::bwd_reg4`] | the same, for the 4-chunk backward register table |
@@ -63,7 +64,8 @@
 //! | `NORMKIT_CUDA_FP8_TWIN_N` | [`Fp8Tuning::twin_tile_n`] | `LO:HI`: the N range of the twin's yT tiles |
 //! | `NORMKIT_CUDA_FP8_TWIN_CAP` | [`Fp8Tuning::twin_cap_auto`] | a number N: the quantised twin (and its pairs) padded to ⌈grid / SMs⌉ CTAs per SM where that is at most N; `0` / `off`: never |
 //! | `NORMKIT_CUDA_FP8_TWIN_X2` | [`Fp8Tuning::twin_x2_min_elems`] | a number E: calls of at least E elements take the quantised twin's two-CTAs-per-SM build where there is one; `off`: never |
-//! | `NORMKIT_CUDA_FP8_L2PF` | [`Fp8Tuning::twin_l2_ahead`] | a number K: the quantised twin prefetches into L2 the row K walks past the one its registers fetch; `0` / `off`: none |
+//! | `NORMKIT_CUDA_FP8_L2PF` | [`Fp8Tuning::twin_l2_ahead`], [`Fp8Tuning::row_l2_ahead`] | a number K: the quantised twin prefetches into L2 the row K walks past the one its registers fetch; `0` / `off`: none |
+//! | `NORMKIT_CUDA_FP8_ROW_L2PF` | [`Fp8Tuning::row_l2_ahead`] | the same for the per-row twin only (read after `NORMKIT_CUDA_FP8_L2PF`) |
 //! | `NORMKIT_CUDA_FP8_WIDE_ROW` | [`Fp8Tuning::wide_row`] | which per-row calls take the per-tensor twin's doubled rows per CTA past `NORMKIT_CUDA_FP8_WIDE`'s walks: `0` none, `res` RMSNorm with the residual on whole 4-chunk rows, `1` every one |
 //! | `NORMKIT_CUDA_FP8_TILE_WIDE` | [`Fp8Tuning::tile_wide_max_rows`] | a number M: the calls that take the yT tiles double their rows per CTA only up to M rows (where the rows are a multiple of 16); `off`: no limit |
 //! | `NORMKIT_CUDA_FP8_TILE_L2PF` | [`Fp8Tuning::tile_l2_ahead`] | a number K: the quantised twin's yT tiles prefetch into L2 the row K tile walks past the one their registers fetch; `0` / `off`: none |
@@ -86,7 +88,8 @@
 //! | `NORMKIT_CUDA_CLUSTER_REREAD_PF` | [`ClusterTuning::reread_pf_kb`] | KB of each CTA's slice of its next row prefetched into L2 after pass 1 (`0`: none) |
 
 /// The environment variables [`Tuning::with_env`] reads, in the order of the table above.
-pub const ENV_OVERRIDES: [&str; 66] = [
+pub const ENV_OVERRIDES: [&str; 68] = [
+    "NORMKIT_CUDA_MEM_GBPS",
     "NORMKIT_CUDA_FWD_TABLE",
     "NORMKIT_CUDA_BWD_TABLE",
     "NORMKIT_CUDA_BWD4_TABLE",
@@ -132,6 +135,7 @@ pub const ENV_OVERRIDES: [&str; 66] = [
     "NORMKIT_CUDA_FP8_TWIN_N",
     "NORMKIT_CUDA_FP8_STAGED",
     "NORMKIT_CUDA_FP8_L2PF",
+    "NORMKIT_CUDA_FP8_ROW_L2PF",
     "NORMKIT_CUDA_FP8_TILE_L2PF",
     "NORMKIT_CUDA_FP8_WIDE_ROW",
     "NORMKIT_CUDA_FP8_TILE_WIDE",
@@ -565,17 +569,28 @@ pub struct Fp8Tuning {
     /// 2048×8192 +1.2%, 1024×8192 +5%, 512×8192 +10%, 4096×1024 +9.5%. Env
     /// `NORMKIT_CUDA_FP8_TWIN_X2` (E; `off`: never).
     pub twin_x2_min_elems: u64,
-    /// K > 0: the quantised RMSNorm twin without the residual (not its yT tiles) has its
-    /// group's first thread prefetch into L2, by one bulk copy per row, the row K walks past the
-    /// one whose registers it has just asked for, so that those loads find it in L2 (the twin
-    /// has one row in flight per group: its per-row build waited on them, NOTES v27). 0: none
-    /// (the default); 1 on HBM3e Hopper ([`Tuning::for_device`]). H200, one build by
+    /// K > 0: the quantised RMSNorm twin without the residual (not its yT tiles), scaled per
+    /// tensor, has its group's first thread prefetch into L2, by one bulk copy per row, the row K
+    /// walks past the one whose registers it has just asked for, so that those loads find it in
+    /// L2 (the twin has one row in flight per group: its per-row build waited on them, NOTES
+    /// v27); per-row scaling has its own distance, [`Fp8Tuning::row_l2_ahead`]. 0: none (the
+    /// default); 1 on HBM3e Hopper ([`Tuning::for_device`]). On an H100 K = 1 per tensor was
+    /// slower (bench/results/nvidia-h100-2026-12-06/h100t/call1, `summary-P.md`: 32768×4096
+    /// 140.0 → 148.6 µs, 8192×8192 / 16384×4096 / 32768×2048 / 65536×4096 +6%). H200, one build by
     /// environment against main, main K=1 K=2 off off K=2 K=1 main
     /// (bench/results/nvidia-h200-2026-11-28/rowq/call15, `summary-pf1.md`): K = 1 per row
     /// 32768×4096 124.4 → 108.5 µs, 8192×8192 −14%, 2048×8192 −6%; per tensor 32768×4096 103.4 →
     /// 100.8, 4096×1024 −4%; per row 128×4096 +1.2%; K = 2 no better. Env
-    /// `NORMKIT_CUDA_FP8_L2PF` (K; `0` / `off`: none).
+    /// `NORMKIT_CUDA_FP8_L2PF` (K; `0` / `off`: none; it sets [`Fp8Tuning::row_l2_ahead`] too).
     pub twin_l2_ahead: u32,
+    /// [`Fp8Tuning::twin_l2_ahead`]'s prefetch for the per-row RMSNorm twin without the residual.
+    /// 1 on Hopper (both parts; 0 elsewhere). H100, one build by environment against none, D P P
+    /// D (bench/results/nvidia-h100-2026-12-06/h100t/call1, `summary-P.md`): rms_fwd_fp8_row
+    /// 32768×4096 149.9 → 145.8 µs, 8192×8192 78.9 → 70.6, 32768×2048 −10.8%, 16384×4096 −7.8%,
+    /// 2048×8192 −8.2%, 65536×4096 −1.4%, 16384×3072 +1.3%, decode rows ±0.3%; the H200's
+    /// measurement is [`Fp8Tuning::twin_l2_ahead`]'s. Env `NORMKIT_CUDA_FP8_ROW_L2PF` (K; `0` /
+    /// `off`: none), read after `NORMKIT_CUDA_FP8_L2PF`.
+    pub row_l2_ahead: u32,
     /// K > 0: the quantised twin's yT tiles (RMSNorm without the residual, from
     /// [`Fp8Tuning::tile_l2_min_n`]) prefetch into L2, by one bulk copy per row from the group's
     /// first thread, the row K tile walks past the one whose registers they have just asked for.
@@ -648,7 +663,8 @@ pub struct HalfRule {
     pub rows: (u64, u64),
 }
 
-/// [`Tuning::for_device`]'s rules for Hopper with HBM3e (H200): one build by environment, every
+/// Hopper's rules (measured on the H200; the H100 took them with the H200's other forward rules
+/// in 2026-12, NOTES v37, bench/results/nvidia-h100-2026-12-06/h100t). One build by environment, every
 /// call of N = 4096 and 8192 on half the threads against none (H200,
 /// bench/results/nvidia-h200-2026-11-28/rowq/call13, `summary-half.md`), and the A/B of the
 /// first rules against main (`summary-ab.md`):
@@ -674,7 +690,7 @@ pub struct HalfRule {
 ///   (Tuning::fwd_rpc's 2 rows per CTA take it from 8192 rows); 1024 rows not measured: 2048 to
 ///   4096 rows.
 /// - LayerNorm, N = 16384 (the table's 512-thread rows on 256 threads of 8 chunks, with the L2
-///   prefetch of [`L2_SM90_HBM3E`] from 2^25 elements), every M: one build by environment
+///   prefetch of [`L2_SM90`] from 2^25 elements), every M: one build by environment
 ///   against [`Tuning::fwd_k8_wide`]'s 8-chunk rows (other bits: a rule by N for LayerNorm), D H
 ///   HL HL H D (bench/results/nvidia-h200-2026-11-29/fp8w/call2, call3, `summary-HL.md`):
 ///   256×16384 7.63 → 5.89 µs, 512 rows −16%, 1024 −15%, 2048 −13%, 4096 −8%, 16384×16384
@@ -683,6 +699,32 @@ pub struct HalfRule {
 pub const HALF_SM90_HBM3E: [HalfRule; 10] = [
     HalfRule { ln: false, n: (4097, 8192), rows: (512, u64::MAX) },
     HalfRule { ln: false, n: (2049, 4096), rows: (2048, u64::MAX) },
+    HalfRule { ln: true, n: (8192, 8192), rows: (512, u64::MAX) },
+    HalfRule { ln: true, n: (4096, 4096), rows: (2048, 8192) },
+    HalfRule { ln: false, n: (513, 1024), rows: (4096, u64::MAX) },
+    HalfRule { ln: false, n: (257, 512), rows: (8192, u64::MAX) },
+    HalfRule { ln: true, n: (512, 512), rows: (8192, u64::MAX) },
+    HalfRule { ln: true, n: (1024, 1024), rows: (4096, u64::MAX) },
+    HalfRule { ln: true, n: (2048, 2048), rows: (2048, 4096) },
+    HalfRule { ln: true, n: (16384, 16384), rows: (1, u64::MAX) },
+];
+
+/// Hopper's half-thread rules ([`Tuning::for_sm90`]; the H100's): [`HALF_SM90_HBM3E`] but
+/// RMSNorm at N in (2048, 4096] for 2048 to 6144 rows only. H100, the H200's rules against none
+/// by environment, old new new old (bench/results/nvidia-h100-2026-12-06/h100t/call2,
+/// `summary-ab.md`): rms_fwd 2048×4096 10.56 → 10.32 µs, but 8192×4096 45.75 → 46.09 (+0.8%) and
+/// 32768×4096 177.6 → 179.9 (+1.3%; the H100 runs the twin there, the H200 the plain kernel).
+/// Its edge (h100t/call3, `summary-ab.md`, the half-thread rows against the twin from 4097
+/// rows): 4097×4096 23.44 against 23.74 µs, 6144×4096 34.78 / 34.76, 8192×4096 45.86 / 45.71,
+/// 32768×4096 180.2 / 178.5.
+/// The other rules held or gained on the H100: ln_fwd 4096×1024 6.76 → 5.67 µs, 8192×512 6.70 →
+/// 5.62, 16384×512 −14%, 2048×2048 −8%, 4096×2048 −12%, 512×8192 −15%, 1024×8192 −16%,
+/// 2048×8192 −7%, 16384×16384 367.7 → 357.0; rms_fwd 4096×1024 5.88 → 5.42, 8192×512 −7%,
+/// 512×8192 −17%, 1024×8192 −18%, 2048×8192 −12%; but rms_fwd 16384×512 +0.8%, ln_fwd
+/// 32768×8192 +0.5%.
+pub const HALF_SM90: [HalfRule; 10] = [
+    HalfRule { ln: false, n: (4097, 8192), rows: (512, u64::MAX) },
+    HalfRule { ln: false, n: (2049, 4096), rows: (2048, 6144) },
     HalfRule { ln: true, n: (8192, 8192), rows: (512, u64::MAX) },
     HalfRule { ln: true, n: (4096, 4096), rows: (2048, 8192) },
     HalfRule { ln: false, n: (513, 1024), rows: (4096, u64::MAX) },
@@ -703,7 +745,8 @@ pub struct RowsRule {
     pub rows: (u64, u64),
 }
 
-/// [`Tuning::for_device`]'s rules for Hopper with HBM3e (H200). One build by environment, every
+/// Hopper's rules (measured on the H200; the H100 took them with the H200's other forward rules
+/// in 2026-12, NOTES v37, bench/results/nvidia-h100-2026-12-06/h100t). One build by environment, every
 /// f32 forward of rows of at most 256 threads on its three-CTA build against none, old new new
 /// old (bench/results/nvidia-h200-2026-11-29/f32o3/call1, `summary-ab.md`): rms_fwd 4096×8192
 /// 75.0 → 70.2 µs, 16384×8192 282.1 → 263.1 (−6.7%; the two 256-thread CTAs per SM a row of
@@ -712,7 +755,7 @@ pub struct RowsRule {
 /// already; at 80 registers a thread's loads issue in fewer batches), the residual +7 to +22%,
 /// LayerNorm −0.4 to +10% (3000×3000 −7.8%). So RMSNorm without the residual at N = 8192 from
 /// the 4096 rows measured.
-pub const O3_SM90_HBM3E: [RowsRule; 1] = [RowsRule { n: (8192, 8192), rows: (4096, u64::MAX) }];
+pub const O3_SM90: [RowsRule; 1] = [RowsRule { n: (8192, 8192), rows: (4096, u64::MAX) }];
 
 /// One rule of [`Tuning::fwd_rpc`]: 16-bit forwards of one op (RMSNorm or LayerNorm, with or
 /// without the fused residual) with N in `n` and a row count in `rows` (both inclusive) launch
@@ -733,7 +776,8 @@ pub struct RpcRule {
     pub rpc: u32,
 }
 
-/// [`Tuning::for_device`]'s rules for Hopper with HBM3e (H200). Call 2's build by environment,
+/// Hopper's rules (measured on the H200; the H100 took them with the H200's other forward rules
+/// in 2026-12, NOTES v37, bench/results/nvidia-h100-2026-12-06/h100t). Call 2's build by environment,
 /// the table's rows per CTA at N = 512, 1024 and 2048 doubled and halved against the table, D
 /// R2 RH .. RH R2 D (bench/results/nvidia-h200-2026-11-28/wpre/call3, `summary-RH.md`,
 /// `summary-R2.md`): N = 2048 on 2 rows per CTA (128 threads) instead of 4 took rms_fwd
@@ -746,7 +790,7 @@ pub struct RpcRule {
 /// - With the residual: 8×2048 2.12 → 1.53 µs, 128×2048 2.17 → 1.64, 512×2048 −1.7%, 4096 and
 ///   8192 rows −0.3 to −0.8%; but 1024×2048 +1.5%, 2048×2048 +1.7%: to 512 rows.
 /// - LayerNorm: 8192×2048 −3.5%, 16384×2048 −1.9%, 32768×2048 −1.6%, 65536×2048 −1.1% (f16 alike).
-pub const RPC_SM90_HBM3E: [RpcRule; 3] = [
+pub const RPC_SM90: [RpcRule; 3] = [
     RpcRule { ln: false, residual: false, n: (1025, 2048), rows: (1, 8192), rpc: 2 },
     RpcRule { ln: false, residual: true, n: (1025, 2048), rows: (1, 512), rpc: 2 },
     RpcRule { ln: true, residual: false, n: (1025, 2048), rows: (8192, u64::MAX), rpc: 2 },
@@ -771,7 +815,8 @@ pub struct L2Rule {
     pub pct: u32,
 }
 
-/// [`Tuning::for_device`]'s rules for Hopper with HBM3e (H200). The distance: one build by
+/// Hopper's rules (measured on the H200; the H100 took them with the H200's other forward rules
+/// in 2026-12, NOTES v37, bench/results/nvidia-h100-2026-12-06/h100t). The distance: one build by
 /// environment at 0, 50, 100 and 200% of a wave, each twice, against main (H200,
 /// bench/results/nvidia-h200-2026-11-28/l2w/call1, `summary-p*.md`): 100% no better than 50%
 /// anywhere, 200% up to 40% slower (the L2 is not the place for two waves' rows). At 50%:
@@ -790,7 +835,7 @@ pub struct L2Rule {
 /// −1.3%), below it costs (1024×8192 +4-5%, 2048×4096 +1.6%). The half-thread LayerNorm (N = 4096
 /// for 2048-8192 rows, N = 8192 from 512; its `_l2` build) from 2^25: at 2^24 it was 2.5-3.4%
 /// slower with the prefetch (`summary-v1.md`), from 2^25 3.6-10% faster (call 4).
-pub const L2_SM90_HBM3E: [L2Rule; 6] = [
+pub const L2_SM90: [L2Rule; 6] = [
     L2Rule { ln: false, f32: false, n: (1, 8192), min_elems: 1 << 24, pct: 50 },
     L2Rule { ln: true, f32: false, n: (4096, 4096), min_elems: 1 << 25, pct: 50 },
     L2Rule { ln: true, f32: false, n: (8192, 8192), min_elems: 1 << 25, pct: 50 },
@@ -898,9 +943,10 @@ pub struct Tuning {
     /// The forward's row for bf16 RMSNorm without the residual at N in (`max_n` / 2, `max_n`],
     /// in place of [`Tuning::fwd`]'s: groups of `group` threads with 8 chunks each
     /// (`nk_fwd_reg8_*`), where the table gives 4. Chosen by N, so every M of such an N has the
-    /// same bits (other bits than the table's row: a device property, like the table). Set by
-    /// [`Tuning::for_device`] for Hopper's HBM3e parts: on an H200 at N = 16384, 256 threads of 8
-    /// chunks against 512 of 4 took rms_fwd −6% (bench/results/nvidia-h200-2026-11-28/call6).
+    /// same bits (other bits than the table's row: a device property, like the table). In
+    /// Hopper's tables: on an H200 at N = 16384, 256 threads of 8 chunks against 512 of 4 took
+    /// rms_fwd −6% (bench/results/nvidia-h200-2026-11-28/call6); the H100 took it with the H200's
+    /// other forward rules (NOTES v37: rms_fwd 1024×16384 −11%).
     /// LayerNorm took it too until 2026-11-29 (ln_fwd 16384×16384 325 → 278 µs against the
     /// table's 512-thread kernel); the half-thread kernel with the L2 prefetch on the table's
     /// rows now beats both from 256 rows ([`HALF_SM90_HBM3E`]), so LayerNorm takes only
@@ -922,7 +968,9 @@ pub struct Tuning {
     /// the H200's table), take the row's statistics behind one barrier (the `_1b` kernels: each
     /// warp centres its elements on its own mean, the warps fold by the parallel-axis identity)
     /// instead of two reductions. Other bits, so chosen by N (the table) only: every kernel of an
-    /// N takes it or none does. None on the H100 (not measured there); 256 on the H200. Old new
+    /// N takes it or none does. 256 in Hopper's tables (the H200's measurement below; the H100
+    /// took it with the H200's other forward rules, NOTES v37: ln_fwd 1024×16384 −15%, 512×8192
+    /// −15%, 2048×8192 −7%, 16384×16384 −3.3%, f32 16384×16384 −11%). Old new
     /// new old against the two reductions (bench/results/nvidia-h200-2026-11-29/ln1b/call1):
     /// ln_fwd 1024×32768 59.0 → 47.4 µs, 8×32768 −18%, 1 / 8 × 16384 −8 / −11%, 128–1024 ×
     /// 16384 −6.4%, 16384×16384 271.5 → 267.3, 512×8192 −5.8%, 2048×8192 −5.1%, f16 1024×16384
@@ -942,22 +990,26 @@ pub struct Tuning {
     /// f32 RMSNorm forwards without the residual whose N and rows one of these rules takes run
     /// the kernel's build for three 256-thread CTAs per SM (`_o3`: 80 registers, no spill, where
     /// the 512-thread bound lets it take 113 and two CTAs of N = 8192's 256 threads fit): the
-    /// same code and bits, so chosen by M as well. None on the H100 (not measured there);
-    /// [`O3_SM90_HBM3E`] on the H200. Env `NORMKIT_CUDA_FWD_F32_O3`.
+    /// same code and bits, so chosen by M as well. [`O3_SM90`] in Hopper's tables (measured on
+    /// the H200; the H100 took it with the H200's other forward rules, NOTES v37). Env
+    /// `NORMKIT_CUDA_FWD_F32_O3`.
     pub fwd_f32_ctas3: Vec<RowsRule>,
     /// Where bf16 forwards without the residual run the 4-chunk table's row on half its threads,
     /// 8 chunks each (`nk_fwd_regh_*`, the same bits as the table's kernels, so chosen by M as
-    /// well), where one of these rules takes the call. None on the H100 (not measured there);
-    /// [`HALF_SM90_HBM3E`] on the H200. Env `NORMKIT_CUDA_FWD_HALF`.
+    /// well), where one of these rules takes the call. [`HALF_SM90`] in Hopper's tables (the H100;
+    /// NOTES v37), [`HALF_SM90_HBM3E`] on the H200. Env
+    /// `NORMKIT_CUDA_FWD_HALF`.
     pub fwd_half: Vec<HalfRule>,
     /// Rows per CTA of 16-bit forwards by op, N and M, where one of these rules takes the call
     /// (the first that does), instead of the table's (the same groups: the same bits). None on
-    /// the H100 (not measured there); [`RPC_SM90_HBM3E`] on the H200. Env `NORMKIT_CUDA_FWD_RPC`.
+    /// [`RPC_SM90`] in Hopper's tables (measured on the H200; the H100 took them with the H200's
+    /// other forward rules, NOTES v37). Env `NORMKIT_CUDA_FWD_RPC`.
     pub fwd_rpc: Vec<RpcRule>,
     /// Where the plain register forwards and the half-thread kernels (16-byte aligned, grids
     /// past their first wave) prefetch into L2 a later CTA's row: the first rule of the call's
     /// op, dtype and N gives the distance, in percent of a wave's rows, if the call has its size;
-    /// else no prefetch. A hint, no bit changes. None on the H100 (not measured there); [`L2_SM90_HBM3E`] on the H200. Env
+    /// else no prefetch. A hint, no bit changes. [`L2_SM90`] in Hopper's tables (measured on the
+    /// H200; the H100 took them with the H200's other forward rules, NOTES v37). Env
     /// `NORMKIT_CUDA_FWD_L2PF`.
     pub fwd_l2_ahead: Vec<L2Rule>,
     /// Forward register kernels on an occupancy-sized persistent grid instead of one CTA per
@@ -1242,14 +1294,14 @@ impl Tuning {
             bwd_k1_above: 4096,
             fwd_k8: true,
             fwd_k8_ln: false,
-            fwd_k8_wide: None,
+            fwd_k8_wide: Some(rc(16384, 256, 1)),
             fwd_k8_wide_ln: None,
-            fwd_ln_one_barrier: None,
+            fwd_ln_one_barrier: Some(256),
             fwd_f32: F32_K2_SM90.to_vec(),
-            fwd_f32_ctas3: Vec::new(),
-            fwd_half: Vec::new(),
-            fwd_l2_ahead: Vec::new(),
-            fwd_rpc: Vec::new(),
+            fwd_f32_ctas3: O3_SM90.to_vec(),
+            fwd_half: HALF_SM90.to_vec(),
+            fwd_l2_ahead: L2_SM90.to_vec(),
+            fwd_rpc: RPC_SM90.to_vec(),
             fwd_persistent: false,
             bwd_reg_prefetch: true,
             bwd_reg_prefetch_f32: false,
@@ -1298,6 +1350,7 @@ impl Tuning {
                 twin_cap_auto: 2,
                 twin_x2_min_elems: 1 << 25,
                 twin_l2_ahead: 0,
+                row_l2_ahead: 1,
                 tile_l2_ahead: 0,
                 tile_l2_min_n: 2049,
             },
@@ -1351,18 +1404,18 @@ impl Tuning {
     /// The tables for a device of compute capability `major` whose DRAM peaks at `mem_gbps`:
     /// [`Tuning::for_cc`], with Hopper's HBM3e parts (H200: 4.8 TB/s nominal; the H100 SXM's
     /// HBM3 computes to ~3350 GB/s from clock × bus width) taking the forward's twin for RMSNorm
-    /// on at most [`TwinTuning::SM90_HBM3E`]'s CTAs per SM past its first wave.
+    /// on at most [`TwinTuning::SM90_HBM3E`]'s CTAs per SM past its first wave, the f32 forwards
+    /// on four chunks per thread, and the FP8 rules measured there only (per-tensor twin's and
+    /// yT tiles' L2 prefetch, the tiles' and per-row doubled rows per CTA). The H100 measured
+    /// the twin rule +0.8% at rms_fwd 32768×4096, the f32 rule +6-7% at N = 1024 / 2048, the
+    /// per-tensor and tile prefetch +6% / +9-16% (bench/results/nvidia-h100-2026-12-06/h100t/
+    /// call1, `summary-H.md`, `summary-P.md`, `summary-T.md`): Hopper's tables keep the rest.
     pub fn for_device(major: i32, mem_gbps: f64) -> Tuning {
         let mut t = Self::for_cc(major);
         if major == 9 && mem_gbps >= 3800.0 {
             t.fwd_twin = TwinTuning::SM90_HBM3E;
-            t.fwd_k8_wide = Some(rc(16384, 256, 1));
             t.fwd_half = HALF_SM90_HBM3E.to_vec();
-            t.fwd_ln_one_barrier = Some(256);
             t.fwd_f32.clear();
-            t.fwd_f32_ctas3 = O3_SM90_HBM3E.to_vec();
-            t.fwd_l2_ahead = L2_SM90_HBM3E.to_vec();
-            t.fwd_rpc = RPC_SM90_HBM3E.to_vec();
             t.fp8.twin_l2_ahead = 1;
             t.fp8.tile_l2_ahead = 1;
             t.fp8.tile_wide_max_rows = 40960;
@@ -1378,6 +1431,13 @@ impl Tuning {
         } else {
             Self::for_sm90()
         }
+    }
+
+    /// The DRAM bandwidth `NORMKIT_CUDA_MEM_GBPS` names (GB/s, finite and positive), which the
+    /// backend passes to [`Tuning::for_device`] instead of the device's own: an H100 runs the
+    /// H200's tables with 4800 (measurements of one device's rules on another).
+    pub fn mem_gbps_override(get: impl Fn(&str) -> Option<String>) -> Option<f64> {
+        get("NORMKIT_CUDA_MEM_GBPS").and_then(|v| v.trim().parse::<f64>().ok()).filter(|g| g.is_finite() && *g > 0.0)
     }
 
     /// This tuning with the overrides of [`ENV_OVERRIDES`] applied, `get` returning a variable's
@@ -1507,6 +1567,8 @@ impl Tuning {
         self.bwd_twin_cap_auto = cap("NORMKIT_CUDA_BWD_TWIN_CAP", self.bwd_twin_cap_auto);
         self.fp8.twin_cap_auto = cap("NORMKIT_CUDA_FP8_TWIN_CAP", self.fp8.twin_cap_auto);
         self.fp8.twin_l2_ahead = cap("NORMKIT_CUDA_FP8_L2PF", self.fp8.twin_l2_ahead);
+        self.fp8.row_l2_ahead = cap("NORMKIT_CUDA_FP8_L2PF", self.fp8.row_l2_ahead);
+        self.fp8.row_l2_ahead = cap("NORMKIT_CUDA_FP8_ROW_L2PF", self.fp8.row_l2_ahead);
         self.fp8.tile_l2_ahead = cap("NORMKIT_CUDA_FP8_TILE_L2PF", self.fp8.tile_l2_ahead);
         match get("NORMKIT_CUDA_FWD_L2PF").as_deref().map(str::trim) {
             Some("off" | "0") => self.fwd_l2_ahead.clear(),
@@ -1814,6 +1876,17 @@ mod tests {
         for v in ["NORMKIT_CUDA_BWD_SMALL_COLS", "NORMKIT_CUDA_BWD_SMALL_COLS_ROWS", "NORMKIT_CUDA_BWD_SMALL_COLS_ELEMS"] {
             assert!(ENV_OVERRIDES.contains(&v), "{v}");
         }
+    }
+
+    #[test]
+    fn the_bandwidth_override_parses() {
+        let none = |_: &str| None;
+        assert_eq!(Tuning::mem_gbps_override(none), None);
+        assert_eq!(Tuning::mem_gbps_override(env(&[("NORMKIT_CUDA_MEM_GBPS", " 4800 ")])), Some(4800.0));
+        for bad in ["0", "-1", "inf", "NaN", "x", ""] {
+            assert_eq!(Tuning::mem_gbps_override(env(&[("NORMKIT_CUDA_MEM_GBPS", bad)])), None, "{bad}");
+        }
+        assert!(ENV_OVERRIDES.contains(&"NORMKIT_CUDA_MEM_GBPS"));
     }
 
     #[test]
