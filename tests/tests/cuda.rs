@@ -313,8 +313,9 @@ fn fp8_batch_invariance() {
     type Case<'a> = (NormDesc, DTypes, usize, Fp8Scale, bool, &'a [usize]);
     let cases: [Case; 10] = [
         (rms, bf(F8E4M3), 4096, Fp8Scale::PerRow, false, few),
-        // 9000 rows of 4096 pass Fp8Tuning::twin_x2_min_elems: the twin's two-CTAs-per-SM build
-        // against the pair (17 rows) and the twin (1000, 5000).
+        // 9000 rows of 4096 pass Fp8Tuning::twin_x2_min_elems where the device takes it (HBM3e
+        // Hopper; forced on every device below): the twin's two-CTAs-per-SM build against the
+        // pair (17 rows) and the twin (1000, 5000).
         (res, bf(F8E4M3), 4096, Fp8Scale::Device(16.0), false, &[17, 1000, 5000, 9000]),
         (res, bf(F8E4M3), 4096, Fp8Scale::PerRow, false, few),
         (rms.with_bias(true), bf(F8E4M3), 4096, Fp8Scale::PerRow, false, few),
@@ -334,6 +335,16 @@ fn fp8_batch_invariance() {
         }
         eprintln!("fp8_batch_invariance: case {i} ({base}) in {:.2} s", t0.elapsed().as_secs_f64());
     }
+    // The two-CTAs-per-SM build from 2^25 elements on any device (the H100 leaves it off).
+    let x2 = with(&|t| t.fp8.twin_x2_min_elems = 1 << 25);
+    let base =
+        Fp8Case { base: FwdCase::new(res, bf(F8E4M3), 1, 4096, 0xf8_b1ff), scale: Fp8Scale::Device(16.0), amax: true, transposed: false };
+    let before = launches_of(&x2, &["nk_fwd_regqd_bf16_rms_res_x2"]);
+    match check_fp8_batch_invariance(&x2, &base, &[11, 12, 13], &[17, 1000, 9000]) {
+        Ok(Ran::Passed) => {}
+        other => panic!("x2: {other:?}"),
+    }
+    assert!(launches_of(&x2, &["nk_fwd_regqd_bf16_rms_res_x2"]) > before, "the _x2 build did not run");
 }
 
 /// The staged cluster forward with an FP8 output (`nk_fwd_csq{|r}_*`, rows past the register

@@ -3741,15 +3741,20 @@ mod tests {
         assert_eq!(name(&all, 4096, 1000, false, true, true).0, "nk_fwd_regqd_bf16_ln_res");
         let none = Tuning::for_sm90().with_env(|k| (k == "NORMKIT_CUDA_FP8_PAIR").then(|| "0".to_owned()));
         assert_eq!(name(&none, 4096, 8, true, false, true).0, "nk_fwd_regqdr_bf16_rms_res");
-        // Per tensor with the residual (bf16), from Fp8Tuning::twin_x2_min_elems elements: the
-        // twin's two-CTAs-per-SM build (the same code); per row, LayerNorm and f16 have none.
-        assert_eq!(name(&t, 4096, 8192, false, false, true).0, "nk_fwd_regqd_bf16_rms_res_x2");
-        assert_eq!(name(&t, 8192, 4096, false, false, true).0, "nk_fwd_regqd_bf16_rms_res_x2");
-        assert_eq!(name(&t, 8192, 2048, false, false, true).0, "nk_fwd_regqd_bf16_rms_res");
-        assert_eq!(name(&t, 4096, 8192, true, false, true).0, "nk_fwd_regqdr_bf16_rms_res");
-        assert_eq!(name(&t, 4096, 8192, false, true, true).0, "nk_fwd_regqd_bf16_ln_res");
-        let x2off = Tuning::for_sm90().with_env(|k| (k == "NORMKIT_CUDA_FP8_TWIN_X2").then(|| "off".to_owned()));
+        // Per tensor with the residual (bf16), from Fp8Tuning::twin_x2_min_elems elements on
+        // HBM3e Hopper: the twin's two-CTAs-per-SM build (the same code); per row, LayerNorm and
+        // f16 have none; the H100 never takes it.
+        let h200 = Tuning::for_device(9, 4800.0);
+        assert_eq!(name(&h200, 4096, 8192, false, false, true).0, "nk_fwd_regqd_bf16_rms_res_x2");
+        assert_eq!(name(&h200, 8192, 4096, false, false, true).0, "nk_fwd_regqd_bf16_rms_res_x2");
+        assert_eq!(name(&h200, 8192, 2048, false, false, true).0, "nk_fwd_regqd_bf16_rms_res");
+        assert_eq!(name(&h200, 4096, 8192, true, false, true).0, "nk_fwd_regqdr_bf16_rms_res");
+        assert_eq!(name(&h200, 4096, 8192, false, true, true).0, "nk_fwd_regqd_bf16_ln_res");
+        assert_eq!(name(&t, 4096, 8192, false, false, true).0, "nk_fwd_regqd_bf16_rms_res");
+        let x2off = h200.with_env(|k| (k == "NORMKIT_CUDA_FP8_TWIN_X2").then(|| "off".to_owned()));
         assert_eq!(name(&x2off, 4096, 8192, false, false, true).0, "nk_fwd_regqd_bf16_rms_res");
+        let x2on = t.clone().with_env(|k| (k == "NORMKIT_CUDA_FP8_TWIN_X2").then(|| "33554432".to_owned()));
+        assert_eq!(name(&x2on, 4096, 8192, false, false, true).0, "nk_fwd_regqd_bf16_rms_res_x2");
     }
 
     /// yT where the quantised twin runs: through its own tiles (`nk_fwd_regqd{|r}t_*`, one step,

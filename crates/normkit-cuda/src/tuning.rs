@@ -563,11 +563,14 @@ pub struct Fp8Tuning {
     pub twin_cap_auto: u32,
     /// Calls of at least this many elements (M·N) take the quantised twin's build at two
     /// 256-thread CTAs per SM (`nk_fwd_regqd*_x2`: the same code, so the same bits; compiled for
-    /// bf16 per-tensor RMSNorm with the residual only). Default 2^25. H200, the bound on the
-    /// one build against main (bench/results/nvidia-h200-2026-11-28/pf/call1): addrms_fwd_fp8
-    /// 32768×4096 255.8 → 239.1 µs, 16384×4096 and 8192×8192 −5.5%, 4096×8192 −1.8%, but
-    /// 2048×8192 +1.2%, 1024×8192 +5%, 512×8192 +10%, 4096×1024 +9.5%. Env
-    /// `NORMKIT_CUDA_FP8_TWIN_X2` (E; `off`: never).
+    /// bf16 per-tensor RMSNorm with the residual only). 2^25 on HBM3e Hopper
+    /// ([`Tuning::for_device`]); never elsewhere. H200, the bound on the one build against main
+    /// (bench/results/nvidia-h200-2026-11-28/pf/call1): addrms_fwd_fp8 32768×4096 255.8 → 239.1
+    /// µs, 16384×4096 and 8192×8192 −5.5%, 4096×8192 −1.8%, but 2048×8192 +1.2%, 1024×8192 +5%,
+    /// 512×8192 +10%, 4096×1024 +9.5%. On an H100 the one-CTA build is the faster past 2^25
+    /// (bench/results/nvidia-h100-2026-12-06/yt64/call1, `summary-X0.md`, D X0 X0 D:
+    /// addrms_fwd_fp8 32768×4096 336.7 → 321.1 µs, 16384×4096 173.5 → 163.6, 8192×8192 173.4 →
+    /// 163.4). Env `NORMKIT_CUDA_FP8_TWIN_X2` (E; `off`: never).
     pub twin_x2_min_elems: u64,
     /// K > 0: the quantised RMSNorm twin without the residual (not its yT tiles), scaled per
     /// tensor, has its group's first thread prefetch into L2, by one bulk copy per row, the row K
@@ -1348,7 +1351,7 @@ impl Tuning {
                 twin_tile_n: (2048, 4096),
                 staged: true,
                 twin_cap_auto: 2,
-                twin_x2_min_elems: 1 << 25,
+                twin_x2_min_elems: u64::MAX,
                 twin_l2_ahead: 0,
                 row_l2_ahead: 1,
                 tile_l2_ahead: 0,
@@ -1417,6 +1420,7 @@ impl Tuning {
             t.fwd_half = HALF_SM90_HBM3E.to_vec();
             t.fwd_f32.clear();
             t.fp8.twin_l2_ahead = 1;
+            t.fp8.twin_x2_min_elems = 1 << 25;
             t.fp8.tile_l2_ahead = 1;
             t.fp8.tile_wide_max_rows = 40960;
             t.fp8.wide_row = WideRow::Residual;
