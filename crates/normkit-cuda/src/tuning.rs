@@ -587,8 +587,9 @@ pub struct Fp8Tuning {
     /// `NORMKIT_CUDA_FP8_L2PF` (K; `0` / `off`: none; it sets [`Fp8Tuning::row_l2_ahead`] too).
     pub twin_l2_ahead: u32,
     /// [`Fp8Tuning::twin_l2_ahead`]'s prefetch for the per-row RMSNorm twin without the residual.
-    /// 1 on Hopper (both parts; 0 elsewhere). H100, one build by environment against none, D P P
-    /// D (bench/results/nvidia-h100-2026-12-06/h100t/call1, `summary-P.md`): rms_fwd_fp8_row
+    /// 1 in Hopper's tables (the H100 and the H200; Blackwell follows them, not measured). H100,
+    /// one build by environment, two runs with it against the call's two default runs
+    /// (bench/results/nvidia-h100-2026-12-06/h100t/call1, `summary-P.md`): rms_fwd_fp8_row
     /// 32768×4096 149.9 → 145.8 µs, 8192×8192 78.9 → 70.6, 32768×2048 −10.8%, 16384×4096 −7.8%,
     /// 2048×8192 −8.2%, 65536×4096 −1.4%, 16384×3072 +1.3%, decode rows ±0.3%; the H200's
     /// measurement is [`Fp8Tuning::twin_l2_ahead`]'s. Env `NORMKIT_CUDA_FP8_ROW_L2PF` (K; `0` /
