@@ -516,8 +516,9 @@ pub fn forward(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall) ->
                 .iter()
                 .find(|h| h.ln == c.ln && (h.n.0..=h.n.1).contains(&c.n) && (h.rows.0..=h.rows.1).contains(&m))
                 // Compiled for bf16 only.
-                .filter(|_| dt == DType::BF16 && chunks == FwdChunks::K4 && c.aligned && !c.residual && rc.group >= 16)
-                .filter(|_| rc.group.is_power_of_two())
+                .filter(|_| {
+                    dt == DType::BF16 && chunks == FwdChunks::K4 && c.aligned && !c.residual && rc.group >= 16 && rc.group.is_power_of_two()
+                })
                 .and_then(|_| {
                     kernels::lookup(KernelKey::FwdRegHalf { dtype: kdt(dt).ok()?, ln: c.ln, l2: false, sub: rc.group < 64, one_barrier })
                 })
@@ -3359,7 +3360,7 @@ mod tests {
     #[test]
     fn forward_l2_prefetch_rules() {
         use DType::*;
-        // Tuning::fwd_l2_ahead on HBM3e (tuning::L2_SM90): the plain and half-thread
+        // Tuning::fwd_l2_ahead in Hopper's tables (tuning::L2_SM90): the plain and half-thread
         // kernels of a grid past its first wave prefetch the row half a wave's rows on —
         // RMSNorm and LayerNorm without the residual in 16 bits up to N = 8192, LayerNorm in f32;
         // from 2^24 elements; the half-thread LayerNorm from 2^25, in its `_l2` build.
