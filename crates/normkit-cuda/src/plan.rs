@@ -795,8 +795,17 @@ fn forward_fp8(t: &Tuning, d: &DeviceFacts, occ: &dyn Occupancy, c: &FwdCall, q:
                 }
                 other => other,
             };
+            // Fp8Tuning::row_res_rows_min_elems: the per-row bf16 add + RMSNorm twin (not its
+            // pairs) on a CTA per row group, as the plain forward runs.
+            let row_res_rows = twin.is_some_and(|k| matches!(k.key, KernelKey::FwdRegQDecode { .. }))
+                && q.per_row
+                && c.residual
+                && !c.ln
+                && dtype == Dt::Bf16
+                && m.saturating_mul(c.n as u64) >= f.row_res_rows_min_elems;
             let k = twin.unwrap_or(k);
-            let blocks = if t.fp8.reg_grid_rows { work.min(MAX_GRID) as u32 } else { persistent_blocks(d, occ, k, block, 0, work)? };
+            let blocks =
+                if t.fp8.reg_grid_rows || row_res_rows { work.min(MAX_GRID) as u32 } else { persistent_blocks(d, occ, k, block, 0, work)? };
             // Fp8Tuning::twin_l2_ahead: the RMSNorm twin's L2 prefetch without the residual (`pf`
             // walks ahead of its registers'; the other twins compile none).
             if twin.is_some() && !c.ln && !c.residual {
@@ -3756,6 +3765,53 @@ mod tests {
         assert_eq!(name(&x2off, 4096, 8192, false, false, true).0, "nk_fwd_regqd_bf16_rms_res");
         let x2on = t.clone().with_env(|k| (k == "NORMKIT_CUDA_FP8_TWIN_X2").then(|| "33554432".to_owned()));
         assert_eq!(name(&x2on, 4096, 8192, false, false, true).0, "nk_fwd_regqd_bf16_rms_res_x2");
+    }
+
+    /// Fp8Tuning::row_res_rows_min_elems: the per-row bf16 add + RMSNorm twin runs on a CTA per
+    /// row group from that many elements (2^22 on Hopper's tables, never on HBM3e), else on the
+    /// persistent grid; its pairs (up to Fp8Tuning::pair_rows), per tensor, LayerNorm and f16
+    /// keep the persistent grid. The kernel and group are the same either way (the same bits).
+    #[test]
+    fn fp8_row_res_twin_on_a_cta_per_row_group() {
+        let d = h100();
+        let plan = |t: &Tuning, n: usize, m: usize, per_row: bool, ln: bool, dt: DType| {
+            let c = FwdCall {
+                dtypes: DTypes { y: DType::F8E4M3, ..DTypes::uniform(dt) },
+                fp8: Some(Fp8Info { per_row, transposed: false }),
+                ln,
+                bias: ln,
+                residual: true,
+                ..fwd(dt, n, m)
+            };
+            let l = forward(t, &d, &OCC, &c).unwrap();
+            let s = l.steps().next().unwrap();
+            (s.kernel.name, s.grid.0, s.block)
+        };
+        let bf = DType::BF16;
+        let t = Tuning::for_sm90();
+        assert_eq!(t.fp8.row_res_rows_min_elems, 1 << 22);
+        assert_eq!(Tuning::for_device(9, 4800.0).fp8.row_res_rows_min_elems, u64::MAX);
+        let off = t.clone().with_env(|k| (k == "NORMKIT_CUDA_FP8_ROW_RES_GRID").then(|| "off".to_owned()));
+        assert_eq!(off.fp8.row_res_rows_min_elems, u64::MAX);
+        let persistent = plan(&off, 4096, 32768, true, false, bf);
+        assert_eq!(persistent.0, "nk_fwd_regqdr_bf16_rms_res");
+        assert!(persistent.1 < 32768);
+        assert_eq!(plan(&t, 4096, 32768, true, false, bf), ("nk_fwd_regqdr_bf16_rms_res", 32768, 128));
+        assert_eq!(plan(&t, 4096, 1024, true, false, bf), ("nk_fwd_regqdr_bf16_rms_res", 1024, 128));
+        assert_eq!(plan(&t, 1024, 4096, true, false, bf).1, 4096 / 4);
+        assert_eq!(plan(&t, 4096, 1023, true, false, bf).1, plan(&off, 4096, 1023, true, false, bf).1);
+        // 512 rows of 8192 (2^22 elements): N = 8192's 256-thread group has no pairs.
+        assert_eq!(plan(&t, 8192, 512, true, false, bf), ("nk_fwd_regqdr_bf16_rms_res", 512, 256));
+        for (n, m, per_row, ln, dt) in
+            [(4096, 32768, false, false, bf), (4096, 32768, true, true, bf), (4096, 32768, true, false, DType::F16)]
+        {
+            assert_eq!(plan(&t, n, m, per_row, ln, dt), plan(&off, n, m, per_row, ln, dt));
+        }
+        let every = t.clone().with_env(|k| (k == "NORMKIT_CUDA_FP8_ROW_RES_GRID").then(|| "0".to_owned()));
+        // The pairs (up to 512 rows of 4096) keep the persistent grid at any threshold.
+        assert_eq!(plan(&every, 4096, 512, true, false, bf), plan(&off, 4096, 512, true, false, bf));
+        assert_eq!(plan(&every, 4096, 512, true, false, bf).0, "nk_fwd_regqpr_bf16_rms_res");
+        assert_eq!(plan(&every, 4096, 600, true, false, bf).1, 600);
     }
 
     /// yT where the quantised twin runs: through its own tiles (`nk_fwd_regqd{|r}t_*`, one step,

@@ -64,6 +64,7 @@
 //! | `NORMKIT_CUDA_FP8_TWIN_N` | [`Fp8Tuning::twin_tile_n`] | `LO:HI`: the N range of the twin's yT tiles |
 //! | `NORMKIT_CUDA_FP8_TWIN_CAP` | [`Fp8Tuning::twin_cap_auto`] | a number N: the quantised twin (and its pairs) padded to ⌈grid / SMs⌉ CTAs per SM where that is at most N; `0` / `off`: never |
 //! | `NORMKIT_CUDA_FP8_TWIN_X2` | [`Fp8Tuning::twin_x2_min_elems`] | a number E: calls of at least E elements take the quantised twin's two-CTAs-per-SM build where there is one; `off`: never |
+//! | `NORMKIT_CUDA_FP8_ROW_RES_GRID` | [`Fp8Tuning::row_res_rows_min_elems`] | a number E: the per-row bf16 add + RMSNorm twin on a CTA per row group (not persistent) from E elements; `off`: never |
 //! | `NORMKIT_CUDA_FP8_L2PF` | [`Fp8Tuning::twin_l2_ahead`], [`Fp8Tuning::row_l2_ahead`] | a number K: the quantised twin prefetches into L2 the row K walks past the one its registers fetch; `0` / `off`: none |
 //! | `NORMKIT_CUDA_FP8_ROW_L2PF` | [`Fp8Tuning::row_l2_ahead`] | the same for the per-row twin only (read after `NORMKIT_CUDA_FP8_L2PF`) |
 //! | `NORMKIT_CUDA_FP8_WIDE_ROW` | [`Fp8Tuning::wide_row`] | which per-row calls take the per-tensor twin's doubled rows per CTA past `NORMKIT_CUDA_FP8_WIDE`'s walks: `0` none, `res` RMSNorm with the residual on whole 4-chunk rows, `1` every one |
@@ -472,6 +473,21 @@ pub struct Fp8Tuning {
     /// forward runs, instead of a persistent grid (env `NORMKIT_CUDA_FP8_GRID=rows`; measurements:
     /// every CTA then takes part in the amax's arrival count).
     pub reg_grid_rows: bool,
+    /// Calls of at least this many elements (M·N) run the per-row bf16 add + RMSNorm twin
+    /// (`nk_fwd_regqdr_bf16_rms_res`; not its pairs) on a grid of one CTA per row group, as the
+    /// plain forward runs, instead of the persistent grid: per row there is no amax to commit,
+    /// so a CTA ends with its rows and the next one's loads start (the same kernel and group,
+    /// so the same bits). 2^22 on Hopper's tables; never on HBM3e Hopper (not measured there).
+    /// H100, by environment on its first build, main against the rows grid at every size, O G G O
+    /// (bench/results/nvidia-h100-2026-12-06/s16/call3, `summary-G-O.md`): 32768×4096 336.6 →
+    /// 309.7 µs (99.9% of the copy ceiling), 16384×4096 and 65536×512 −9%, 8192×8192 171.1 →
+    /// 156.8, 2048×8192 −5.9%, 1024×4096 −4.6%, 4096×1024 −5%, 2048×4096 −0.6%; 1–128 rows the
+    /// same (the grid is the rows either way); but 512×4096 +24% (the pairs, which lost with the
+    /// rows grid at every size measured, `summary-GP.md`). The landed rule against main, old new
+    /// new old (`s16/call4`): no cell slower by more than 0.2%. f16 (its twin at (256, 1)) keeps
+    /// the persistent grid: slower with the rows grid at N = 8192 and mid sizes (`s16/call5`).
+    /// Env `NORMKIT_CUDA_FP8_ROW_RES_GRID` (E; `off`: never).
+    pub row_res_rows_min_elems: u64,
     /// The quantised register forward's twin (`nk_fwd_regqd_*`: 256-thread bound, so the row's,
     /// the weight's and the bias's chunks stay in registers where the 1024-thread `nk_fwd_regq*`
     /// spills; weight and device scale loaded once per CTA; a programmatic dependent) wherever
@@ -1348,6 +1364,7 @@ impl Tuning {
                 staged: true,
                 twin_cap_auto: 2,
                 twin_x2_min_elems: u64::MAX,
+                row_res_rows_min_elems: 1 << 22,
                 twin_l2_ahead: 0,
                 row_l2_ahead: 1,
                 tile_l2_ahead: 0,
@@ -1417,6 +1434,7 @@ impl Tuning {
             t.fwd_f32.clear();
             t.fp8.twin_l2_ahead = 1;
             t.fp8.twin_x2_min_elems = 1 << 25;
+            t.fp8.row_res_rows_min_elems = u64::MAX;
             t.fp8.tile_l2_ahead = 1;
             t.fp8.tile_wide_max_rows = 40960;
             t.fp8.wide_row = WideRow::Residual;
@@ -1619,6 +1637,7 @@ impl Tuning {
                 .then(|| ops.iter().map(|&(ln, residual)| RpcRule { ln, residual, n, rows, rpc }).collect())
         });
         self.fp8.twin_x2_min_elems = limit("NORMKIT_CUDA_FP8_TWIN_X2", self.fp8.twin_x2_min_elems);
+        self.fp8.row_res_rows_min_elems = limit("NORMKIT_CUDA_FP8_ROW_RES_GRID", self.fp8.row_res_rows_min_elems);
         self.fp8.reg = on_unless_0("NORMKIT_CUDA_FP8_REG");
         self.fp8.reg_grid_rows = get("NORMKIT_CUDA_FP8_GRID").is_some_and(|v| v == "rows");
         self.fp8.reg_twin = on_unless_0("NORMKIT_CUDA_FP8_TWIN");
